@@ -1,0 +1,67 @@
+# attngraph: set-up, tests, demo. `make demo` and `make test` are all a new user needs.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# Installed before the project so that pip finds torch already satisfied: on these
+# machines this pin takes a local CPU wheel, while an unpinned torch would pull the
+# CUDA build (gigabytes). Override with e.g. `make venv TORCH=torch`.
+TORCH ?= torch==2.13.0
+# Source packages; renderers/ may not exist yet in a fresh clone.
+SRC := $(wildcard attngraph renderers)
+DOT_MISSING := attngraph: the Graphviz 'dot' program is missing; install it (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz) for svg/png/pdf diagrams
+
+.PHONY: help venv dot test demo docs bench lint clean
+
+help:
+	@echo "make demo   set up, then validate the catalog (specs/)"
+	@echo "make test   set up, then run the tests and the doctests"
+	@echo "make venv   create $(VENV) ($(TORCH) first, then the project with [dev])"
+	@echo "make dot    install Graphviz 'dot' when root with apt-get, else say how"
+	@echo "make docs | bench | lint | clean"
+
+venv: $(VENV)/.stamp
+
+# Re-runs only when pyproject.toml changes; works on top of an existing $(VENV).
+$(VENV)/.stamp: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install $(TORCH)
+	$(PIP) install -e '.[dev]'
+	touch $@
+
+dot:
+	@if command -v dot >/dev/null 2>&1; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y graphviz \
+	  || echo "$(DOT_MISSING)"; \
+	else \
+	  echo "$(DOT_MISSING)"; \
+	fi
+
+# The doctests of the source packages, then the test suite. Exit code 5 ("no tests
+# collected") of the doctest pass is not a failure; it runs first so that the last
+# summary line printed is the test suite's.
+test: venv dot
+	$(PY) -m pytest --doctest-modules $(SRC); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
+	$(PY) -m pytest tests
+
+# One step per line; later steps (render the catalog, train a model) go below.
+demo: venv dot
+	$(VENV)/bin/attngraph validate specs/*.yaml
+
+docs: venv
+	$(PY) -m attngraph docs
+
+bench: venv
+	$(PY) benchmarks/run.py
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy $(SRC)
+
+# Leaves $(VENV) and runs/ (training output) alone; `rm -rf .venv` for a full reset.
+clean:
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
