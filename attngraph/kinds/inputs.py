@@ -1,0 +1,46 @@
+"""Shape rules of graph inputs (and of a block's inputs, bound at instantiation)."""
+
+from __future__ import annotations
+
+from attngraph.ir.graph import TensorType
+from attngraph.ir.shapes import RuleCtx
+from attngraph.kinds.registry import shape_rule
+
+
+def _need(ctx: RuleCtx, field: str, typ: str, example: str) -> int:
+    v = ctx.size(field)
+    if v is None:
+        ctx.fail(f"input type '{typ}' needs '{field}'", hint=f"e.g. {example}")
+    return v
+
+
+@shape_rule("input")
+def input_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Types of each input type; ``length`` names the symbolic item count."""
+    s = ctx.spec
+    if s is None:
+        ctx.fail("block input is not bound")
+    n = s.length
+    typ = s.type
+    if typ == "tokens":
+        _need(ctx, "vocab", typ, "{type: tokens, vocab: 1000}")
+        return {"": TensorType((n,), dtype="long"), "mask": TensorType((n,), dtype="bool")}
+    if typ == "vectors":
+        d = _need(ctx, "dim", typ, "{type: vectors, dim: 64}")
+        return {"": TensorType((n, d)), "mask": TensorType((n,), dtype="bool")}
+    if typ == "vector":
+        return {"": TensorType((_need(ctx, "dim", typ, "{type: vector, dim: 64}"),))}
+    if typ == "image":
+        c = ctx.size("channels") or 1
+        h = _need(ctx, "height", typ, "{type: image, height: 28, width: 28}")
+        w = _need(ctx, "width", typ, "{type: image, height: 28, width: 28}")
+        return {"": TensorType((c, h, w))}
+    if typ == "graph":
+        d = _need(ctx, "dim", typ, "{type: graph, dim: 34}")
+        return {
+            "": TensorType((n, d)),
+            "adjacency": TensorType((n, n), dtype="bool"),
+            "mask": TensorType((n,), dtype="bool"),
+        }
+    # labels
+    return {"": TensorType((n,) if s.per_item else (), dtype="long")}

@@ -1,0 +1,114 @@
+"""Shape rules of structure: block, repeat and loop instantiate a block's body."""
+
+from __future__ import annotations
+
+from attngraph.ir.graph import Graph, TensorType
+from attngraph.ir.shapes import RuleCtx, output_types
+from attngraph.kinds.registry import shape_rule
+
+
+def _ports(body: Graph) -> dict[str, TensorType]:
+    outs = output_types(body)
+    if "" in outs:
+        return {"": outs[""]}
+    first = next(iter(outs.values()))
+    return {"": first, **outs}
+
+
+@shape_rule("block")
+def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """The block's output(s), with its inputs bound to ``from``."""
+    name = ctx.spec.block
+    tmpl = ctx.graph.blocks[name]
+    names = [n.id for n in tmpl.inputs]
+    if isinstance(ctx.spec.from_, dict):
+        bound = {e.role.split(".", 1)[1]: ctx.type_of(e) for e in ctx.node.edges("from")}
+    else:
+        if len(names) != 1:
+            ctx.fail(f"block '{name}' takes inputs ({', '.join(names)}); give from as a "
+                     "mapping", "from", "from: {" + ", ".join(f"{n}: <node>" for n in names)
+                     + "}")
+        bound = {names[0]: ctx.t("from")}
+    body = ctx.infer_block(name, bound)
+    ctx.body = body
+    ctx.params += body.params
+    return _ports(body)
+
+
+@shape_rule("repeat")
+def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """K rounds of a one-input block whose output has its input's type."""
+    name = ctx.spec.block
+    tmpl = ctx.graph.blocks[name]
+    if len(tmpl.inputs) != 1 or len(tmpl.outputs) != 1:
+        ctx.fail(f"repeat stacks a block with one input and one output; '{name}' has "
+                 f"{len(tmpl.inputs)} and {len(tmpl.outputs)}")
+    t = ctx.t("from")
+    body = ctx.infer_block(name, {tmpl.inputs[0].id: t})
+    out = output_types(body)[tmpl.outputs[0][0]]
+    if out.dims != t.dims or out.heads != t.heads:
+        ctx.fail(f"repeat feeds each round's output to the next, but block '{name}' maps "
+                 f"{t} to {out}", hint="make the block return its input's shape")
+    ctx.body = body
+    ctx.params += body.params * (1 if ctx.spec.share else ctx.spec.times)
+    return {"": out}
+
+
+@shape_rule("loop")
+def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Runs the body once per step; each body output is stacked to [T, ...]."""
+    s = ctx.spec
+    name = s.body
+    tmpl = ctx.graph.blocks[name]
+    if isinstance(s.steps, int):
+        steps: object = s.steps
+    else:
+        st = ctx.t("steps")
+        if st.rank == 0:
+            ctx.fail(f"steps '{ctx.edge('steps').ref}' has no length", "steps")
+        steps = st.dims[0]
+    bound: dict[str, TensorType] = {}
+    for e in ctx.node.edges("inputs"):
+        bound[e.role.split(".", 1)[1]] = ctx.type_of(e)
+    outs = dict(tmpl.outputs)
+    for cname, c in s.carry.items():
+        if c.init is not None:
+            bound[cname] = ctx.t(f"carry.{cname}.init")
+        elif c.zeros is not None:
+            bound[cname] = TensorType((int(c.zeros),))
+        else:
+            ctx.fail(f"carry '{cname}' needs 'init: <node>' or 'zeros: <size>'")
+        if c.next not in outs:
+            ctx.fail(f"carry '{cname}': body '{name}' has no output '{c.next}'",
+                     hint="outputs: " + ", ".join(k for k in outs if k))
+    for fname, f in s.feed.items():
+        if f.from_ is not None:
+            ft = ctx.t(f"feed.{fname}.from")
+            if ft.rank == 0:
+                ctx.fail(f"feed '{fname}' reads one element per step; "
+                         f"'{ctx.edge(f'feed.{fname}.from').ref}' has no steps axis")
+            bound[fname] = TensorType(ft.dims[1:], dtype=ft.dtype)
+        elif f.feedback is not None:
+            bound[fname] = TensorType((), dtype="long")
+        else:
+            ctx.fail(f"feed '{fname}' needs 'from: <input>' or 'feedback: <output>'")
+        if f.feedback is not None and f.feedback not in outs:
+            ctx.fail(f"feed '{fname}': body '{name}' has no output '{f.feedback}'")
+    body = ctx.infer_block(name, bound)
+    body_out = output_types(body)
+    for cname, c in s.carry.items():
+        got = body_out[c.next]
+        if got.dims != bound[cname].dims:
+            ctx.fail(f"carry '{cname}' starts as {bound[cname]} but output '{c.next}' is {got}",
+                     hint="a carried state keeps its shape from step to step")
+    for fname, f in s.feed.items():
+        if f.feedback is not None and body_out[f.feedback].rank != 1:
+            ctx.fail(f"feedback '{f.feedback}' must be logits [V] to pick the next id")
+    ctx.body = body
+    ctx.params += body.params
+    ports = {k: TensorType((steps, *t.dims), heads=t.heads, dtype=t.dtype, simplex=t.simplex)
+             for k, t in body_out.items()}
+    for cname, c in s.carry.items():
+        ports[f"final_{cname}"] = body_out[c.next]
+    first = next(iter(ports.values()))
+    return {"": ports.get("", first), **ports}

@@ -1,0 +1,144 @@
+"""Shape rules of the supporting kinds: linear, mlp, embedding, position, rnn,
+norm, add, concat, dropout."""
+
+from __future__ import annotations
+
+from attngraph.ir.graph import TensorType
+from attngraph.ir.shapes import RuleCtx
+from attngraph.kinds.registry import shape_rule
+
+
+def _float(ctx: RuleCtx, role: str = "from") -> TensorType:
+    t = ctx.t(role)
+    if t.dtype != "float" or t.rank == 0:
+        ctx.fail(f"'{ctx.edge(role).ref}' is {t}; this kind needs float features", role,
+                 "token ids become vectors through items (embed:) or embedding")
+    return t
+
+
+@shape_rule("linear")
+def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """[..., d] -> [..., out]."""
+    t = _float(ctx)
+    if t.heads:
+        ctx.fail(f"'{ctx.edge('from').ref}' still has {t.heads} heads", "from",
+                 "merge heads in the readout (combine: concat) first")
+    d, out = int(t.dims[-1]), int(ctx.spec.out)
+    ctx.params += d * out + (out if ctx.spec.bias else 0)
+    return {"": t.with_dims(*t.dims[:-1], out)}
+
+
+@shape_rule("mlp")
+def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """[..., d] -> hidden (× layers) -> [..., out]."""
+    t = _float(ctx)
+    d, h, out = int(t.dims[-1]), int(ctx.spec.hidden), int(ctx.spec.out)
+    ctx.params += d * h + h + (ctx.spec.layers - 1) * (h * h + h) + h * out + out
+    return {"": TensorType((*t.dims[:-1], out))}
+
+
+@shape_rule("embedding")
+def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Ids [...] -> [..., dim]."""
+    t = ctx.t("from")
+    if t.dtype != "long":
+        ctx.fail(f"embedding looks up ids, but '{ctx.edge('from').ref}' is {t}", "from")
+    vocab = ctx.spec.vocab
+    if vocab is None:
+        src = ctx.src("from")
+        if src.is_input and src.spec is not None:
+            vocab = src.spec.vocab or src.spec.classes
+    if vocab is None:
+        ctx.fail("embedding needs 'vocab: <size>'", hint="add vocab: <number of ids>")
+    ctx.params += int(vocab) * int(ctx.spec.dim)
+    return {"": TensorType((*t.dims, int(ctx.spec.dim)))}
+
+
+@shape_rule("position")
+def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Context vectors from positions: [N, dim] for the items of ``from``."""
+    t = ctx.t("from")
+    if t.rank == 0:
+        ctx.fail("position vectors need something with an items axis", "from")
+    n = t.dims[0]
+    if ctx.spec.encoding == "learned":
+        max_len = ctx.spec.max_len or (n if isinstance(n, int) else None)
+        if max_len is None:
+            ctx.fail("learned positions need 'max_len'", hint="add max_len: <longest N>")
+        ctx.params += int(max_len) * int(ctx.spec.dim)
+    elif int(ctx.spec.dim) % 2:
+        ctx.fail(f"sinusoidal positions need an even dim, got {ctx.spec.dim}")
+    return {"": TensorType((n, int(ctx.spec.dim)))}
+
+
+@shape_rule("rnn")
+def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
+    s = ctx.spec
+    t = _float(ctx)
+    if t.rank not in (1, 2):
+        ctx.fail(f"rnn reads a sequence [N, d] or one step [d], got {t}", "from")
+    d, h = int(t.dims[-1]), int(s.hidden)
+    dirs = 2 if s.bidirectional else 1
+    if t.rank == 1 and (s.bidirectional or s.layers > 1):
+        ctx.fail("one rnn step (input [d]) is a single unidirectional layer", "from")
+    gates = 3 if s.cell == "gru" else 4
+    for layer in range(s.layers):
+        d_in = d if layer == 0 else h * dirs
+        ctx.params += dirs * gates * (d_in * h + h * h + 2 * h)
+    if ctx.has("init"):
+        it = ctx.t("init")
+        want = h if t.rank == 1 else h * dirs
+        if it.rank != 1 or int(it.dims[0]) not in (h, want):
+            ctx.fail(f"init state must be [{h}], got {it}", "init")
+    state = TensorType((h * dirs,))
+    out = TensorType((t.dims[0], h * dirs)) if t.rank == 2 else state
+    return {"": out, "out": out, "state": state}
+
+
+@shape_rule("norm")
+def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Same shape; learned scale (and shift for layer norm)."""
+    t = _float(ctx)
+    ctx.params += int(t.dims[-1]) * (2 if ctx.spec.fn == "layer" else 1)
+    return {"": TensorType(t.dims)}
+
+
+def _broadcast(ctx: RuleCtx, ts: list[TensorType]) -> tuple:
+    dims: list = []
+    for t in sorted(ts, key=lambda x: -x.rank):
+        for i, d in enumerate(reversed(t.dims)):
+            if i >= len(dims):
+                dims.insert(0, d)
+            elif dims[-1 - i] != d:
+                shapes = ", ".join(str(x) for x in ts)
+                ctx.fail(f"add needs inputs of one shape, got {shapes}",
+                         hint="project one of them with a linear to the other's size")
+    return tuple(dims)
+
+
+@shape_rule("add")
+def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Residual sum; shapes must match (a vector broadcasts over items)."""
+    ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
+    heads = {t.heads for t in ts}
+    if len(heads) > 1 or any(t.dtype != "float" for t in ts):
+        ctx.fail("add needs float inputs with the same heads")
+    return {"": TensorType(_broadcast(ctx, ts), heads=ts[0].heads)}
+
+
+@shape_rule("concat")
+def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Join on the feature axis; other axes must match."""
+    ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
+    lead = {t.dims[:-1] for t in ts}
+    if len(lead) > 1 or any(t.rank == 0 or t.heads for t in ts):
+        shapes = ", ".join(str(t) for t in ts)
+        ctx.fail(f"concat joins features of the same items, got {shapes}")
+    return {"": TensorType((*ts[0].dims[:-1], sum(int(t.dims[-1]) for t in ts)))}
+
+
+@shape_rule("dropout")
+def dropout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Same type (attention weights stay weights)."""
+    return {"": ctx.t("from")}

@@ -1,0 +1,307 @@
+"""``validate(doc) -> Spec``: check a document against the schema, with positions.
+
+Every problem found becomes one :class:`~attngraph.errors.Diagnostic` located at
+the offending key or value; all of them are raised together as one
+:class:`~attngraph.errors.SpecError`. Nodes are validated one at a time by the
+model of their own ``kind``, so unknown kinds and fields get a "did you mean".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from attngraph.errors import Diagnostic, SpecError, did_you_mean
+from attngraph.source import Document, PathKey
+from attngraph.spec import models as m
+
+__all__ = ["validate"]
+
+_WHAT = {
+    "from": "a reference (node, node.port, or {ref: node, detach: true})",
+    "query": "a reference, or {learned: size} for a learned query vector",
+    "key": "a reference (node or node.port)",
+    "scores": "a reference to a scorer",
+    "weights": "a reference to weights (a softmax or a policy)",
+    "values": "a reference to values",
+    "adjacency": "a reference to a graph input",
+    "steps": "a positive integer, or a reference whose length gives the steps",
+    "baseline": "true, false, or a reference to the baseline's input",
+    "beta": "a positive number, or 'learned'",
+}
+_SIZE_FIELDS = {
+    "embed", "dim", "hidden", "out", "vocab", "max_len", "slots", "width", "channels",
+    "height", "width", "classes", "learned", "zeros",
+}
+
+
+def _where(path: PathKey) -> str:
+    if len(path) >= 2 and path[0] == "nodes":
+        return f"node '{path[1]}'"
+    if len(path) >= 4 and path[0] == "blocks" and path[2] == "nodes":
+        return f"block '{path[1]}', node '{path[3]}'"
+    if len(path) >= 2 and path[0] == "blocks":
+        return f"block '{path[1]}'"
+    if len(path) >= 2 and path[0] == "inputs":
+        return f"input '{path[1]}'"
+    if len(path) >= 2 and path[0] == "outputs":
+        return f"output '{path[1]}'"
+    if path:
+        return f"'{path[0]}'"
+    return "spec"
+
+
+def _doc_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathKey, Any, bool]:
+    """Map a pydantic error location onto the document; skip union-member tags.
+
+    Returns the path, the value there, and whether the last step was found.
+    """
+    path: list[str | int] = []
+    cur = data
+    found = True
+    for part in loc:
+        if isinstance(cur, dict) and isinstance(part, str) and part in cur:
+            path.append(part)
+            cur = cur[part]
+            found = True
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            path.append(part)
+            cur = cur[part]
+            found = True
+        else:
+            found = False
+    return tuple(path), cur, found
+
+
+def _model_for(path: PathKey, data: Any) -> type[BaseModel] | None:
+    """The model whose fields apply at ``path`` (for did-you-mean on unknown fields)."""
+    node_path: PathKey | None = None
+    if len(path) >= 2 and path[0] == "nodes":
+        node_path, rest = path[:2], path[2:]
+    elif len(path) >= 4 and path[0] == "blocks" and path[2] == "nodes":
+        node_path, rest = path[:4], path[4:]
+    if node_path is not None:
+        node = _get(data, node_path)
+        model = m.NODE_MODELS.get(node.get("kind")) if isinstance(node, dict) else None
+        if model is None:
+            return None
+        if rest == ("mask",):
+            return m.MaskSpec
+        if len(rest) == 2 and rest[0] == "carry":
+            return m.CarrySpec
+        if len(rest) == 2 and rest[0] == "feed":
+            return m.FeedSpec
+        if rest and rest[-1] in ("query", "from", "key", "scores", "weights", "values"):
+            return m.RefLong
+        return model if not rest else None
+    if len(path) == 2 and path[0] == "inputs":
+        return m.InputSpec
+    if len(path) == 2 and path[0] == "blocks":
+        return m.BlockSpec
+    if path == ("train",):
+        return m.TrainSpec
+    if path == ():
+        return m.Spec
+    return None
+
+
+def _get(data: Any, path: PathKey) -> Any:
+    cur = data
+    for p in path:
+        cur = cur[p]
+    return cur
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any]) -> list[Diagnostic]:
+    """Turn one model's pydantic errors (at ``base`` in the doc) into diagnostics."""
+    groups: dict[PathKey, list[Any]] = {}
+    for err in errors:
+        path, _, found = _doc_path(data, tuple(err["loc"]))
+        key = (*base, *path)
+        if err["type"] in ("extra_forbidden", "missing") or not found:
+            # an unknown or missing field: the last loc part names it
+            name = str(err["loc"][-1])
+            if err["type"] == "extra_forbidden" and not found:
+                key = (*key, name)
+            err = {**err, "_name": name}
+        groups.setdefault(key, []).append(err)
+    out = []
+    for key, errs in groups.items():
+        out.append(_one(doc, key, errs))
+    return out
+
+
+def _one(doc: Document, path: PathKey, errs: list[Any]) -> Diagnostic:
+    where = _where(path)
+    first = errs[0]
+    typ = first["type"]
+    if typ == "extra_forbidden":
+        name = first["_name"]
+        model = _model_for(path[:-1], doc.data)
+        hint = did_you_mean(name, _field_names(model)) if model else None
+        return Diagnostic(doc.loc(path, key=True), f"{where}: unknown field '{name}'", hint)
+    if typ == "missing":
+        name = first["_name"]
+        return Diagnostic(
+            doc.loc(path, key=True), f"{where}: missing field '{name}'",
+            f"add '{name}:' ({_WHAT.get(name, 'required')})",
+        )
+    field = str(path[-1]) if path else "spec"
+    value = _get(doc.data, path) if path else doc.data
+    if typ in ("union_tag_invalid", "union_tag_not_found"):
+        kinds = sorted(m.NODE_MODELS)
+        return Diagnostic(doc.loc(path), f"{where}: unknown kind {value!r}",
+                          did_you_mean(str(value), kinds))
+    if typ == "literal_error":
+        expected = first.get("ctx", {}).get("expected", "")
+        options = [o.strip().strip("'") for o in expected.replace(" or ", ", ").split(",")]
+        return Diagnostic(
+            doc.loc(path), f"{where}: {field} {value!r} is not one of {expected}",
+            did_you_mean(str(value), [o for o in options if o]),
+        )
+    if len(errs) > 1 or typ.endswith("_type"):
+        # a union (reference | long form, int | dims name): say what is accepted
+        best = [e for e in errs if not e["type"].endswith("_type") and e["type"] != "model_type"]
+        if best and best[0]["type"] != "string_pattern_mismatch":
+            return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(best[0])}")
+        if field in _WHAT:
+            expect = _WHAT[field]
+        elif field in _SIZE_FIELDS:
+            expect = "a positive integer or a dims name"
+        else:
+            expect = "; ".join(sorted({_msg(e) for e in errs}))
+        return Diagnostic(doc.loc(path), f"{where}: {field} must be {expect}, found {value!r}")
+    return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(first)}")
+
+
+def _msg(err: Any) -> str:
+    msg = str(err["msg"])
+    if err["type"] == "string_pattern_mismatch":
+        pat = err.get("ctx", {}).get("pattern", "")
+        if pat == m.IDENT:
+            return f"{err['input']!r} is not an identifier (lowercase letters, digits, _)"
+        return f"{err['input']!r} is not a reference (node or node.port)"
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return msg[0].lower() + msg[1:] if msg else msg
+
+
+def _validate_model(
+    doc: Document, base: PathKey, model: type[BaseModel], data: Any, diags: list[Diagnostic]
+) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        diags.extend(_diagnose(doc, base, data, exc.errors(include_url=False)))
+        return None
+
+
+def _validate_nodes(
+    doc: Document, base: PathKey, nodes: Any, diags: list[Diagnostic]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not isinstance(nodes, dict):
+        return out
+    for nid, raw in nodes.items():
+        path = (*base, nid)
+        if not isinstance(raw, dict):
+            diags.append(Diagnostic(
+                doc.loc(path), f"{_where(path)}: a node is a mapping with a 'kind:'",
+                "write e.g. {kind: softmax, scores: score}",
+            ))
+            continue
+        kind = raw.get("kind")
+        if kind is None:
+            diags.append(Diagnostic(
+                doc.loc(path), f"{_where(path)}: missing field 'kind'",
+                "known kinds: " + ", ".join(sorted(m.NODE_MODELS)),
+            ))
+            continue
+        model = m.NODE_MODELS.get(kind) if isinstance(kind, str) else None
+        if model is None:
+            diags.append(Diagnostic(
+                doc.loc((*path, "kind")), f"{_where(path)}: unknown kind {kind!r}",
+                did_you_mean(str(kind), m.NODE_MODELS),
+            ))
+            continue
+        node = _validate_model(doc, path, model, raw, diags)
+        if node is not None:
+            out[nid] = node
+    return out
+
+
+def validate(doc: Document) -> m.Spec:
+    """Check ``doc`` against the spec language's schema.
+
+    Parameters
+    ----------
+    doc : Document
+        A document from :func:`attngraph.source.load`.
+
+    Returns
+    -------
+    Spec
+        The typed spec; node sizes may still be dims names (resolved by ``build``).
+
+    Raises
+    ------
+    SpecError
+        With one diagnostic per problem found.
+    """
+    data = doc.data
+    if not isinstance(data, dict):
+        raise SpecError(
+            "a spec is a mapping with 'attngraph: 1', 'name', 'inputs', 'nodes', 'outputs'",
+            doc.loc(()),
+        )
+    diags: list[Diagnostic] = []
+    if "attngraph" in data and data["attngraph"] != 1:
+        diags.append(Diagnostic(
+            doc.loc(("attngraph",)),
+            f"language version {data['attngraph']!r} is not supported",
+            "this attngraph reads 'attngraph: 1'",
+        ))
+    top = {k: v for k, v in data.items() if k not in ("nodes", "blocks")}
+    top["nodes"] = {k: {} for k in data["nodes"]} if isinstance(data.get("nodes"), dict) else (
+        data.get("nodes", {}))
+    blocks_raw = data.get("blocks", {})
+    if isinstance(blocks_raw, dict):
+        top["blocks"] = {
+            b: ({**v, "nodes": {}} if isinstance(v, dict) else v) for b, v in blocks_raw.items()
+        }
+    elif "blocks" in data:
+        top["blocks"] = blocks_raw
+    if "attngraph" not in data or data["attngraph"] == 1:
+        spec = _validate_model(doc, (), m.Spec, top, diags)
+    else:
+        spec = None
+    nodes = _validate_nodes(doc, ("nodes",), data.get("nodes"), diags)
+    blocks: dict[str, m.BlockSpec] = {}
+    if isinstance(blocks_raw, dict):
+        for bname, braw in blocks_raw.items():
+            bnodes = _validate_nodes(
+                doc, ("blocks", bname, "nodes"),
+                braw.get("nodes") if isinstance(braw, dict) else None, diags,
+            )
+            if spec is not None:
+                blocks[bname] = spec.blocks[bname].model_copy(update={"nodes": bnodes})
+    if diags:
+        raise SpecError(diags[0].message, diagnostics=_dedupe(diags))
+    assert spec is not None  # no diagnostics means the top-level model validated
+    return spec.model_copy(update={"nodes": nodes, "blocks": blocks})
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for d in sorted(diags, key=lambda d: (d.loc.line, d.loc.col)):
+        k = (str(d.loc), d.message)
+        if k not in seen:
+            seen.add(k)
+            out.append(d)
+    return out
