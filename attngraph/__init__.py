@@ -1,0 +1,39 @@
+"""attngraph: attention mechanisms as small YAML graphs.
+
+One spec gives located errors (:func:`load_spec`), diagrams (``renderers``), a
+trainable PyTorch module (:func:`compile`) and a description of the mechanism.
+``import attngraph`` does not import torch; :func:`compile` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attngraph.errors import (
+    AttnGraphError,
+    GraphError,
+    LoweringError,
+    RenderError,
+    ShapeError,
+    SpecError,
+    TrainingError,
+)
+from attngraph.ir.graph import Edge, Graph, Node, TensorType
+from attngraph.pipeline import load_spec, loads_spec
+
+__all__ = [
+    "AttnGraphError", "Edge", "Graph", "GraphError", "LoweringError", "Node", "RenderError",
+    "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "load_spec",
+    "loads_spec",
+]
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # compile() lives with the lowering, which imports torch: load it on first use.
+    if name == "compile":
+        from attngraph.lower import compile as _compile
+
+        return _compile
+    raise AttributeError(f"module 'attngraph' has no attribute {name!r}")

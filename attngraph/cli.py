@@ -1,0 +1,77 @@
+"""The ``attngraph`` command line: subcommands that compose the stages.
+
+Each group of subcommands lives in :mod:`attngraph.commands` and registers itself
+on :data:`main`; heavy imports (torch, renderers) happen inside the commands so
+that ``attngraph --help`` and ``attngraph validate`` start fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from attngraph.errors import AttnGraphError
+
+__all__ = ["main", "run_stage", "echo_error", "spec_argument"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _color(stream: Any) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def echo_error(exc: AttnGraphError) -> None:
+    """Print every diagnostic of ``exc`` to stderr, coloured on a terminal."""
+    click.echo(exc.format(color=_color(sys.stderr)), err=True)
+    n = len(exc.diagnostics)
+    if n > 1:
+        click.echo(f"{n} errors", err=True)
+
+
+def run_stage(fn: F) -> F:
+    """Wrap a command so that attngraph errors print as located lines and exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AttnGraphError as exc:
+            echo_error(exc)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+spec_argument = click.argument("spec", type=click.Path(dir_okay=False))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="attngraph", prog_name="attngraph")
+def main() -> None:
+    """Write attention mechanisms as small YAML graphs; check, draw, compile, compare.
+
+    \b
+    Start with:  attngraph validate SPEC.yaml
+    Language:    docs/spec-language.md (or `attngraph schema` for editors)
+    """
+
+
+def _register() -> None:
+    import importlib
+    import pkgutil
+
+    import attngraph.commands as pkg
+
+    for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        importlib.import_module(f"attngraph.commands.{mod.name}")
+
+
+_register()

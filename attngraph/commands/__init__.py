@@ -1,0 +1,1 @@
+"""CLI subcommands; every module here registers its commands on ``attngraph.cli.main``."""

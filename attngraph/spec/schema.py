@@ -1,0 +1,52 @@
+"""The JSON Schema of the spec language, for editors' YAML language servers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field, create_model
+
+from attngraph.spec import models as m
+
+__all__ = ["json_schema"]
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a whole spec, nodes as a union tagged on ``kind``.
+
+    Examples
+    --------
+    >>> s = json_schema()
+    >>> sorted(s["properties"])[:3]
+    ['attngraph', 'blocks', 'dims']
+    """
+    from attngraph.kinds import SCORERS
+
+    cfg = ConfigDict(extra="forbid")
+    nodes_t = dict[m.Ident, m.NodeSpec]  # type: ignore[valid-type]
+    block = create_model(
+        "Block", __config__=cfg, __doc__=m.BlockSpec.__doc__,
+        **{
+            name: (nodes_t if name == "nodes" else f.annotation, f)
+            for name, f in m.BlockSpec.model_fields.items()
+        },
+    )
+    spec = create_model(
+        "AttnGraphSpec", __config__=cfg, __doc__=m.Spec.__doc__,
+        **{
+            name: (
+                nodes_t if name == "nodes"
+                else dict[m.Ident, block] if name == "blocks"  # type: ignore[valid-type]
+                else f.annotation,
+                Field(default_factory=dict) if name == "blocks" else f,
+            )
+            for name, f in m.Spec.model_fields.items()
+        },
+    )
+    schema = spec.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "attngraph spec (language version 1)"
+    scorer = schema.get("$defs", {}).get("ScorerSpec")
+    if scorer is not None:
+        scorer["properties"]["fn"]["enum"] = sorted(SCORERS)
+    return schema
