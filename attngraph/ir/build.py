@@ -81,6 +81,8 @@ def _refs(spec: Any) -> Iterator[tuple[str, PathKey, Any]]:
     for name in REF_FIELDS:
         if name not in type(spec).model_fields:
             continue
+        if name == "init" and spec.kind == "memory":
+            continue  # a memory's init is a fill mode (learned/zeros/constant), not a ref
         v = getattr(spec, name)
         key = "from" if name == "from_" else name
         if v is None or isinstance(v, (bool, int)) or isinstance(v, m.LearnedQuery):
@@ -102,6 +104,14 @@ def _refs(spec: Any) -> Iterator[tuple[str, PathKey, Any]]:
     for fname, f in (getattr(spec, "feed", None) or {}).items():
         if f.from_ is not None:
             yield f"feed.{fname}.from", ("feed", fname, "from"), f.from_
+
+
+def _raw(data: Any, path: PathKey) -> Any:
+    for p in path:
+        if not isinstance(data, dict) or p not in data:
+            return None
+        data = data[p]
+    return data
 
 
 def _edge(ctx: _Ctx, role: str, path: PathKey, ref: Any) -> Edge:
@@ -131,9 +141,11 @@ def _nodes(
                     f"input{scope}", did_you_mean(e.src, known - {nid}),
                 ))
             edges.append(e)
+        raw = _raw(ctx.doc.data, path)
         out.append(Node(
             id=nid, kind=spec.kind, spec=spec, inputs=tuple(edges),
-            loc=ctx.loc(path, key=True), label=spec.label or nid,
+            loc=ctx.loc(path), label=spec.label or nid,
+            field_locs={k: ctx.loc((*path, k)) for k in raw} if isinstance(raw, dict) else {},
         ))
     return out
 
@@ -155,11 +167,24 @@ def _outputs(
 
 def _input_nodes(ctx: _Ctx, inputs: dict[str, m.InputSpec]) -> list[Node]:
     out = []
+    first = True
     for name, spec in inputs.items():
         path = ("inputs", name)
         spec = _resolve_model(ctx, f"input '{name}'", path, spec)
-        out.append(Node(id=name, kind=INPUT, spec=spec, loc=ctx.loc(path, key=True),
-                        label=spec.label or name))
+        if spec.length is None:
+            # the first collection is N; others get their own symbol unless they
+            # say `length:`; per-item labels label the first collection's items
+            if spec.type == "labels" or first:
+                spec = spec.model_copy(update={"length": "N"})
+            else:
+                spec = spec.model_copy(update={"length": f"N_{name}"})
+            if spec.type in ("tokens", "vectors", "graph"):
+                first = False
+        raw = _raw(ctx.doc.data, path)
+        out.append(Node(id=name, kind=INPUT, spec=spec, loc=ctx.loc(path),
+                        label=spec.label or name,
+                        field_locs={k: ctx.loc((*path, k)) for k in raw}
+                        if isinstance(raw, dict) else {}))
     return out
 
 

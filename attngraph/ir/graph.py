@@ -86,7 +86,8 @@ class Node:
     ``spec`` is the node's own pydantic model (sizes resolved to integers);
     ``types`` maps each output port (``""`` is the default) to its type, filled
     by shape inference; ``body`` is the instantiated subgraph of a block, repeat
-    or loop; ``params`` is the parameter count from shape inference.
+    or loop; ``params`` is the parameter count from shape inference; ``loc`` is
+    the position of the node's mapping and ``field_locs`` that of each field.
     """
 
     id: str
@@ -98,6 +99,11 @@ class Node:
     types: Mapping[str, TensorType] = field(default_factory=dict)
     body: Graph | None = None
     params: int = 0
+    field_locs: Mapping[str, SourceLoc] = field(default_factory=dict, compare=False, repr=False)
+
+    def where(self, name: str) -> SourceLoc:
+        """Position of a spec field's value, else of the node."""
+        return self.field_locs.get(name, self.loc)
 
     def type(self, port: str = "") -> TensorType:
         """Type of an output port (``""`` is the default port)."""
@@ -197,12 +203,26 @@ class Graph:
         return g
 
     def order(self) -> list[Node]:
-        """Nodes in execution order: dependencies first, author order among equals."""
-        import networkx as nx
+        """Nodes in execution order: dependencies first, author order among equals.
 
+        Uses the standard library's ``graphlib`` rather than networkx: validating a
+        spec must start fast, and importing networkx costs more than all the rest of
+        the front end. Raises ``graphlib.CycleError`` on a cycle (see ``verify``).
+        """
+        import graphlib
+
+        ts: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+        for n in self.nodes:
+            ts.add(n.id, *(e.src for e in n.inputs if e.src in self._index))
+        ts.prepare()
         pos = {n.id: i for i, n in enumerate(self.nodes)}
-        ids = nx.lexicographical_topological_sort(self.nx(), key=pos.__getitem__)
-        return [self._index[i] for i in ids]
+        out: list[Node] = []
+        while ts.is_active():
+            ready = sorted(ts.get_ready(), key=pos.__getitem__)
+            for nid in ready:
+                out.append(self._index[nid])
+                ts.done(nid)
+        return out
 
     def replace_nodes(self, nodes: list[Node] | tuple[Node, ...]) -> Graph:
         """A copy of this graph with other nodes."""

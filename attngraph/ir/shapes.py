@@ -68,9 +68,13 @@ class RuleCtx:
         return int(v) if v is not None else None
 
     # reporting ------------------------------------------------------------
-    def fail(self, msg: str, role: str | None = None, hint: str | None = None) -> NoReturn:
+    def fail(
+        self, msg: str, role: str | None = None, hint: str | None = None, *,
+        field: str | None = None,
+    ) -> NoReturn:
+        """Raise a ShapeError at the edge of ``role``, the ``field``'s value, or the node."""
         e = self.node.edge(role) if role else None
-        loc = e.loc if e is not None else self.node.loc
+        loc = e.loc if e is not None else self.node.where(field) if field else self.node.loc
         raise ShapeError(f"node '{self.node.id}': {msg}", loc, hint)
 
     def need_items(self, role: str, what: str) -> TensorType:

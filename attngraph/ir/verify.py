@@ -25,6 +25,25 @@ def _block_uses(g: Graph) -> set[str]:
     return uses
 
 
+def _cycle(deps: dict[str, list[str]]) -> list[str] | None:
+    """A cycle as a path ``[a, b, ..., a]`` (each step: b reads a), or None.
+
+    ``graphlib`` finds it without importing networkx, which would cost more than
+    the rest of ``attngraph validate``'s start-up.
+    """
+    import graphlib
+
+    ts: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for node, srcs in deps.items():
+        ts.add(node, *(s for s in srcs if s in deps))
+    try:
+        ts.prepare()
+    except graphlib.CycleError as exc:
+        # graphlib lists the cycle in data-flow order, first node repeated at the end
+        return list(exc.args[1])
+    return None
+
+
 def verify(graph: Graph) -> Graph:
     """Check the graph's invariants and return it unchanged.
 
@@ -45,8 +64,6 @@ def verify(graph: Graph) -> Graph:
     ...     print(e.message)
     cycle: a -> b -> a
     """
-    import networkx as nx
-
     diags: list[Diagnostic] = []
     for g in (graph, *graph.blocks.values()):
         seen: set[str] = set()
@@ -63,33 +80,26 @@ def verify(graph: Graph) -> Graph:
                 diags.append(Diagnostic(e.loc, f"output '{name}': '{e.src}' is not a node"))
         if diags:
             continue
-        try:
-            cyc = nx.find_cycle(nx.DiGraph(g.nx()))
-        except nx.NetworkXNoCycle:
+        path = _cycle({n.id: [e.src for e in n.inputs] for n in g.nodes})
+        if path is None:
             continue
-        path = [u for u, _ in cyc] + [cyc[0][0]]
-        first = g.node(cyc[0][1])
-        edge = next((e for e in first.inputs if e.src == cyc[0][0]), None)
+        first = g.node(path[1])
+        edge = next((e for e in first.inputs if e.src == path[0]), None)
         diags.append(Diagnostic(
             edge.loc if edge else first.loc, "cycle: " + " -> ".join(path),
             "attention graphs are acyclic; state that feeds back belongs in a loop's "
             "carry (kind: loop)",
         ))
-    uses = nx.DiGraph()
-    for name, b in graph.blocks.items():
-        uses.add_node(name)
-        for u in _block_uses(b):
-            uses.add_edge(name, u)
-    try:
-        cyc = nx.find_cycle(uses)
-        path = [u for u, _ in cyc] + [cyc[0][0]]
-        loc = graph.blocks[cyc[0][0]].nodes[0].loc if graph.blocks[cyc[0][0]].nodes else None
+    bpath = _cycle({name: sorted(_block_uses(b)) for name, b in graph.blocks.items()})
+    if bpath is not None:
+        b = graph.blocks[bpath[0]]
+        user = next((n for n in b.nodes if bpath[1] in (n.field("block"), n.field("body"))),
+                    None)
         diags.append(Diagnostic(
-            loc or graph.nodes[0].loc, "block uses itself: " + " -> ".join(path),
+            user.loc if user is not None else graph.nodes[0].loc,
+            "block uses itself: " + " -> ".join(bpath),
             "a block cannot contain itself; use kind: repeat to stack a block",
         ))
-    except nx.NetworkXNoCycle:
-        pass
     if diags:
         raise GraphError(diags[0].message, diagnostics=diags)
     return graph

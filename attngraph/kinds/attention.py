@@ -29,7 +29,7 @@ def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
     if s.proj == "identity":
         if d_out != d_in:
             ctx.fail(f"proj identity keeps the size {d_in}, but dim is {d_out}",
-                     hint="drop 'dim', or use proj: linear")
+                     hint="drop 'dim', or use proj: linear", field="dim")
     elif s.proj == "linear":
         ctx.params += d_in * d_out + (d_out if s.bias else 0)
     else:
@@ -62,7 +62,8 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ph, pw = s.patches
             if h % ph or w % pw:
                 ctx.fail(f"patches {ph}x{pw} do not tile an image of {h}x{w}",
-                         hint="choose patch sizes that divide the height and width")
+                         hint="choose patch sizes that divide the height and width",
+                         field="patches")
             n, d = (h // ph) * (w // pw), c * ph * pw
         else:
             n, d = h * w, c
@@ -101,8 +102,10 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     h = s.heads
     if h:
         if d % h:
+            lo, hi = h * (d // h), h * (d // h + 1)
+            sizes = f"{lo} or {hi}" if lo else str(hi)
             ctx.fail(f"{h} heads do not divide size {d}",
-                     hint=f"choose dim divisible by {h} (e.g. {h * max(1, round(d / h))})")
+                     hint=f"make the size a multiple of {h} (e.g. dim: {sizes})", field="heads")
         return {"": TensorType((*lead, d // h), heads=h)}
     return {"": TensorType((*lead, d))}
 
@@ -133,7 +136,7 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     s = ctx.spec
     info = SCORERS.get(s.fn)
     if info is None:
-        ctx.fail(f"unknown scorer fn '{s.fn}'", hint=did_you_mean(s.fn, SCORERS))
+        ctx.fail(f"unknown scorer fn '{s.fn}'", hint=did_you_mean(s.fn, SCORERS), field="fn")
     k = ctx.need_items("key", f"scorer fn '{s.fn}'")
     n, dk = k.dims[0], int(k.dims[1])
     learned_q = getattr(s.query, "learned", None)
@@ -288,7 +291,7 @@ def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                      hint="give mean: <node> (e.g. a location predicted by a linear)")
         if s.estimator == "gumbel":
             ctx.fail("estimator 'gumbel' relaxes categorical choices, not gaussian ones",
-                     hint="use reinforce for gaussian locations")
+                     hint="use reinforce for gaussian locations", field="estimator")
         t = ctx.t("mean")
         if t.rank != 1:
             ctx.fail(f"a gaussian policy's mean is a vector [k], got {t}", "mean")

@@ -18,7 +18,8 @@ def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     c = int(img.dims[0])
     s = ctx.spec
     if s.size * (2 ** (s.scales - 1)) > 4 * max(int(img.dims[1]), int(img.dims[2])):
-        ctx.fail(f"glimpse of {s.size} px at {s.scales} scales is far larger than the image")
+        ctx.fail(f"glimpse of {s.size} px at {s.scales} scales is far larger than the image",
+                 field="size")
     return {"": TensorType((s.scales * c * s.size * s.size,))}
 
 

@@ -77,10 +77,10 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         elif c.zeros is not None:
             bound[cname] = TensorType((int(c.zeros),))
         else:
-            ctx.fail(f"carry '{cname}' needs 'init: <node>' or 'zeros: <size>'")
+            ctx.fail(f"carry '{cname}' needs 'init: <node>' or 'zeros: <size>'", field="carry")
         if c.next not in outs:
             ctx.fail(f"carry '{cname}': body '{name}' has no output '{c.next}'",
-                     hint="outputs: " + ", ".join(k for k in outs if k))
+                     hint="outputs: " + ", ".join(k for k in outs if k), field="carry")
     for fname, f in s.feed.items():
         if f.from_ is not None:
             ft = ctx.t(f"feed.{fname}.from")
@@ -91,9 +91,11 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         elif f.feedback is not None:
             bound[fname] = TensorType((), dtype="long")
         else:
-            ctx.fail(f"feed '{fname}' needs 'from: <input>' or 'feedback: <output>'")
+            ctx.fail(f"feed '{fname}' needs 'from: <input>' or 'feedback: <output>'",
+                     field="feed")
         if f.feedback is not None and f.feedback not in outs:
-            ctx.fail(f"feed '{fname}': body '{name}' has no output '{f.feedback}'")
+            ctx.fail(f"feed '{fname}': body '{name}' has no output '{f.feedback}'",
+                     field="feed")
     body = ctx.infer_block(name, bound)
     body_out = output_types(body)
     for cname, c in s.carry.items():

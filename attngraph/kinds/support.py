@@ -67,7 +67,7 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail("learned positions need 'max_len'", hint="add max_len: <longest N>")
         ctx.params += int(max_len) * int(ctx.spec.dim)
     elif int(ctx.spec.dim) % 2:
-        ctx.fail(f"sinusoidal positions need an even dim, got {ctx.spec.dim}")
+        ctx.fail(f"sinusoidal positions need an even dim, got {ctx.spec.dim}", field="dim")
     return {"": TensorType((n, int(ctx.spec.dim)))}
 
 

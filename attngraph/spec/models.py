@@ -70,7 +70,9 @@ class InputSpec(_Model):
     channels: Size | None = None
     height: Size | None = None
     width: Size | None = None
-    length: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9_]*$")] = "N"
+    #: symbol of the item count; default ``N`` for the first collection input,
+    #: ``N_<name>`` for the others (inputs share a length only when they say so)
+    length: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9_]*$")] | None = None
     per_item: bool = False
     classes: Size | None = None
     label: str | None = None
