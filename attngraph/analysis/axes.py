@@ -1,0 +1,332 @@
+"""Find the attention sites of a graph and place each on every axis, with the reason.
+
+An *attention site* is a readout whose weights come (directly, or through a
+dropout or an NTM ``address``) from a softmax or a categorical policy, or a
+``glimpse`` that crops an image at a location. Sites inside block, repeat and
+loop bodies are found too. Everything is read from the IR, never from names,
+titles or comments.
+
+The axes, each with its values:
+
+``hardness`` — soft | hard
+    hard when the weights (or a glimpse location) are *sampled* by a policy, or a
+    glimpse crops at a point; soft for softmax/sparsemax weights.
+``basis`` — content | location | content+location
+    content when the scores depend on the keys' content through the scorer
+    function; location when they depend on positions only (fn ``location``, keys
+    that are position vectors, a glimpse location); content+location for NTM
+    addressing (content weights shifted by location).
+``source`` — self | external
+    self (intra-attention) when queries and keys originate from the same node,
+    or when there is no query and each item scores itself; external when the
+    queries come from elsewhere (another sequence, a decoder state, a learned
+    query vector).
+``reach`` — global | local
+    local with a window mask, an adjacency mask (graph neighbours), a gaussian
+    location window or a glimpse; global otherwise.
+``heads`` — single-head | multi-head
+``recurrence`` — recurrent | not recurrent
+    recurrent when the site runs once per step inside a loop body, or its query
+    is an rnn's state.
+``exposure`` — explicit | implicit
+    In Graves' sense every site found here is an explicit mechanism; this axis
+    records whether the weights are *exposed*: explicit when they reach a
+    declared output of the spec (so the compiled module returns them and they can
+    be inspected or supervised), implicit when they are only an internal
+    intermediate (the module may then fuse them away and never materialise them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attngraph.analysis.cost import Cost, glimpse_cost, readout_cost
+from attngraph.analysis.scope import Origin, Scope, origins, qid
+from attngraph.ir.graph import Edge, Graph, Node
+
+__all__ = ["AXES", "Axis", "Site", "find_sites"]
+
+#: Axis names in report order.
+AXES = ("hardness", "basis", "source", "reach", "heads", "recurrence", "exposure")
+
+_ESTIMATORS = {"reinforce": "REINFORCE", "straight_through": "straight-through",
+               "gumbel": "Gumbel-softmax"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A site's place on one axis and why."""
+
+    value: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Site:
+    """One attention site: what forms it, where its inputs come from, its axes."""
+
+    id: str
+    form: str
+    chain: tuple[str, ...]
+    fn: str | None
+    formula: str | None
+    heads: int
+    query: tuple[Origin, ...]
+    keys: tuple[Origin, ...]
+    values: tuple[Origin, ...]
+    axes: dict[str, Axis]
+    cost: Cost
+    params: dict[str, int] = field(default_factory=dict)
+
+
+def _skip_dropout(scope: Scope, e: Edge) -> Node:
+    n = scope.graph.node(e.src)
+    while n.kind == "dropout":
+        n = scope.graph.node(n.inputs[0].src)
+    return n
+
+
+def _src(scope: Scope, n: Node, role: str) -> Node | None:
+    e = n.edge(role)
+    return scope.graph.node(e.src) if e is not None and e.src in scope.graph else None
+
+
+def _exposed(scope: Scope, nid: str, ports: tuple[str, ...] = ("", "sample")) -> str | None:
+    """The declared output that carries node ``nid``'s value out, if any."""
+    for name, e in scope.graph.outputs:
+        src = scope.graph.node(e.src) if e.src in scope.graph else None
+        hit = e.src == nid and e.port in ports
+        if src is not None and src.kind == "dropout" and src.inputs[0].src == nid:
+            hit = True
+        if not hit:
+            continue
+        if scope.owner is None:
+            return name
+        assert scope.parent is not None
+        port = name if scope.owner.kind == "loop" or name else ""
+        outer = _exposed(scope.parent, scope.owner.id, (port,))
+        if outer is not None:
+            return outer
+    return None
+
+
+def _phrase(os: tuple[Origin, ...]) -> str:
+    return " + ".join(o.text for o in os) if os else "nothing"
+
+
+def _hardness(p: Node) -> Axis:
+    if p.kind == "policy":
+        est = _ESTIMATORS[p.spec.estimator]
+        return Axis("hard", f"weights are sampled by policy '{p.id}' ({p.spec.dist}, {est})")
+    if p.kind == "address":
+        return Axis("soft", f"weights are a differentiable blend from address '{p.id}'")
+    fn = p.spec.fn
+    extra = " (sparse: many weights exactly 0)" if fn == "sparsemax" else ""
+    t = f", temperature {p.spec.temperature:g}" if p.spec.temperature != 1.0 else ""
+    return Axis("soft", f"weights are {fn}(scores) of '{p.id}'{t}{extra}")
+
+
+def _basis(scorer: Node | None, p: Node, keys: tuple[Origin, ...]) -> Axis:
+    from attngraph.kinds import SCORERS
+
+    if scorer is None:
+        return Axis("unknown", f"weights of '{p.id}' do not come from a scorer")
+    fn = scorer.spec.fn
+    info = SCORERS[fn]
+    if p.kind == "address":
+        return Axis("content+location",
+                    f"content weights via fn {fn}, then interpolated with the previous "
+                    f"weights, shifted and sharpened by address '{p.id}'")
+    if not info.content:
+        mode = scorer.spec.mode or ("gaussian" if scorer.edge("query") else "learned")
+        how = ("a learned score per position" if mode == "learned" else
+               "a gaussian window around a position predicted from the query")
+        return Axis("location", f"fn {fn} scores positions ({how}), not item content")
+    if keys and all(o.kind == "position" for o in keys):
+        names = ", ".join(f"'{o.qid}'" for o in keys)
+        return Axis("location", f"keys are position vectors {names}, so fn {fn} "
+                    "compares positions only")
+    return Axis("content", f"scores depend on key content via fn {fn}")
+
+
+def _source(query: tuple[Origin, ...], keys: tuple[Origin, ...], learned: bool) -> Axis:
+    if learned:
+        return Axis("external", f"queries are {_phrase(query)} (a parameter), keys come "
+                    f"from {_phrase(keys)}")
+    if not query:
+        return Axis("self", f"no query: each item of {_phrase(keys)} scores itself")
+    shared = [o for o in query if o.qid in {k.qid for k in keys}]
+    if shared:
+        return Axis("self", f"queries and keys both derive from {_phrase(tuple(shared))}")
+    return Axis("external", f"queries come from {_phrase(query)}, keys from {_phrase(keys)}")
+
+
+def _reach(scorer: Node | None, p: Node) -> Axis:
+    mask = p.spec.mask if p.kind == "softmax" else None
+    if mask is not None and mask.window is not None:
+        side = "before it" if mask.causal else "either side"
+        return Axis("local", f"window {mask.window}: items within distance {mask.window} "
+                    f"{side} of the query (mask of '{p.id}')")
+    if mask is not None and mask.adjacency is not None:
+        adj = p.edge("mask.adjacency")
+        return Axis("local", f"graph neighbours only: adjacency mask from '{adj.src}'")
+    if scorer is not None and scorer.spec.fn == "location" and scorer.edge("query"):
+        sig = scorer.spec.sigma
+        return Axis("local", "gaussian window" + (f" (σ = {sig:g})" if sig else "")
+                    + " around a position predicted from the query")
+    causal = " that precede it (causal mask)" if mask is not None and mask.causal else ""
+    return Axis("global", f"every query may attend to all items{causal}")
+
+
+def _recurrence(scope: Scope, query: tuple[Origin, ...]) -> Axis:
+    loops = scope.enclosing("loop")
+    if loops:
+        lid, lp = loops[0]
+        steps = lp.types[""].dims[0] if lp.types else "T"
+        return Axis("recurrent", f"inside the body of loop '{lid}', run once per step "
+                    f"({steps} steps)")
+    rnn = [o for o in query if o.kind == "rnn" and o.port == "state"]
+    if rnn:
+        return Axis("recurrent", f"queries come from the state of rnn '{rnn[0].qid}'")
+    return Axis("not recurrent", "computed once per input; no loop, no rnn-state query")
+
+
+def _exposure(scope: Scope, p: Node) -> Axis:
+    out = _exposed(scope, p.id)
+    if out is not None:
+        return Axis("explicit", f"weights '{p.id}' are the declared output '{out}'")
+    return Axis("implicit", f"weights '{p.id}' are internal (not a declared output)")
+
+
+def _heads_axis(h: int, readout: Node | None) -> Axis:
+    if h > 1:
+        comb = f", merged by {readout.spec.combine}" if readout is not None else ""
+        return Axis("multi-head", f"{h} heads score and read out in parallel{comb}")
+    return Axis("single-head", "one set of weights per query")
+
+
+def _readout_site(scope: Scope, r: Node) -> Site | None:
+    from attngraph.kinds import SCORERS
+
+    we = r.edge("weights")
+    if we is None or we.src not in scope.graph:
+        return None
+    p = _skip_dropout(scope, we)
+    content = p
+    if p.kind == "address":
+        c = _src(scope, p, "content")
+        content = c if c is not None else p
+    if content.kind not in ("softmax", "policy") or (
+        content.kind == "policy" and content.spec.dist != "categorical"
+    ):
+        return None
+    scorer = _src(scope, content, "scores")
+    if scorer is not None and scorer.kind != "scorer":
+        scorer = None
+    query: tuple[Origin, ...] = ()
+    keys: tuple[Origin, ...] = ()
+    learned = False
+    if scorer is not None:
+        lq = getattr(scorer.spec.query, "learned", None)
+        if lq is not None:
+            query = (Origin(qid(scope, scorer.id), "learned",
+                            f"a learned query vector [{lq}] of '{scorer.id}'"),)
+            learned = True
+        elif scorer.edge("query") is not None:
+            query = tuple(origins(scope, scorer.edge("query")))
+            learned = bool(query) and all(o.kind == "learned" for o in query)
+        if scorer.edge("key") is not None:
+            keys = tuple(origins(scope, scorer.edge("key")))
+    ve = r.edge("values")
+    values = tuple(origins(scope, ve)) if ve is not None else ()
+    wt = p.types.get("") or p.types.get("sample")
+    heads = (wt.heads or 1) if wt is not None else 1
+    fn = scorer.spec.fn if scorer is not None else None
+    chain = tuple(n.id for n in (scorer, content, p if p is not content else None, r)
+                  if n is not None)
+    axes = {
+        "hardness": _hardness(content),
+        "basis": _basis(scorer, p, keys),
+        "source": _source(query, keys, learned),
+        "reach": _reach(scorer, content),
+        "heads": _heads_axis(heads, r),
+        "recurrence": _recurrence(scope, query),
+        "exposure": _exposure(scope, p if p.kind == "address" else content),
+    }
+    nodes = [scorer, content, p, r] + [_src(scope, scorer, x) for x in ("query", "key")
+                                       if scorer is not None] + [_src(scope, r, "values")]
+    params = {qid(scope, n.id): n.params for n in nodes
+              if n is not None and n.kind in ("queries", "keys", "values", "scorer", "softmax",
+                                              "policy", "address", "readout") and n.params}
+    return Site(
+        id=qid(scope, r.id), form="readout", chain=tuple(qid(scope, c) for c in chain), fn=fn,
+        formula=SCORERS[fn].formula if fn is not None else None, heads=heads,
+        query=query, keys=keys, values=values, axes=axes,
+        cost=readout_cost(scope, r, scorer, content), params=params,
+    )
+
+
+def _glimpse_site(scope: Scope, g: Node) -> Site:
+    
+    le = g.edge("loc")
+    loc = scope.graph.node(le.src) if le is not None and le.src in scope.graph else None
+    if loc is not None and loc.kind == "policy":
+        est = _ESTIMATORS[loc.spec.estimator]
+        hard = Axis("hard", f"the location is sampled by policy '{loc.id}' "
+                    f"({loc.spec.dist}, {est}); the glimpse crops there")
+        where = tuple(origins(scope, loc.edge("mean") or loc.edge("scores")))
+    else:
+        hard = Axis("hard", f"the glimpse crops the image at location '{le.ref}'"
+                    if le is not None else "the glimpse crops the image")
+        where = tuple(origins(scope, le)) if le is not None else ()
+    img = tuple(origins(scope, g.edge("image"))) if g.edge("image") is not None else ()
+    s = g.spec
+    axes = {
+        "hardness": hard,
+        "basis": Axis("location", f"the glimpse is placed by a location from "
+                      f"{_phrase(where)}, not by scores over the image's content"),
+        "source": Axis("external", f"the location comes from {_phrase(where)}, "
+                       f"the pixels from {_phrase(img)}"),
+        "reach": Axis("local", f"a glimpse of {s.size}×{s.size} px at {s.scales} scale(s)"),
+        "heads": _heads_axis(1, None),
+        "recurrence": _recurrence(scope, where),
+        "exposure": (_exposure(scope, loc) if loc is not None else
+                     Axis("implicit", "the location is not a declared output")),
+    }
+    chain = tuple(qid(scope, x) for x in ((loc.id,) if loc is not None else ()) + (g.id,))
+    params = {qid(scope, loc.id): loc.params} if loc is not None and loc.params else {}
+    return Site(
+        id=qid(scope, g.id), form="glimpse", chain=chain, fn=None, formula=None, heads=1,
+        query=where, keys=img, values=img, axes=axes, cost=glimpse_cost(scope, g),
+        params=params,
+    )
+
+
+def _walk(scope: Scope) -> list[Site]:
+    sites: list[Site] = []
+    for n in scope.graph.order():
+        if n.kind == "readout":
+            site = _readout_site(scope, n)
+            if site is not None:
+                sites.append(site)
+        elif n.kind == "glimpse":
+            sites.append(_glimpse_site(scope, n))
+        if n.body is not None:
+            sites.extend(_walk(scope.child(n)))
+    return sites
+
+
+def find_sites(graph: Graph) -> list[Site]:
+    """Every attention site of an inferred graph, in execution order.
+
+    Parameters
+    ----------
+    graph : Graph
+        The IR from :func:`attngraph.pipeline.load_spec`.
+
+    Returns
+    -------
+    list of Site
+        Sites of the main graph and of every body, each with its axes.
+    """
+    return _walk(Scope(graph))

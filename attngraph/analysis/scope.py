@@ -1,0 +1,154 @@
+"""Where a value comes from: trace a node's inputs back through projections and
+across block, repeat and loop boundaries to the nodes that *originate* it.
+
+A body (block/repeat/loop) is read inside a :class:`Scope` that knows the node
+owning it, so a body input such as a loop's ``h`` resolves to the outer node it
+is bound to (``inputs: {h: enc}``). A loop's carried state stops the trace: it
+is "the previous step's" value, which is what tells a Bahdanau decoder (query
+from the previous state) from a Luong one (query from the current state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attngraph.ir.graph import Edge, Graph, Node
+
+__all__ = ["Scope", "Origin", "origins", "qid", "TRANSPARENT"]
+
+#: Kinds that reshape or mix what flows through them without making a new source:
+#: tracing a query or key continues through them to their inputs.
+TRANSPARENT = frozenset({
+    "queries", "keys", "values", "dropout", "norm", "linear", "mlp", "add", "concat",
+})
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A graph being read, with the chain of body-owning nodes around it."""
+
+    graph: Graph
+    path: tuple[str, ...] = ()
+    parent: Scope | None = None
+    owner: Node | None = None
+
+    def child(self, node: Node) -> Scope:
+        """The scope of ``node``'s body."""
+        assert node.body is not None  # only called for nodes with bodies
+        return Scope(node.body, (*self.path, node.id), self, node)
+
+    def enclosing(self, kind: str) -> list[tuple[str, Node]]:
+        """Enclosing body owners of ``kind`` with their qualified ids, innermost first."""
+        out: list[tuple[str, Node]] = []
+        s: Scope | None = self
+        while s is not None and s.owner is not None and s.parent is not None:
+            if s.owner.kind == kind:
+                out.append((qid(s.parent, s.owner.id), s.owner))
+            s = s.parent
+        return out
+
+
+def qid(scope: Scope, nid: str) -> str:
+    """A node id qualified by its enclosing body nodes: ``dec/score``."""
+    return "/".join((*scope.path, nid))
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A node that originates a value: its qualified id, a kind tag and a phrase.
+
+    ``kind`` is the node's kind, or ``carry`` (a loop's carried state: the
+    previous step's value), ``learned`` (a learned query vector), or ``input``.
+    """
+
+    qid: str
+    kind: str
+    text: str
+    bidirectional: bool | None = None
+    step: str | None = None
+    port: str = ""
+
+
+def _rnn_text(n: Node, port: str, scope: Scope, current: bool) -> str:
+    s = n.spec
+    what = f"{s.cell}, {'bidirectional' if s.bidirectional else 'unidirectional'}"
+    if current:
+        return f"rnn '{n.id}' ({s.cell} step): the current decoder state"
+    return f"rnn '{n.id}'{' state' if port == 'state' else ''} ({what})"
+
+
+def _outer_edges(scope: Scope, name: str) -> tuple[list[Edge], bool]:
+    """Edges of the owning node that bind body input ``name``; True if it is carried."""
+    owner = scope.owner
+    if owner is None:
+        return [], False
+    if owner.kind == "loop":
+        if name in owner.spec.carry:
+            return [], True
+        es = [e for e in owner.inputs if e.role in (f"inputs.{name}", f"feed.{name}.from")]
+        return es, False
+    if owner.kind == "repeat":
+        return [e for e in owner.inputs if e.role == "from"], False
+    es = [e for e in owner.inputs if e.role in ("from", f"from.{name}")]
+    return es, False
+
+
+def origins(scope: Scope, edge: Edge, _seen: frozenset[str] = frozenset()) -> list[Origin]:
+    """The nodes that originate the value on ``edge``, in first-seen order.
+
+    Parameters
+    ----------
+    scope : Scope
+        The graph ``edge`` belongs to.
+    edge : Edge
+        An input edge of a node of ``scope.graph``.
+
+    Returns
+    -------
+    list of Origin
+        Sources reached through :data:`TRANSPARENT` kinds and across body
+        boundaries; deduplicated by qualified id.
+    """
+    key = qid(scope, edge.ref)
+    if key in _seen or edge.src not in scope.graph:
+        return []
+    seen = _seen | {key}
+    n = scope.graph.node(edge.src)
+    out: list[Origin] = []
+    if n.is_input and scope.owner is not None:
+        outer, carried = _outer_edges(scope, n.id)
+        if carried:
+            nxt = scope.owner.spec.carry[n.id].next
+            return [Origin(qid(scope, n.id), "carry",
+                           f"'{n.id}', the state carried from the previous step "
+                           f"(body output '{nxt}' of loop '{scope.owner.id}')", step="previous")]
+        assert scope.parent is not None
+        for e in outer:
+            out.extend(origins(scope.parent, e, seen))
+        return _dedup(out)
+    if n.is_input:
+        typ = n.spec.type if n.spec is not None else "input"
+        return [Origin(qid(scope, n.id), "input", f"input '{n.id}' ({typ})")]
+    if n.kind in TRANSPARENT:
+        if n.kind == "queries" and n.spec.learned is not None:
+            return [Origin(qid(scope, n.id), "learned",
+                           f"{n.spec.learned} learned query vector(s) '{n.id}'")]
+        for e in n.inputs:
+            out.extend(origins(scope, e, seen))
+        return _dedup(out)
+    if n.kind == "rnn":
+        current = bool(scope.enclosing("loop")) and n.type("").rank == 1
+        return [Origin(qid(scope, n.id), "rnn", _rnn_text(n, edge.port, scope, current),
+                       bidirectional=n.spec.bidirectional,
+                       step="current" if current else None, port=edge.port)]
+    return [Origin(qid(scope, n.id), n.kind, f"{n.kind} '{n.id}'")]
+
+
+def _dedup(xs: list[Origin]) -> list[Origin]:
+    seen: set[str] = set()
+    out = []
+    for o in xs:
+        if o.qid not in seen:
+            seen.add(o.qid)
+            out.append(o)
+    return out
