@@ -1,0 +1,249 @@
+"""Hard attention: the ``policy`` kind as a PyTorch module, and the REINFORCE loss.
+
+A policy picks items (``dist: categorical``, from scores over items) or a location
+(``dist: gaussian``, around a predicted ``mean``). In training it samples; in eval
+it is deterministic (argmax / the mean). It returns four tensors, one per port:
+
+``sample``
+    categorical: one-hot weights over the items ``[B, (h,) M?, N]``, usable as a
+    readout's weights (hard attention); gaussian: the location ``[B, k]``.
+``log_prob``
+    log-probability of the sample, ``[B, (h,) M?]`` (categorical) or ``[B]``
+    (gaussian, summed over the ``k`` coordinates).
+``entropy``
+    entropy of the distribution, same shape as ``log_prob``.
+``baseline``
+    a learned baseline ``[B]``: a scalar parameter (``baseline: true``), a linear
+    map of a vector (``baseline: <ref>``; its input is detached so that fitting the
+    baseline does not train the network that made the vector), or zeros (``false``).
+
+Estimators decide how gradients cross the sample:
+
+``reinforce``
+    the sample carries no gradient; train with :func:`reinforce_loss`.
+``straight_through``
+    categorical: forward one-hot, backward the gradient of the softmax;
+    gaussian: the reparameterised sample ``mean + std·ε``.
+``gumbel``
+    Gumbel-softmax with temperature ``tau``: one-hot forward, gradient of the
+    relaxed sample backward (categorical only).
+
+A user's training loop adds one line for the policy::
+
+    out = model(image=x)
+    loss = F.cross_entropy(out["logits"], y)
+    reward = (out["logits"].argmax(-1) == y).float()
+    loss = loss + reinforce_loss(out["log_prob"], reward, out["baseline"])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attngraph.errors import LoweringError
+
+__all__ = ["Policy", "reinforce_loss", "masked_logits"]
+
+Dist = Literal["categorical", "gaussian"]
+Estimator = Literal["reinforce", "straight_through", "gumbel"]
+
+
+def masked_logits(scores: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Scores with masked items at -inf, and which rows keep at least one item.
+
+    Parameters
+    ----------
+    scores : Tensor
+        ``[B, ..., N]`` unnormalised scores.
+    mask : Tensor or None
+        bool, broadcastable to ``scores``; True marks items that may be chosen.
+
+    Returns
+    -------
+    logits, alive : Tensor, Tensor
+        ``logits`` has ``-inf`` at masked items and zeros in rows where every item
+        is masked (so no NaN appears); ``alive`` ``[B, ...]`` is False for those rows.
+    """
+    if mask is None:
+        return scores, torch.ones(scores.shape[:-1], dtype=torch.bool, device=scores.device)
+    mask = mask.to(torch.bool).expand_as(scores)
+    alive = mask.any(-1)
+    keep = mask | ~alive.unsqueeze(-1)  # fully masked rows: keep all, zeroed below
+    logits = scores.masked_fill(~keep, float("-inf"))
+    logits = torch.where(alive.unsqueeze(-1), logits, torch.zeros_like(scores))
+    return logits, alive
+
+
+def _sum_trailing(x: Tensor, rank: int) -> Tensor:
+    """Sum ``x`` over every axis after the first ``rank`` ones."""
+    return x.flatten(rank).sum(-1) if x.dim() > rank else x
+
+
+def reinforce_loss(log_prob: Tensor, reward: Tensor, baseline: Tensor | float = 0.0,
+                   *, baseline_weight: float = 1.0) -> Tensor:
+    """The variance-reduced REINFORCE loss with a learned baseline.
+
+    ``loss = mean_B[ -Σ_t (r - b_t).detach() · log π(a_t) ] + w · mean(b - r)²``
+
+    Minimising it raises the log-probability of samples whose reward beats the
+    baseline, and fits the baseline to the reward; the advantage is detached so the
+    baseline gets gradient only from its own squared error.
+
+    Parameters
+    ----------
+    log_prob : Tensor
+        ``[B]`` (one decision) or ``[B, T, ...]`` (decisions per step, stacked by a
+        loop, batch first). Axes after those of ``baseline`` are summed (e.g. the
+        queries of a categorical policy).
+    reward : Tensor
+        ``[B]``: one reward per sequence (no gradient flows into it).
+    baseline : Tensor or float
+        ``[B]`` or ``[B, T]`` (per step), or a constant; a policy's ``baseline`` port.
+    baseline_weight : float
+        Weight ``w`` of the baseline's squared error.
+
+    Returns
+    -------
+    Tensor
+        A scalar to add to the task loss.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lp = torch.tensor([-1.0, -2.0], requires_grad=True)
+    >>> loss = reinforce_loss(lp, torch.tensor([1.0, 0.0]), torch.zeros(2))
+    >>> loss.backward(); lp.grad.tolist()
+    [-0.5, -0.0]
+    """
+    if log_prob.dim() == 0:
+        log_prob = log_prob.unsqueeze(0)
+    batch = log_prob.shape[0]
+    reward = reward.detach().to(log_prob.dtype).reshape(batch)
+    b = torch.as_tensor(baseline, dtype=log_prob.dtype, device=log_prob.device)
+    if b.dim() == 0:
+        b = b.expand(batch)
+    # log_prob [B, T, extra...] -> [B, T] (or [B]) to meet the baseline's axes
+    lp = _sum_trailing(log_prob, max(b.dim(), 1))
+    if lp.dim() > b.dim():  # one baseline per sequence, decisions per step
+        b = b.reshape(batch, *([1] * (lp.dim() - 1))).expand_as(lp)
+    r = reward.reshape(batch, *([1] * (lp.dim() - 1))).expand_as(lp)
+    advantage = (r - b).detach()
+    policy_term = -(advantage * lp).reshape(batch, -1).sum(-1).mean()
+    if not b.requires_grad:
+        return policy_term
+    return policy_term + baseline_weight * F.mse_loss(b, r)
+
+
+class Policy(nn.Module):
+    """A stochastic choice: categorical over items, or gaussian around a location.
+
+    Parameters
+    ----------
+    dist : {"categorical", "gaussian"}
+        What is chosen.
+    estimator : {"reinforce", "straight_through", "gumbel"}
+        How gradients cross the sample (see the module docstring).
+    std : float
+        Standard deviation of the gaussian policy.
+    tau : float
+        Temperature of the Gumbel-softmax relaxation.
+    baseline : bool or int
+        ``True``: a learned scalar; an int ``d``: a linear ``d -> 1`` on the vector
+        passed as ``baseline_input``; ``False``: zeros.
+
+    Notes
+    -----
+    ``forward(scores=None, mean=None, mask=None, baseline_input=None)`` returns a dict
+    with keys ``sample``, ``log_prob``, ``entropy``, ``baseline``.
+    """
+
+    def __init__(self, dist: Dist = "categorical", estimator: Estimator = "reinforce", *,
+                 std: float = 0.1, tau: float = 1.0, baseline: bool | int = True) -> None:
+        super().__init__()
+        self.dist, self.estimator = dist, estimator
+        self.std, self.tau = float(std), float(tau)
+        self.baseline_b: nn.Parameter | None = None
+        self.baseline_proj: nn.Linear | None = None
+        if baseline is True:
+            self.baseline_b = nn.Parameter(torch.zeros(()))
+        elif baseline is not False and int(baseline) > 0:
+            self.baseline_proj = nn.Linear(int(baseline), 1)
+
+    def extra_repr(self) -> str:
+        return f"dist={self.dist}, estimator={self.estimator}, std={self.std}, tau={self.tau}"
+
+    def forward(self, scores: Tensor | None = None, mean: Tensor | None = None,
+                mask: Tensor | None = None,
+                baseline_input: Tensor | None = None) -> dict[str, Tensor]:
+        """Sample (train) or decide (eval); see the class docstring for the ports."""
+        if self.dist == "categorical":
+            if scores is None:
+                msg = "a categorical policy needs scores"
+                raise LoweringError(msg)
+            out = self._categorical(scores, mask)
+            batch_ref = scores
+        else:
+            if mean is None:
+                msg = "a gaussian policy needs a mean"
+                raise LoweringError(msg)
+            out = self._gaussian(mean)
+            batch_ref = mean
+        out["baseline"] = self._baseline(batch_ref, baseline_input)
+        return out
+
+    def _baseline(self, ref: Tensor, x: Tensor | None) -> Tensor:
+        batch = ref.shape[0]
+        if self.baseline_proj is not None:
+            if x is None:
+                msg = "this policy's baseline reads a vector: pass baseline_input"
+                raise LoweringError(msg)
+            return self.baseline_proj(x.detach()).squeeze(-1)  # (B,)
+        if self.baseline_b is not None:
+            return self.baseline_b.expand(batch)  # (B,)
+        return ref.new_zeros(batch)
+
+    def _categorical(self, scores: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
+        logits, alive = masked_logits(scores, mask)  # (B, ..., N), (B, ...)
+        logp = torch.log_softmax(logits, -1)
+        probs = logp.exp()
+        if self.training and self.estimator == "gumbel":
+            gumbel = -torch.empty_like(logits).exponential_().log()
+            soft = torch.softmax((logits + gumbel) / self.tau, -1)
+            index = soft.argmax(-1)
+        elif self.training:
+            soft = probs
+            index = torch.multinomial(probs.reshape(-1, probs.shape[-1]).detach(), 1)
+            index = index.reshape(probs.shape[:-1])
+        else:
+            soft = probs
+            index = logits.argmax(-1)
+        hard = F.one_hot(index, scores.shape[-1]).to(scores.dtype)
+        if self.estimator != "reinforce":
+            hard = hard - soft.detach() + soft  # forward one-hot, backward d soft
+        live = alive.unsqueeze(-1).to(scores.dtype)
+        sample = hard * live  # a row with nothing to choose attends to nothing
+        picked = logp.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+        zero = torch.zeros_like(picked)
+        log_prob = torch.where(alive, picked, zero)
+        plogp = probs * logp.masked_fill(probs == 0, 0.0)  # 0·log 0 = 0, with finite grads
+        entropy = torch.where(alive, -plogp.sum(-1), zero)
+        return {"sample": sample, "log_prob": log_prob, "entropy": entropy}
+
+    def _gaussian(self, mean: Tensor) -> dict[str, Tensor]:
+        if self.training:
+            noise = torch.randn_like(mean) * self.std
+            sample = mean + noise if self.estimator == "straight_through" \
+                else (mean + noise).detach()
+        else:
+            sample = mean.detach() if self.estimator == "reinforce" else mean
+        var = self.std ** 2
+        logp = (-((sample.detach() - mean) ** 2) / (2 * var)
+                - math.log(self.std) - 0.5 * math.log(2 * math.pi))
+        ent = 0.5 + 0.5 * math.log(2 * math.pi) + math.log(self.std)
+        entropy = mean.new_full(mean.shape[:1], ent * mean.shape[-1])
+        return {"sample": sample, "log_prob": logp.sum(-1), "entropy": entropy}

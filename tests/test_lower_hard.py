@@ -1,0 +1,248 @@
+"""Hard attention modules: the policy (categorical/gaussian, three estimators), the
+REINFORCE loss and the glimpse sensor, checked against their defining properties."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from attngraph.lower.glimpse import Glimpse, glimpse  # noqa: E402
+from attngraph.lower.hard import Policy, reinforce_loss  # noqa: E402
+
+F = torch.nn.functional
+
+
+def _scores(*shape: int, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g)
+
+
+# --- policy: categorical ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("estimator", ["reinforce", "straight_through", "gumbel"])
+def test_categorical_samples_only_unmasked_items(estimator: str) -> None:
+    """In training, every sampled one-hot lies on an unmasked item, for each estimator."""
+    torch.manual_seed(0)
+    scores = torch.zeros(400, 6)
+    scores[:, 1] = 5.0  # a masked item with the highest score must still never be picked
+    mask = torch.tensor([True, False, True, False, True, True]).expand(400, 6)
+    pol = Policy("categorical", estimator).train()
+    out = pol(scores=scores, mask=mask)
+    sample = out["sample"].detach()
+    assert torch.equal(sample.sum(-1), torch.ones(400))
+    assert sample[:, ~mask[0]].abs().sum() == 0
+    # all four unmasked items are hit (the sampler is not stuck on one)
+    assert (sample.sum(0)[mask[0]] > 0).all()
+
+
+def test_categorical_eval_is_deterministic_argmax() -> None:
+    """In eval mode the sample is the one-hot of the argmax over unmasked items, every call."""
+    scores = _scores(5, 3, 7)
+    mask = torch.ones(5, 3, 7, dtype=torch.bool)
+    mask[..., 0] = False
+    scores[..., 0] = 100.0  # masked, so not the argmax
+    pol = Policy("categorical").eval()
+    a = pol(scores=scores, mask=mask)["sample"]
+    b = pol(scores=scores, mask=mask)["sample"]
+    want = F.one_hot(scores.masked_fill(~mask, -math.inf).argmax(-1), 7).float()
+    assert torch.equal(a, want)
+    assert torch.equal(a, b)
+
+
+def test_categorical_log_prob_and_entropy_match_torch_distributions() -> None:
+    """log_prob of the sampled item and entropy equal torch.distributions.Categorical's."""
+    torch.manual_seed(1)
+    scores = _scores(4, 2, 5, 9)  # (B, h, M, N)
+    mask = torch.rand(4, 1, 1, 9) > 0.3
+    mask[..., 0] = True
+    pol = Policy("categorical").train()
+    out = pol(scores=scores, mask=mask)
+    assert out["sample"].shape == (4, 2, 5, 9) and out["log_prob"].shape == (4, 2, 5)
+    dist = torch.distributions.Categorical(logits=scores.masked_fill(~mask, -math.inf))
+    index = out["sample"].argmax(-1)
+    torch.testing.assert_close(out["log_prob"], dist.log_prob(index))
+    torch.testing.assert_close(out["entropy"], dist.entropy())
+
+
+def test_reinforce_sample_carries_no_gradient() -> None:
+    """With estimator reinforce the sample is a constant; log_prob carries the gradient."""
+    scores = _scores(3, 5).requires_grad_()
+    out = Policy("categorical", "reinforce").train()(scores=scores)
+    assert not out["sample"].requires_grad
+    out["log_prob"].sum().backward()
+    assert scores.grad is not None and scores.grad.abs().sum() > 0
+
+
+def test_straight_through_gradient_equals_softmax_gradient() -> None:
+    """Forward is one-hot; the gradient w.r.t. scores equals that of softmax(scores)."""
+    torch.manual_seed(2)
+    scores = _scores(4, 6).requires_grad_()
+    c = _scores(4, 6, seed=3)
+    out = Policy("categorical", "straight_through").train()(scores=scores)
+    sample = out["sample"]
+    assert torch.equal(sample.detach().sum(-1), torch.ones(4))
+    assert set(sample.detach().unique().tolist()) <= {0.0, 1.0}
+    (sample * c).sum().backward()
+    ref = scores.detach().clone().requires_grad_()
+    (torch.softmax(ref, -1) * c).sum().backward()
+    torch.testing.assert_close(scores.grad, ref.grad)
+
+
+def test_gumbel_forward_is_one_hot_with_relaxed_gradient() -> None:
+    """Gumbel-softmax in training gives exact one-hots forward and a nonzero gradient."""
+    torch.manual_seed(3)
+    scores = _scores(8, 5).requires_grad_()
+    out = Policy("categorical", "gumbel", tau=0.5).train()(scores=scores)
+    sample = out["sample"]
+    assert set(sample.detach().unique().tolist()) <= {0.0, 1.0}
+    assert torch.equal(sample.detach().sum(-1), torch.ones(8))
+    (sample * _scores(8, 5, seed=4)).sum().backward()
+    assert scores.grad is not None and scores.grad.abs().sum() > 0
+
+
+def test_fully_masked_row_gives_zeros_not_nan() -> None:
+    """A row whose items are all masked samples nothing: zero weights, log_prob and entropy 0."""
+    scores = _scores(2, 4).requires_grad_()
+    mask = torch.tensor([[True, True, False, False], [False] * 4])
+    for mode in ("train", "eval"):
+        pol = Policy("categorical", "straight_through")
+        pol.train(mode == "train")
+        out = pol(scores=scores, mask=mask)
+        assert torch.equal(out["sample"][1].detach(), torch.zeros(4))
+        assert out["log_prob"][1] == 0 and out["entropy"][1] == 0
+        (out["sample"].sum() + out["log_prob"].sum() + out["entropy"].sum()).backward()
+        assert torch.isfinite(scores.grad).all()
+
+
+# --- policy: gaussian ---------------------------------------------------------------
+
+
+def test_gaussian_eval_returns_mean_train_samples_with_std() -> None:
+    """Eval returns the mean itself; training samples scatter around it with the given std."""
+    torch.manual_seed(4)
+    mean = torch.full((20000, 2), 0.3)
+    pol = Policy("gaussian", std=0.2)
+    assert torch.equal(pol.eval()(mean=mean)["sample"], mean)
+    s = pol.train()(mean=mean)["sample"]
+    assert abs(s.mean().item() - 0.3) < 0.01
+    assert abs(s.std().item() - 0.2) < 0.01
+
+
+def test_gaussian_log_prob_matches_torch_distributions() -> None:
+    """log_prob (summed over coordinates) and entropy equal torch.distributions.Normal's."""
+    torch.manual_seed(5)
+    mean = _scores(6, 2)
+    out = Policy("gaussian", std=0.3).train()(mean=mean)
+    normal = torch.distributions.Normal(mean, 0.3)
+    torch.testing.assert_close(out["log_prob"], normal.log_prob(out["sample"]).sum(-1))
+    torch.testing.assert_close(out["entropy"], normal.entropy().sum(-1))
+
+
+def test_gaussian_reinforce_gradient_reaches_mean_only_through_log_prob() -> None:
+    """A reinforce location is a constant; its log_prob moves the mean toward the sample."""
+    torch.manual_seed(6)
+    mean = torch.zeros(1, 2, requires_grad=True)
+    out = Policy("gaussian", std=0.5).train()(mean=mean)
+    assert not out["sample"].requires_grad
+    out["log_prob"].sum().backward()
+    # d log N(s; m, σ)/dm = (s - m)/σ²: same sign as the sample's offset
+    torch.testing.assert_close(mean.grad, out["sample"] / 0.25)
+
+
+# --- baseline and the REINFORCE loss -----------------------------------------------
+
+
+def test_reinforce_loss_raises_log_prob_of_rewarded_samples() -> None:
+    """One SGD step on reinforce_loss makes rewarded choices likelier, unrewarded ones rarer."""
+    torch.manual_seed(7)
+    logits = torch.zeros(64, 4, requires_grad=True)
+    pol = Policy("categorical", baseline=False).train()
+    out = pol(scores=logits)
+    index = out["sample"].argmax(-1)
+    reward = (index == 2).float()  # only item 2 pays
+    reinforce_loss(out["log_prob"], reward, 0.5).backward()
+    with torch.no_grad():
+        new = torch.log_softmax(logits - 1.0 * logits.grad, -1)
+    before = math.log(0.25)
+    rewarded = new.gather(-1, index[:, None]).squeeze(-1)
+    assert (rewarded[reward == 1] > before).all()
+    assert (rewarded[reward == 0] < before).all()
+
+
+def test_reinforce_loss_fits_the_learned_baseline_and_detaches_the_advantage() -> None:
+    """The baseline gets gradient only from (b - r)²; the policy term sees (r - b) as a constant."""
+    lp = torch.tensor([-1.0, -2.0], requires_grad=True)
+    b = torch.tensor([0.2, 0.4], requires_grad=True)
+    r = torch.tensor([1.0, 0.0])
+    reinforce_loss(lp, r, b).backward()
+    torch.testing.assert_close(lp.grad, -(r - b.detach()) / 2)
+    torch.testing.assert_close(b.grad, (b.detach() - r))  # d mean((b-r)^2)/db = (b-r) for B=2
+
+
+def test_reinforce_loss_sums_over_steps_per_step_baseline() -> None:
+    """log_prob [B, T, M] with a baseline [B, T]: per-step advantages, summed over T and M."""
+    lp = torch.randn(3, 4, 2, requires_grad=True)
+    b = torch.randn(3, 4)
+    r = torch.tensor([1.0, 0.0, 2.0])
+    loss = reinforce_loss(lp, r, b)
+    want = -((r[:, None] - b) * lp.sum(-1)).sum(-1).mean()
+    torch.testing.assert_close(loss, want)
+
+
+def test_baseline_scalar_and_linear_ports() -> None:
+    """baseline true: one learned scalar; a width d: a linear on a detached vector."""
+    pol = Policy("categorical", baseline=True)
+    out = pol(scores=_scores(5, 3))
+    assert out["baseline"].shape == (5,) and sum(p.numel() for p in pol.parameters()) == 1
+    pol = Policy("gaussian", baseline=8)
+    h = _scores(5, 8).requires_grad_()
+    out = pol(mean=_scores(5, 2), baseline_input=h)
+    assert out["baseline"].shape == (5,) and sum(p.numel() for p in pol.parameters()) == 9
+    assert out["baseline"].requires_grad
+    out["baseline"].sum().backward()
+    assert h.grad is None  # fitting the baseline does not train the state it reads
+
+
+# --- glimpse -------------------------------------------------------------------------
+
+
+def test_glimpse_at_centre_one_scale_is_the_centre_crop() -> None:
+    """At loc (0, 0) with one scale, the glimpse is exactly the central size×size crop."""
+    img = _scores(2, 3, 8, 10)
+    out = glimpse(img, torch.zeros(2, 2), size=4)
+    assert out.shape == (2, 3 * 4 * 4)
+    torch.testing.assert_close(out, img[:, :, 2:6, 3:7].reshape(2, -1))
+
+
+def test_glimpse_second_scale_is_average_of_twice_larger_crop() -> None:
+    """Scale 2 covers twice the side (4x area), averaged down to size×size."""
+    img = _scores(1, 2, 8, 8)
+    out = glimpse(img, torch.zeros(1, 2), size=2, scales=2).reshape(1, 2, 2, 2, 2)
+    torch.testing.assert_close(out[:, 0], img[:, :, 3:5, 3:5])
+    torch.testing.assert_close(out[:, 1], F.avg_pool2d(img[:, :, 2:6, 2:6], 2))
+
+
+def test_glimpse_is_batched_and_pads_with_zeros() -> None:
+    """Each batch element is cropped at its own location; outside pixels read as zero."""
+    img = _scores(2, 1, 4, 4) + 10.0  # no true zeros inside the image
+    # one pixel = 0.5 in [-1, 1] coordinates of a 4-pixel side
+    loc = torch.tensor([[-0.5, -0.5], [-1.0, -1.0]])
+    out = glimpse(img, loc, size=2).reshape(2, 2, 2)
+    torch.testing.assert_close(out[0], img[0, 0, 0:2, 0:2])
+    want = torch.zeros(2, 2)
+    want[1, 1] = img[1, 0, 0, 0]
+    torch.testing.assert_close(out[1], want)
+
+
+def test_glimpse_is_differentiable_wrt_image_and_location() -> None:
+    """Gradients reach exactly the pixels under the glimpse, and the location."""
+    img = _scores(1, 1, 8, 8).requires_grad_()
+    loc = torch.tensor([[0.1, -0.2]], requires_grad=True)
+    Glimpse(size=2, scales=2)(img, loc).sum().backward()
+    assert img.grad is not None and loc.grad is not None
+    assert img.grad.abs().sum() > 0 and loc.grad.abs().sum() > 0
+    assert img.grad[0, 0, 0, :].abs().sum() == 0  # the top row is outside every patch

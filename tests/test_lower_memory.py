@@ -1,0 +1,122 @@
+"""External memory modules: initial memory, the erase/add write and NTM location
+addressing, checked against their defining properties."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from attngraph.lower.memory import (  # noqa: E402
+    CONSTANT_INIT,
+    Address,
+    Memory,
+    Write,
+    circular_shift,
+    ntm_address,
+    sharpen,
+    write_memory,
+)
+
+
+def _rand(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _simplex(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.softmax(_rand(*shape, seed=seed), -1)
+
+
+def test_memory_initial_contents() -> None:
+    """constant fills 1e-6, zeros fills 0, learned is one parameter shared across the batch."""
+    m = Memory(5, 3)(batch_size=2)
+    assert m.shape == (2, 5, 3) and torch.equal(m, torch.full((2, 5, 3), CONSTANT_INIT))
+    assert torch.equal(Memory(5, 3, "zeros")(4), torch.zeros(4, 5, 3))
+    learned = Memory(5, 3, "learned")
+    assert [p.shape for p in learned.parameters()] == [(5, 3)]
+    m = learned(3)
+    assert torch.equal(m[0], m[2])
+    m.sum().backward()
+    assert torch.equal(learned.initial.grad, torch.full((5, 3), 3.0))
+
+
+def test_write_with_full_erase_replaces_one_slot_exactly() -> None:
+    """e = 1 (erase = +inf) and w one-hot at slot j: slot j becomes a, the others stay."""
+    mem = _rand(2, 6, 4)
+    j = torch.tensor([1, 4])
+    w = torch.nn.functional.one_hot(j, 6).float()
+    add = _rand(2, 4, seed=1)
+    new = Write()(mem, w, torch.full((2, 4), float("inf")), add)
+    for b in range(2):
+        assert torch.equal(new[b, j[b]], add[b])
+        others = [s for s in range(6) if s != j[b]]
+        assert torch.equal(new[b, others], mem[b, others])
+
+
+def test_write_is_the_erase_add_formula() -> None:
+    """M' = M ⊙ (1 - w eᵀ) + w aᵀ with soft weights, elementwise."""
+    mem, w = _rand(3, 5, 4), _simplex(3, 5, seed=1)
+    erase, add = _rand(3, 4, seed=2), _rand(3, 4, seed=3)
+    e = torch.sigmoid(erase)
+    want = torch.empty_like(mem)
+    for b in range(3):
+        want[b] = mem[b] * (1 - torch.outer(w[b], e[b])) + torch.outer(w[b], add[b])
+    torch.testing.assert_close(write_memory(mem, w, erase, add), want)
+
+
+def test_write_with_no_erase_adds_and_zero_weights_keep() -> None:
+    """e = 0 (erase = -inf) adds a to the addressed slot; zero weights change nothing."""
+    mem, add = _rand(1, 3, 2), _rand(1, 2, seed=1)
+    w = torch.tensor([[0.0, 1.0, 0.0]])
+    new = write_memory(mem, w, torch.full((1, 2), float("-inf")), add)
+    torch.testing.assert_close(new[0, 1], mem[0, 1] + add[0])
+    assert torch.equal(write_memory(mem, torch.zeros(1, 3), _rand(1, 2), add), mem)
+
+
+def test_address_gate_one_no_shift_gamma_one_returns_content() -> None:
+    """g = 1, all shift mass on offset 0 and γ = 1 give back the content weights."""
+    c, prev = _simplex(4, 7), _simplex(4, 7, seed=1)
+    shift = torch.tensor([[0.0, 1.0, 0.0]]).expand(4, 3)
+    out = ntm_address(c, prev, torch.ones(4), shift, torch.ones(4))
+    torch.testing.assert_close(out, c)
+
+
+def test_address_gate_zero_keeps_previous_weights() -> None:
+    """g = 0 (no shift, γ = 1) ignores the content and returns the previous weights."""
+    c, prev = _simplex(2, 5), _simplex(2, 5, seed=1)
+    shift = torch.tensor([[0.0, 0.0, 1.0, 0.0, 0.0]]).expand(2, 5)
+    torch.testing.assert_close(ntm_address(c, prev, torch.zeros(2), shift, torch.ones(2)), prev)
+
+
+def test_circular_shift_by_one_rolls_weights() -> None:
+    """All shift mass on +1 moves each weight to the next slot, the last wrapping to the first."""
+    w = _simplex(3, 6)
+    plus_one = torch.tensor([[0.0, 0.0, 1.0]]).expand(3, 3)
+    torch.testing.assert_close(circular_shift(w, plus_one), torch.roll(w, 1, dims=-1))
+    minus_two = torch.tensor([[1.0, 0, 0, 0, 0]]).expand(3, 5)
+    torch.testing.assert_close(circular_shift(w, minus_two), torch.roll(w, -2, dims=-1))
+
+
+def test_sharpen_concentrates_on_the_largest_weight() -> None:
+    """γ = 1 changes nothing; a large γ approaches the one-hot of the argmax."""
+    w = _simplex(2, 5)
+    torch.testing.assert_close(sharpen(w, torch.ones(2)), w)
+    hard = sharpen(w, torch.full((2,), 200.0))
+    torch.testing.assert_close(hard, torch.nn.functional.one_hot(w.argmax(-1), 5).float())
+
+
+def test_address_module_outputs_are_weights_with_finite_gradients() -> None:
+    """Address from a controller gives non-negative weights summing to 1, with finite grads
+    even when the content weights have exact zeros."""
+    torch.manual_seed(0)
+    addr = Address(control_dim=8, shifts=2)
+    assert sum(p.numel() for p in addr.parameters()) == (8 + 1) * (1 + 5 + 1)
+    c = torch.zeros(4, 6)
+    c[:, 0] = 1.0
+    ctl = _rand(4, 8).requires_grad_()
+    out = addr(c, torch.zeros(4, 6), ctl)
+    assert (out >= 0).all()
+    torch.testing.assert_close(out.sum(-1), torch.ones(4))
+    (out * _rand(4, 6, seed=1)).sum().backward()
+    grads = [ctl.grad, *(p.grad for p in addr.parameters())]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
