@@ -18,6 +18,8 @@ for _info in (
     ScorerInfo("location", "s_i = w_i (learned per position), or "
                "-(i - p)²/(2σ²) with p = N·sigmoid(vᵀ tanh(W q))",
                needs_query=False, content=False),
+    ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
+               params=lambda dq, dk, h: dq + dk),
 ):
     register_scorer(_info)
 

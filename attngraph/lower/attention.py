@@ -1,0 +1,308 @@
+"""Lowering rules of the attention vocabulary: items, queries/keys/values, scorer,
+softmax, readout, and the fused ``attention`` node made by the fusion pass."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attngraph.ir.graph import TensorType
+from attngraph.kinds.registry import lowering_rule
+from attngraph.lower.masks import attention_mask, masked_softmax, padding_mask, row_any
+from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+from attngraph.lower.scorers import Scorer, _param, make_scorer
+from attngraph.lower.sparsemax import masked_sparsemax
+
+
+class Items(NodeModule):
+    """Items [N, d] from token ids (``embed``), vectors, image pixels or patches."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        s = ctx.spec
+        t = ctx.t("from")
+        self.patches = None
+        self.embed = None
+        self.image = t.rank == 3
+        if t.dtype == "long":
+            src = ctx.graph.node(ctx.edge("from").src)
+            self.embed = nn.Embedding(int(src.spec.vocab), int(s.embed))
+            d = int(s.embed)
+        elif self.image:
+            c = int(t.dims[0])
+            self.patches = tuple(s.patches) if s.patches is not None else None
+            d = c * self.patches[0] * self.patches[1] if self.patches else c
+        else:
+            d = int(t.dims[-1])
+        self.proj = nn.Linear(d, int(s.dim), bias=s.bias) if s.dim is not None else None
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        v = x["from"]
+        if self.embed is not None:
+            v = self.embed(v)  # (B, N, d)
+        elif self.image:
+            if self.patches is not None:
+                v = F.unfold(v, kernel_size=self.patches, stride=self.patches)  # (B, d, N)
+            else:
+                v = v.flatten(2)  # (B, C, H·W)
+            v = v.transpose(1, 2)  # (B, N, d)
+        if self.proj is not None:
+            v = self.proj(v)  # (B, N, dim)
+        return v
+
+
+@lowering_rule("items")
+def lower_items(ctx: LowerCtx) -> NodeModule:
+    """Embedded tokens, (projected) vectors, image pixels or patches as items."""
+    return Items(ctx)
+
+
+def split_heads(v: Tensor, heads: int) -> Tensor:
+    """(B, [L,] d) -> (B, h, [L,] d/h)."""
+    if v.dim() == 2:
+        return v.reshape(v.shape[0], heads, -1)  # (B, h, d/h)
+    b, n, d = v.shape
+    return v.reshape(b, n, heads, d // heads).transpose(1, 2)  # (B, h, N, d/h)
+
+
+def merge_heads(z: Tensor, combine: str) -> Tensor:
+    """(B, h, [M,] d) -> (B, [M,] h·d) for concat, (B, [M,] d) for mean."""
+    if combine == "mean":
+        return z.mean(1)
+    if z.dim() == 3:
+        return z.reshape(z.shape[0], -1)  # (B, h·d)
+    return z.transpose(1, 2).flatten(2)  # (B, M, h·d)
+
+
+class Proj(NodeModule):
+    """Queries, keys or values: learned vectors or a projection, split into heads."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        s = ctx.spec
+        self.heads = s.heads
+        self.learned = getattr(s, "learned", None)
+        self.proj: nn.Module | None = None
+        if self.learned is not None:
+            self.weight = nn.Parameter(torch.randn(int(self.learned), int(s.dim)) * 0.02)
+            return
+        d_in = int(ctx.t("from").dims[-1])
+        d_out = int(s.dim) if s.dim is not None else d_in
+        if s.proj == "linear":
+            self.proj = nn.Linear(d_in, d_out, bias=s.bias)
+        elif s.proj == "mlp":
+            h = int(s.hidden) if s.hidden is not None else d_out
+            self.proj = nn.Sequential(nn.Linear(d_in, h), nn.Tanh(),
+                                      nn.Linear(h, d_out, bias=s.bias))
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        if self.learned is not None:
+            v = self.weight.unsqueeze(0).expand(rt.batch, -1, -1)  # (B, K, d)
+        else:
+            v = x["from"]
+            if self.proj is not None:
+                v = self.proj(v)  # (B, [L,] d)
+        return split_heads(v, self.heads) if self.heads else v
+
+
+def lower_proj(ctx: LowerCtx) -> NodeModule:
+    """A projection node (queries, keys, values)."""
+    return Proj(ctx)
+
+
+for _kind in ("queries", "keys", "values"):
+    lowering_rule(_kind)(lower_proj)
+
+
+def _bind_scorer(mod: Scorer, ctx: LowerCtx) -> Scorer:
+    """Attach how the scorer reads its query: learned, vector, aligned or all pairs."""
+    s = ctx.spec
+    k = ctx.t("key")
+    learned = getattr(s.query, "learned", None)
+    mod.pairs = s.pairs
+    mod.has_query = learned is not None or ctx.has("query")
+    mod.vector_query = learned is not None or (ctx.has("query") and ctx.t("query").rank == 1)
+    if learned is not None:
+        mod.query = _param(k.heads, int(learned))
+    return mod
+
+
+class Location(Scorer):
+    """Position scores: a learned score per position, or a Gaussian window around
+    p = L·sigmoid(vᵀ tanh(W q)) where L is each row's number of real items."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        s = ctx.spec
+        k = ctx.t("key")
+        self.gaussian = (s.mode or ("gaussian" if ctx.has("query") else "learned")) == "gaussian"
+        self.sigma = float(s.sigma) if s.sigma is not None else 1.0
+        self.key_type = k
+        if self.gaussian:
+            dq = int(ctx.t("query").dims[-1])
+            hidden = int(s.hidden) if s.hidden is not None else dq
+            self.W = _param(None, dq, hidden)
+            self.v = _param(None, hidden)
+        else:
+            n = k.dims[0]
+            max_len = s.max_len if s.max_len is not None else n
+            self.weight = nn.Parameter(torch.zeros(int(max_len)))
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        k = x["key"]
+        n = k.shape[-2]
+        if not self.gaussian:
+            return self.weight[:n].expand(k.shape[0], n)  # (B, N)
+        q = x["query"]  # (B, [M,] dq)
+        p = torch.sigmoid(torch.tanh(q @ self.W) @ self.v)  # (B, [M])
+        mask = padding_mask(rt, self.key_type.with_dims(self.key_type.dims[0]))
+        length = mask.sum(-1).to(q.dtype) if mask is not None else torch.full_like(p[:, :1], n)
+        centre = (length.reshape(-1, *([1] * (p.dim() - 1))) * p).unsqueeze(-1)  # (B, [M,] 1)
+        i = torch.arange(n, device=k.device, dtype=q.dtype)
+        return -((i - centre) ** 2) / (2 * self.sigma**2)  # (B, [M,] N)
+
+
+@lowering_rule("scorer")
+def lower_scorer(ctx: LowerCtx) -> NodeModule:
+    """Scores [N] or [M, N] by the registered scorer function ``fn``."""
+    s = ctx.spec
+    if s.fn == "location":
+        return Location(ctx)
+    k = ctx.t("key")
+    dk = int(k.dims[-1])
+    learned = getattr(s.query, "learned", None)
+    if learned is not None:
+        dq = int(learned)
+    elif ctx.has("query"):
+        dq = int(ctx.t("query").dims[-1])
+    else:
+        dq = dk
+    hidden = int(s.hidden) if s.hidden is not None else dk
+    mod = make_scorer(s.fn, dq, dk, hidden, k.heads, s)
+    if mod is None:
+        ctx.fail(f"scorer fn '{s.fn}' has no lowering",
+                 hint="give its ScorerInfo a make(dq, dk, hidden) -> nn.Module")
+    return _bind_scorer(mod, ctx)
+
+
+class Softmax(NodeModule):
+    """Weights over the last axis, with padding, causal, window and adjacency masks."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        s = ctx.spec
+        m = s.mask
+        self.t = ctx.t("scores")
+        self.causal = bool(m and m.causal)
+        self.window = m.window if m else None
+        self.self_loops = m.self_loops if m else True
+        self.temperature = float(s.temperature)
+        self.sparse = s.fn == "sparsemax"
+
+    def mask(self, scores: Tensor, x: dict[str, Tensor], rt: Runtime) -> Tensor | None:
+        """Every mask that applies to these scores, or None."""
+        two = self.t.rank == 2
+        return attention_mask(
+            self.t, rt, causal=self.causal, window=self.window,
+            adjacency=x.get("mask.adjacency"), self_loops=self.self_loops,
+            m=scores.shape[-2] if two else None, n=scores.shape[-1], device=scores.device,
+        )
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        s = x["scores"]
+        if self.temperature != 1.0:
+            s = s / self.temperature
+        mask = self.mask(s, x, rt)
+        if self.sparse:
+            return masked_sparsemax(s, mask)
+        return masked_softmax(s, mask)  # (B, [h,] [M,] N)
+
+
+@lowering_rule("softmax")
+def lower_softmax(ctx: LowerCtx) -> NodeModule:
+    """Softmax or sparsemax over items, masks applied, fully masked rows zero."""
+    return Softmax(ctx)
+
+
+class Readout(NodeModule):
+    """z = Σ_i p_i v_i per query, heads merged by ``combine``, optional ``out``."""
+
+    def __init__(self, ctx: LowerCtx, d: int) -> None:
+        super().__init__()
+        s = ctx.spec
+        self.heads = ctx.t("values").heads
+        self.combine = s.combine
+        self.wtype = ctx.t("weights") if ctx.has("weights") else None
+        d_out = d * self.heads if self.heads and s.combine == "concat" else d
+        self.out = nn.Linear(d_out, int(s.out), bias=s.bias) if s.out is not None else None
+
+    def finish(self, z: Tensor) -> Tensor:
+        """Merge heads and project: (B, [h,] [M,] d) -> (B, [M,] out)."""
+        if self.heads:
+            z = merge_heads(z, self.combine)
+        return self.out(z) if self.out is not None else z
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
+        pad = padding_mask(rt, self.wtype)
+        if pad is not None:
+            w = w * pad.to(w.dtype)
+        if self.wtype.rank == 1:
+            z = (w.unsqueeze(-2) @ v).squeeze(-2)  # (B, [h,] d)
+        else:
+            z = w @ v  # (B, [h,] M, d)
+        return self.finish(z)
+
+
+@lowering_rule("readout")
+def lower_readout(ctx: LowerCtx) -> NodeModule:
+    """Weighted average of the values."""
+    return Readout(ctx, int(ctx.t("values").dims[-1]))
+
+
+class FusedAttention(Readout):
+    """Scaled-dot scorer, softmax and readout as one ``scaled_dot_product_attention``."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__(ctx, int(ctx.t("values").dims[-1]))
+        s = ctx.spec
+        q, k = ctx.t("query"), ctx.t("key")
+        self.vector_query = q.rank == 1
+        self.stype = TensorType(k.dims[:1] if q.rank == 1 else (q.dims[0], k.dims[0]),
+                                heads=k.heads)
+        m = s.mask
+        self.causal = bool(m and m.causal)
+        self.window = m.window if m else None
+        self.self_loops = m.self_loops if m else True
+        self.scale = 1.0 / (math.sqrt(int(k.dims[-1])) * float(s.temperature))
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h,] N, d) x2
+        if self.vector_query:
+            q = q.unsqueeze(-2)  # (B, [h,] 1, d)
+        mask = attention_mask(
+            self.stype, rt, causal=self.causal, window=self.window,
+            adjacency=x.get("mask.adjacency"), self_loops=self.self_loops,
+            m=q.shape[-2], n=k.shape[-2], device=q.device,
+        )
+        if mask is None:
+            z = F.scaled_dot_product_attention(q, k, v, scale=self.scale)
+        else:
+            if self.vector_query:
+                mask = mask.unsqueeze(-2)  # (B, [1,] 1, N)
+            ok = row_any(mask)  # rows with something to attend
+            # a fully masked row attends everything here and is zeroed below: no NaN
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~ok, scale=self.scale)
+            z = z * ok.to(z.dtype)  # (B, [h,] M, d)
+        if self.vector_query:
+            z = z.squeeze(-2)  # (B, [h,] d)
+        return self.finish(z)
+
+
+@lowering_rule("attention")
+def lower_fused(ctx: LowerCtx) -> NodeModule:
+    """The fused node of :mod:`attngraph.passes.fuse_attention`."""
+    return FusedAttention(ctx)

@@ -1,0 +1,273 @@
+"""The lowered module: a graph becomes an ``nn.Module`` that walks a schedule.
+
+Rule interface
+--------------
+A lowering rule turns one IR node into one ``nn.Module``. Rules are registered by
+kind with :func:`attngraph.kinds.registry.lowering_rule`::
+
+    from attngraph.kinds.registry import lowering_rule
+    from attngraph.lower.module import LowerCtx, NodeModule
+
+    @lowering_rule("policy")
+    def lower_policy(ctx: LowerCtx) -> NodeModule:
+        return Policy(ctx)
+
+What a rule receives: a :class:`LowerCtx` with
+
+- ``ctx.node``: the :class:`~attngraph.ir.graph.Node` (``node.spec`` is its pydantic
+  model with sizes resolved to ints, ``node.types`` its inferred port types,
+  ``node.body`` the instantiated subgraph of block/repeat/loop);
+- ``ctx.graph``: the graph the node lives in (a block body inside a block);
+- ``ctx.t(role)`` / ``ctx.has(role)``: the :class:`TensorType` arriving on the
+  input edge of a field (``"from"``, ``"query"``, ``"from.0"``, ``"mask.adjacency"``,
+  ``"carry.h.init"``...), and whether that edge exists;
+- ``ctx.fail(msg, role=None, hint=None)``: raise a located ``LoweringError``;
+- ``ctx.lower_graph(graph)``: lower a subgraph to a :class:`GraphModule`.
+
+What a rule returns: an ``nn.Module`` (subclass :class:`NodeModule`) whose
+
+    forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]
+
+reads its inputs from ``x``, keyed by edge role exactly as in ``node.inputs``
+(``detach`` edges arrive already ``.detach()``-ed), and returns the tensor of the
+default port ``""``, or a dict from port name to tensor that covers every port in
+``node.types`` (including ``""``). Parameters are attributes of that module, so
+they are named ``nodes.<id>.<attr>`` in the state dict. Initialise them with the
+ordinary torch initialisers: :func:`attngraph.lower.compile` seeds the global RNG
+inside ``torch.random.fork_rng`` when a seed is given.
+
+Runtime tensors carry the batch axis first, then the head axis when
+``TensorType.heads`` is set, then ``dims``: a value of type ``[M, N] ×h`` is a
+tensor ``(B, h, M, N)``. Sizes of symbolic dims are read off the tensors.
+
+How masks flow: padding masks come from the inputs (``tokens_mask=`` etc., True =
+a real item) and are kept in ``rt.masks`` keyed by the symbolic length they mask
+(``"N"``). A rule that normalises or pools over an axis whose dim is a symbol
+looks the mask up with :func:`attngraph.lower.masks.padding_mask` and applies it
+(softmax, policy, readouts); structural masks (causal, window, adjacency) are
+built by :func:`attngraph.lower.masks.attention_mask`. ``rt.aux`` collects extra
+tensors a node exposes outside its ports (e.g. a policy's surrogate loss), keyed
+``"<node id>.<name>"``; the top module keeps the last ones in ``model.aux``.
+
+Forward of the top module: ``model(**inputs)`` with one tensor per declared input
+(a graph input ``g`` also takes ``g_adjacency``; tokens/vectors/graph inputs take
+an optional ``<name>_mask``), returning a dict of the declared outputs. A
+``RuntimeError`` inside a node becomes a ``LoweringError`` naming the node and
+its YAML line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import torch
+from torch import Tensor, nn
+
+from attngraph.errors import AttnGraphError, LoweringError
+from attngraph.ir.graph import Edge, Graph, Node, TensorType
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["Runtime", "LowerCtx", "NodeModule", "GraphModule", "AttnModel", "lower_graph"]
+
+
+@dataclass
+class Runtime:
+    """Per-forward state shared by every node: padding masks and extra tensors."""
+
+    #: symbolic length -> bool mask (B, L), True = real item
+    masks: dict[str, Tensor] = field(default_factory=dict)
+    #: extra tensors exposed by nodes, keyed ``"<node id>.<name>"``
+    aux: dict[str, Tensor] = field(default_factory=dict)
+    #: batch size (of the first input)
+    batch: int = 1
+
+
+class NodeModule(nn.Module):
+    """Base class of lowered nodes (see the module docstring for the contract)."""
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:
+        raise NotImplementedError
+
+
+@dataclass
+class LowerCtx:
+    """What a lowering rule may read: the node, its graph, its inputs' types."""
+
+    node: Node
+    graph: Graph
+
+    @property
+    def spec(self) -> Any:
+        """The node's spec model."""
+        return self.node.spec
+
+    def edge(self, role: str) -> Edge:
+        """The input edge of ``role`` (a located error if missing)."""
+        e = self.node.edge(role)
+        if e is None:
+            self.fail(f"missing input '{role}'")
+        return e
+
+    def has(self, role: str) -> bool:
+        """Whether the node has an input edge for ``role``."""
+        return self.node.edge(role) is not None
+
+    def type_of(self, e: Edge) -> TensorType:
+        """Type arriving on edge ``e``."""
+        return self.graph.node(e.src).types[e.port]
+
+    def t(self, role: str) -> TensorType:
+        """Type arriving on the input edge of ``role``."""
+        return self.type_of(self.edge(role))
+
+    def fail(self, msg: str, role: str | None = None, hint: str | None = None) -> NoReturn:
+        """Raise a :class:`LoweringError` at the node (or at the edge of ``role``)."""
+        e = self.node.edge(role) if role else None
+        loc = e.loc if e is not None else self.node.loc
+        raise LoweringError(f"node '{self.node.id}': {msg}", loc, hint)
+
+    def lower_graph(self, graph: Graph) -> GraphModule:
+        """Lower a subgraph (a block body) to a :class:`GraphModule`."""
+        return lower_graph(graph)
+
+
+def _lower_node(node: Node, graph: Graph) -> nn.Module:
+    from attngraph.kinds.registry import LOWERINGS
+
+    rule = LOWERINGS.get(node.kind)
+    if rule is None:
+        known = ", ".join(sorted(LOWERINGS))
+        raise LoweringError(f"node '{node.id}': no lowering rule for kind '{node.kind}'",
+                            node.loc, f"kinds with lowering rules: {known}")
+    mod = rule(LowerCtx(node, graph))
+    if not isinstance(mod, nn.Module):
+        raise LoweringError(f"node '{node.id}': the lowering rule of '{node.kind}' returned "
+                            f"{type(mod).__name__}, not an nn.Module", node.loc)
+    return mod
+
+
+#: One scheduled step: node id, kind, input edges as (role, value key, detach).
+Step = tuple[str, str, tuple[tuple[str, str, bool], ...]]
+
+
+def _key(src: str, port: str) -> str:
+    return f"{src}.{port}" if port else src
+
+
+class GraphModule(nn.Module):
+    """A lowered graph: ``nodes`` keyed by node id, run in ``graph.order()``.
+
+    ``run(values, rt)`` takes the values of the graph's inputs (keyed ``id`` or
+    ``id.port``) and returns the declared outputs by name (``""`` for a block's
+    single ``output``).
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        super().__init__()
+        self.nodes = nn.ModuleDict()
+        schedule: list[Step] = []
+        self._locs: dict[str, Any] = {}
+        for node in graph.order():
+            if node.is_input:
+                continue
+            self.nodes[node.id] = _lower_node(node, graph)
+            ins = tuple((e.role, _key(e.src, e.port), e.detach) for e in node.inputs)
+            schedule.append((node.id, node.kind, ins))
+            self._locs[node.id] = node.loc
+        self.schedule = schedule
+        self.ports = {n.id: tuple(n.types) for n in graph.nodes}
+        self.out_keys = tuple((name, _key(e.src, e.port), e.detach) for name, e in graph.outputs)
+        self.graph_name = graph.name
+
+    def _call(self, nid: str, kind: str, x: dict[str, Tensor], rt: Runtime) -> Any:
+        mod = self.nodes[nid]
+        if torch.compiler.is_compiling():
+            return mod(x, rt)
+        try:
+            return mod(x, rt)
+        except AttnGraphError:
+            raise
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+            loc = self._locs[nid]
+            raise LoweringError(f"node '{nid}' ({kind}) failed at run time: {exc}", loc,
+                                "check the shapes and dtypes of the inputs given to forward"
+                                ) from exc
+
+    def run(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
+        """Execute the schedule from input values; return the declared outputs."""
+        vals = dict(values)
+        for nid, kind, ins in self.schedule:
+            x = {role: (vals[k].detach() if det else vals[k]) for role, k, det in ins}
+            out = self._call(nid, kind, x, rt)
+            if isinstance(out, dict):
+                for port, v in out.items():
+                    vals[_key(nid, port)] = v
+            else:
+                vals[nid] = out
+        return {name: (vals[k].detach() if det else vals[k]) for name, k, det in self.out_keys}
+
+    def forward(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
+        return self.run(values, rt)
+
+
+class AttnModel(GraphModule):
+    """The module :func:`attngraph.compile` returns: ``model(**inputs) -> outputs``."""
+
+    def __init__(self, graph: Graph) -> None:
+        super().__init__(graph)
+        self.graph = graph
+        self.input_specs: Mapping[str, Any] = {n.id: n.spec for n in graph.inputs}
+        self.input_types = {n.id: dict(n.types) for n in graph.inputs}
+        self.aux: dict[str, Tensor] = {}
+
+    def _bind(self, kwargs: dict[str, Tensor]) -> tuple[dict[str, Tensor], Runtime]:
+        rt = Runtime()
+        vals: dict[str, Tensor] = {}
+        if kwargs:
+            rt.batch = next(iter(kwargs.values())).shape[0]
+        names = set(self.input_specs)
+        allowed = names | {f"{n}_{p}" for n, ts in self.input_types.items() for p in ts if p}
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            from attngraph.errors import did_you_mean
+
+            raise LoweringError(f"forward got unknown input '{unknown[0]}'",
+                                hint=did_you_mean(unknown[0], allowed))
+        for name, spec in self.input_specs.items():
+            if name not in kwargs:
+                node = self.graph.node(name)
+                raise LoweringError(f"forward needs input '{name}' ({spec.type})", node.loc,
+                                    f"call the model with {name}=<tensor>")
+            x = kwargs[name]
+            vals[name] = x
+            for port, t in self.input_types[name].items():
+                if not port:
+                    continue
+                given = kwargs.get(f"{name}_{port}")
+                if port == "mask":
+                    if given is not None:
+                        given = given.to(torch.bool)
+                        rt.masks.setdefault(str(t.dims[0]), given)
+                    else:
+                        given = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+                elif given is None:
+                    raise LoweringError(f"forward needs '{name}_{port}' for input '{name}'",
+                                        self.graph.node(name).loc,
+                                        f"pass {name}_{port}=<bool tensor (B, N, N)>")
+                vals[f"{name}.{port}"] = given
+        return vals, rt
+
+    def forward(self, **inputs: Tensor) -> dict[str, Tensor]:  # type: ignore[override]
+        vals, rt = self._bind(inputs)
+        out = self.run(vals, rt)
+        if rt.aux:
+            self.aux = rt.aux
+        return out
+
+
+def lower_graph(graph: Graph) -> GraphModule:
+    """Lower an inferred (body) graph to a :class:`GraphModule`."""
+    return GraphModule(graph)

@@ -1,0 +1,148 @@
+"""Lowering rules of structure: block, repeat and loop run a lowered body graph.
+
+A block is a :class:`GraphModule` over its instantiated body, so its parameters
+are ``nodes.<block node>.nodes.<inner node>.<param>``; a repeat holds one body per
+round (``nodes.<id>.rounds.<i>.nodes...``) unless ``share: true``.
+
+Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
+``steps`` reference's first axis):
+
+- ``inputs`` are passed unchanged to every step;
+- each ``carry`` starts at ``init`` (or zeros of size ``zeros``) and then takes
+  the body output ``next`` of the previous step;
+- a ``feed`` without ``feedback`` reads ``from[:, t]``; a feed with ``feedback``
+  is the previous output token, shifted right: step 0 gets the id ``start``, and
+  step t > 0 gets ``from[:, t-1]`` (teacher forcing: in training mode, when
+  ``teacher_forcing`` is true and ``from`` is given) or else the argmax of the
+  body output ``feedback`` at step t-1 (greedy feedback);
+- each body output is stacked to ``(B, T, ...)``; ``final_<carry>`` is the last
+  carried value.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from attngraph.kinds.registry import lowering_rule
+from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime
+
+
+def _result(outs: dict[str, Tensor]) -> Tensor | dict[str, Tensor]:
+    """A body's outputs as a node result: the tensor, or ports with ``""`` = first."""
+    if list(outs) == [""]:
+        return outs[""]
+    res = dict(outs)
+    res.setdefault("", next(iter(outs.values())))
+    return res
+
+
+class Block(GraphModule):
+    """One use of a block: binds ``from`` to the body's inputs and runs it."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        body = ctx.node.body
+        if body is None:
+            ctx.fail("block has no instantiated body (run shape inference first)")
+        super().__init__(body)
+        names = [n.id for n in body.inputs]
+        if isinstance(ctx.spec.from_, dict):
+            self.bind = [(e.role, e.role.split(".", 1)[1]) for e in ctx.node.edges("from")]
+        else:
+            self.bind = [("from", names[0])]
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
+        return _result(self.run({name: x[role] for role, name in self.bind}, rt))
+
+
+@lowering_rule("block")
+def lower_block(ctx: LowerCtx) -> NodeModule:
+    """A named subgraph used once."""
+    return Block(ctx)  # type: ignore[return-value]
+
+
+class Repeat(NodeModule):
+    """K rounds of a one-input block; each round its own parameters unless shared."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        s = ctx.spec
+        body = ctx.node.body
+        if body is None:
+            ctx.fail("repeat has no instantiated body (run shape inference first)")
+        self.times = s.times
+        self.input = body.inputs[0].id
+        self.output = body.outputs[0][0]
+        n = 1 if s.share else s.times
+        self.rounds = nn.ModuleList([GraphModule(body) for _ in range(n)])
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        v = x["from"]
+        for i in range(self.times):
+            body = self.rounds[i if len(self.rounds) > 1 else 0]
+            v = body.run({self.input: v}, rt)[self.output]
+        return v
+
+
+@lowering_rule("repeat")
+def lower_repeat(ctx: LowerCtx) -> NodeModule:
+    """Stacked rounds of a block."""
+    return Repeat(ctx)
+
+
+class Loop(GraphModule):
+    """A body run once per step with carried state and fed inputs (see module doc)."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        body = ctx.node.body
+        if body is None:
+            ctx.fail("loop has no instantiated body (run shape inference first)")
+        super().__init__(body)
+        s = ctx.spec
+        self.steps = s.steps if isinstance(s.steps, int) else None
+        self.inputs_ = list(s.inputs)
+        self.carry = [(c, c_spec.init is not None, int(c_spec.zeros or 0), c_spec.next)
+                      for c, c_spec in s.carry.items()]
+        self.feed = [(f, f_spec.from_ is not None, f_spec.feedback, f_spec.start,
+                      f_spec.teacher_forcing) for f, f_spec in s.feed.items()]
+        outs = dict(body.outputs)
+        self.stack_axis = {k: 2 if body.node(e.src).types[e.port].heads else 1
+                           for k, e in outs.items()}
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:  # type: ignore[override]
+        steps = self.steps if self.steps is not None else x["steps"].shape[1]
+        fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
+        b = rt.batch
+        dev = next(iter(x.values())).device if x else torch.device("cpu")
+        state: dict[str, Tensor] = {}
+        for c, has_init, zeros, _ in self.carry:
+            state[c] = x[f"carry.{c}.init"] if has_init else torch.zeros(b, zeros, device=dev)
+        stacks: dict[str, list[Tensor]] = {k: [] for k in self.stack_axis}
+        prev: dict[str, Tensor] = {}
+        for t in range(steps):
+            vals = {**fixed, **state}
+            for f, has_from, feedback, start, tf in self.feed:
+                if feedback is None:
+                    vals[f] = x[f"feed.{f}.from"][:, t]
+                elif t == 0:
+                    vals[f] = torch.full((b,), start, dtype=torch.long, device=dev)
+                elif has_from and tf and self.training:
+                    vals[f] = x[f"feed.{f}.from"][:, t - 1]
+                else:
+                    vals[f] = prev[feedback].argmax(-1)
+            prev = self.run(vals, rt)
+            for c, _, _, nxt in self.carry:
+                state[c] = prev[nxt]
+            for k in stacks:
+                stacks[k].append(prev[k])
+        res = {k: torch.stack(v, dim=self.stack_axis[k]) for k, v in stacks.items()}
+        for c in state:
+            res[f"final_{c}"] = state[c]
+        res.setdefault("", next(iter(res.values())))
+        return res
+
+
+@lowering_rule("loop")
+def lower_loop(ctx: LowerCtx) -> NodeModule:
+    """A body run per step: decoders, glimpse sequences."""
+    return Loop(ctx)  # type: ignore[return-value]

@@ -1,0 +1,204 @@
+"""Lowering rules of the supporting kinds: linear, mlp, embedding, position, norm,
+add, concat, dropout (rnn lives in :mod:`attngraph.lower.rnn`)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attngraph.kinds.registry import lowering_rule
+from attngraph.lower.masks import expand_to
+from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+
+ACTS = {
+    "none": nn.Identity, "relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
+    "gelu": nn.GELU, "leaky_relu": nn.LeakyReLU,
+}
+
+
+class Linear(NodeModule):
+    """y = act(x Wᵀ + b): ``weight`` (out, d), ``bias`` (out)."""
+
+    def __init__(self, d: int, out: int, bias: bool = True, act: str = "none") -> None:
+        super().__init__()
+        lin = nn.Linear(d, out, bias=bias)
+        self.weight = lin.weight
+        self.bias = lin.bias
+        self.act = ACTS[act]()
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return self.act(F.linear(x["from"], self.weight, self.bias))  # (B, ..., out)
+
+
+@lowering_rule("linear")
+def lower_linear(ctx: LowerCtx) -> NodeModule:
+    """A dense layer on the last axis."""
+    s = ctx.spec
+    return Linear(int(ctx.t("from").dims[-1]), int(s.out), s.bias, s.act)
+
+
+class Mlp(NodeModule):
+    """``layers`` hidden layers with ``act``, then a linear to ``out``."""
+
+    def __init__(self, d: int, hidden: int, out: int, act: str, layers: int) -> None:
+        super().__init__()
+        mods: list[nn.Module] = []
+        for i in range(layers):
+            mods += [nn.Linear(d if i == 0 else hidden, hidden), ACTS[act]()]
+        mods.append(nn.Linear(hidden, out))
+        self.net = nn.Sequential(*mods)
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return self.net(x["from"])  # (B, ..., out)
+
+
+@lowering_rule("mlp")
+def lower_mlp(ctx: LowerCtx) -> NodeModule:
+    """A multi-layer perceptron on the last axis."""
+    s = ctx.spec
+    return Mlp(int(ctx.t("from").dims[-1]), int(s.hidden), int(s.out), s.act, s.layers)
+
+
+class Embedding(NodeModule):
+    """Ids -> vectors: ``weight`` (vocab, dim)."""
+
+    def __init__(self, vocab: int, dim: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(vocab, dim))
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return F.embedding(x["from"], self.weight)  # (B, ..., dim)
+
+
+@lowering_rule("embedding")
+def lower_embedding(ctx: LowerCtx) -> NodeModule:
+    """A lookup table; ``vocab`` from the spec or the tokens input."""
+    s = ctx.spec
+    vocab = s.vocab
+    if vocab is None:
+        src = ctx.graph.node(ctx.edge("from").src)
+        vocab = src.spec.vocab or src.spec.classes
+    return Embedding(int(vocab), int(s.dim))
+
+
+def sinusoid(n: int, dim: int, device: torch.device) -> Tensor:
+    """Sinusoidal position table (n, dim): sin on even, cos on odd features."""
+    pos = torch.arange(n, device=device, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32)
+                     * (-math.log(10000.0) / dim))
+    pe = torch.zeros(n, dim, device=device)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+
+
+class Position(NodeModule):
+    """Context vectors for positions 0..N-1 of ``from``'s items axis."""
+
+    def __init__(self, dim: int, encoding: str, max_len: int | None, axis: int) -> None:
+        super().__init__()
+        self.dim = dim
+        self.axis = axis
+        self.weight = (nn.Parameter(torch.randn(int(max_len), dim) * 0.02)
+                       if encoding == "learned" else None)
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        src = x["from"]
+        n = src.shape[self.axis]
+        if self.weight is not None:
+            pe = self.weight[:n]
+        else:
+            pe = sinusoid(n, self.dim, src.device)
+        return pe.unsqueeze(0).expand(src.shape[0], n, self.dim)  # (B, N, dim)
+
+
+@lowering_rule("position")
+def lower_position(ctx: LowerCtx) -> NodeModule:
+    """Sinusoidal or learned position vectors [N, dim]."""
+    s = ctx.spec
+    t = ctx.t("from")
+    n = t.dims[0]
+    max_len = s.max_len or (n if isinstance(n, int) else None)
+    return Position(int(s.dim), s.encoding, max_len, 2 if t.heads else 1)
+
+
+class Norm(NodeModule):
+    """Layer norm (``weight``, ``bias``) or RMS norm (``weight``) on the last axis."""
+
+    def __init__(self, d: int, fn: str) -> None:
+        super().__init__()
+        self.d = d
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d)) if fn == "layer" else None
+        self.fn = fn
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        v = x["from"]
+        if self.fn == "layer":
+            return F.layer_norm(v, (self.d,), self.weight, self.bias)
+        return F.rms_norm(v, (self.d,), self.weight)
+
+
+@lowering_rule("norm")
+def lower_norm(ctx: LowerCtx) -> NodeModule:
+    """Normalisation over features."""
+    return Norm(int(ctx.t("from").dims[-1]), ctx.spec.fn)
+
+
+class Add(NodeModule):
+    """Sum of the inputs; a vector broadcasts over items."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        self.roles = [e.role for e in ctx.node.edges("from")]
+        self.out_type = ctx.node.types[""]
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        vals = [expand_to(x[r], self.out_type) for r in self.roles]
+        out = vals[0]
+        for v in vals[1:]:
+            out = out + v
+        return out
+
+
+@lowering_rule("add")
+def lower_add(ctx: LowerCtx) -> NodeModule:
+    """Residual sum."""
+    return Add(ctx)
+
+
+class Concat(NodeModule):
+    """Join the inputs' features."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        self.roles = [e.role for e in ctx.node.edges("from")]
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return torch.cat([x[r] for r in self.roles], dim=-1)
+
+
+@lowering_rule("concat")
+def lower_concat(ctx: LowerCtx) -> NodeModule:
+    """Concatenate on the feature axis."""
+    return Concat(ctx)
+
+
+class Dropout(NodeModule):
+    """Dropout in training, identity in eval."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return F.dropout(x["from"], self.p, self.training)
+
+
+@lowering_rule("dropout")
+def lower_dropout(ctx: LowerCtx) -> NodeModule:
+    """Dropout with probability ``p``."""
+    return Dropout(ctx.spec.p)

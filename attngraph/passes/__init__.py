@@ -1,0 +1,1 @@
+"""Passes ``Graph -> Graph`` on the IR, one file per pass."""
