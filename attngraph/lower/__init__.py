@@ -17,7 +17,7 @@ __all__ = ["compile", "load_rules"]
 
 #: Modules holding lowering rules; optional ones may be absent.
 _RULES = ("attention", "support", "rnn", "structure")
-_OPTIONAL_RULES = ("hard", "memory")
+_OPTIONAL_RULES = ("hard", "memory", "glimpse")
 
 
 def load_rules() -> None:

@@ -159,7 +159,10 @@ class Location(Scorer):
         q = x["query"]  # (B, [M,] dq)
         p = torch.sigmoid(torch.tanh(q @ self.W) @ self.v)  # (B, [M])
         mask = padding_mask(rt, self.key_type.with_dims(self.key_type.dims[0]))
-        length = mask.sum(-1).to(q.dtype) if mask is not None else torch.full_like(p[:, :1], n)
+        if mask is not None:
+            length = mask.sum(-1).to(q.dtype)  # (B,) real items per row
+        else:
+            length = torch.full((q.shape[0],), float(n), dtype=q.dtype, device=q.device)
         centre = (length.reshape(-1, *([1] * (p.dim() - 1))) * p).unsqueeze(-1)  # (B, [M,] 1)
         i = torch.arange(n, device=k.device, dtype=q.dtype)
         return -((i - centre) ** 2) / (2 * self.sigma**2)  # (B, [M,] N)

@@ -153,6 +153,13 @@ def _lower_node(node: Node, graph: Graph) -> nn.Module:
 Step = tuple[str, str, tuple[tuple[str, str, bool], ...]]
 
 
+def _port(e: Edge, graph: Graph) -> str:
+    """The port an edge reads; ``adjacency: g`` names a graph input's adjacency."""
+    if e.role == "mask.adjacency" and not e.port and "adjacency" in graph.node(e.src).types:
+        return "adjacency"
+    return e.port
+
+
 def _key(src: str, port: str) -> str:
     return f"{src}.{port}" if port else src
 
@@ -174,7 +181,7 @@ class GraphModule(nn.Module):
             if node.is_input:
                 continue
             self.nodes[node.id] = _lower_node(node, graph)
-            ins = tuple((e.role, _key(e.src, e.port), e.detach) for e in node.inputs)
+            ins = tuple((e.role, _key(e.src, _port(e, graph)), e.detach) for e in node.inputs)
             schedule.append((node.id, node.kind, ins))
             self._locs[node.id] = node.loc
         self.schedule = schedule
