@@ -1,0 +1,342 @@
+"""The unrolled (per-item) view, drawn like the reference figures.
+
+Every node with an items axis becomes circles ``x_1, x_2, …, x_N``; a scorer
+folds into the softmax (or policy) that normalises it, giving one weight node
+``p_i`` per item, or ``p_{i,j}`` for all-pairs attention drawn for one query
+``i``. An edge ``A -> B`` means "B is a function of A". Rows run bottom to top;
+as in the figures, a scorer's queries and a readout's values sit above the
+weights they feed.
+
+Each IR node gets a *mode*: ``scalar`` (one node), ``items`` (one node per
+item), ``pairs`` (weights ``p_{q,j}`` for the drawn query ``q``), ``qonly``
+(a per-item node needed only at the drawn query, like ``z_1``) or ``box``
+(blocks, repeats and loops, drawn as labelled boxes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attngraph.ir.graph import Graph, Node, TensorType
+from renderers.diagram import DNode, Diagram
+
+__all__ = ["unrolled"]
+
+_NORMALISERS = ("softmax", "policy")
+_BOXES = ("block", "repeat", "loop")
+
+
+@dataclass(frozen=True)
+class _Dep:
+    src: str
+    port: str
+    role: str
+    detach: bool
+
+
+@dataclass
+class _Drawn:
+    """The drawn instances of one IR node."""
+
+    mode: str
+    axis: str = ""
+    #: sub -> diagram node id, in left-to-right order
+    inst: dict[str, str] = field(default_factory=dict)
+    entry: list[str] = field(default_factory=list)
+    exit: str = ""
+    height: int = 1
+
+
+def _main_type(node: Node) -> TensorType | None:
+    if "" in node.types:
+        return node.types[""]
+    return next(iter(node.types.values()), None)
+
+
+def _content_free(node: Node, role: str) -> bool:
+    """Edges that carry no content: a position code reads only the length."""
+    if node.kind == "position" and role == "from":
+        return True
+    if node.kind == "scorer" and role == "key":
+        from attngraph.kinds import SCORERS
+
+        info = SCORERS.get(node.spec.fn)
+        return info is not None and not info.content
+    return False
+
+
+def _folded(graph: Graph) -> set[str]:
+    """Scorers read only by softmaxes/policies: drawn as part of their weights."""
+    readers: dict[str, list[str]] = {}
+    for n in graph.nodes:
+        for e in n.inputs:
+            readers.setdefault(e.src, []).append(n.kind)
+    outs = {e.src for _, e in graph.outputs}
+    return {
+        n.id for n in graph.nodes
+        if n.kind == "scorer" and readers.get(n.id)
+        and all(k in _NORMALISERS for k in readers[n.id]) and n.id not in outs
+    }
+
+
+def _deps(graph: Graph, node: Node, folded: set[str], detach: bool = False) -> list[_Dep]:
+    out: list[_Dep] = []
+    for e in node.inputs:
+        if _content_free(node, e.role):
+            continue
+        if e.src in folded:
+            out.extend(_deps(graph, graph.node(e.src), folded, detach or e.detach))
+        else:
+            out.append(_Dep(e.src, e.port, e.role, detach or e.detach))
+    return out
+
+
+def _base_mode(node: Node) -> tuple[str, str]:
+    if node.kind in _BOXES:
+        return "box", ""
+    t = _main_type(node)
+    if t is None or t.rank == 0 or not isinstance(t.dims[0], str):
+        return "scalar", ""
+    if node.kind in ("scorer", *_NORMALISERS) and t.rank >= 2 and isinstance(t.dims[1], str):
+        return "pairs", str(t.dims[1])
+    return "items", str(t.dims[0])
+
+
+def _modes(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]]) -> dict[str, list[str]]:
+    """Mode and axis per drawn node, with ``qonly`` propagated both ways."""
+    mode = {n.id: list(_base_mode(n)) for n in order}
+    users: dict[str, list[tuple[str, _Dep]]] = {}
+    for nid, ds in deps.items():
+        for d in ds:
+            users.setdefault(d.src, []).append((nid, d))
+
+    def forward() -> None:
+        for n in order:
+            if mode[n.id][0] != "items":
+                continue
+            for d in deps[n.id]:
+                m = mode[d.src][0]
+                if m == "qonly" or (m == "pairs" and n.kind == "readout"):
+                    mode[n.id][0] = "qonly"
+
+    forward()
+    for n in reversed(order):
+        us = users.get(n.id, [])
+        if mode[n.id][0] == "items" and us and all(
+            mode[u][0] == "qonly" and not (graph.node(u).kind == "readout"
+                                          and d.role == "values")
+            or (mode[u][0] == "pairs" and d.role == "query") for u, d in us
+        ):
+            mode[n.id][0] = "qonly"
+    forward()
+    return mode
+
+
+def _levels(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
+            drawn: dict[str, _Drawn]) -> tuple[dict[str, int], set[tuple[str, str]]]:
+    """Row of each node, and the (src, dst) pairs drawn against the flow."""
+    import networkx as nx
+
+    c = nx.DiGraph()
+    c.add_nodes_from(n.id for n in order)
+    extra: list[tuple[str, str]] = []
+    for n in order:
+        for d in deps[n.id]:
+            up = n.kind in _NORMALISERS and d.role == "query" and drawn[d.src].mode != "scalar"
+            if up:
+                extra.append((n.id, d.src))
+            else:
+                c.add_edge(d.src, n.id)
+        if n.kind == "readout":
+            w, v = n.edge("weights"), n.edge("values")
+            if w and v and drawn.get(v.src) and drawn[v.src].mode == "items":
+                extra.append((w.src, v.src))
+    against: set[tuple[str, str]] = set()
+    for a, b in extra:
+        if a in c and b in c and not nx.has_path(c, b, a):
+            c.add_edge(a, b)
+            if any(d.src == b for d in deps.get(a, [])):
+                against.add((b, a))
+    level: dict[str, int] = {}
+    for nid in nx.topological_sort(c):
+        level[nid] = max((level[p] + drawn[p].height for p in c.predecessors(nid)), default=0)
+    return level, against
+
+
+def _subs(mode: str, axis: str, items: int, query: int) -> list[str]:
+    idx = [str(k) for k in range(1, items + 1)] + [axis]
+    if mode == "items":
+        return idx
+    if mode == "pairs":
+        return [f"{query},{j}" for j in idx]
+    if mode == "qonly":
+        return [str(query)]
+    return [""]
+
+
+def _place(dg: Diagram, graph: Graph, node: Node, d: _Drawn, level: int, author: int,
+           items: int, query: int, axes: list[str]) -> None:
+    """Add the drawn instances of ``node`` to the diagram."""
+    label = node.label or node.id
+    word = len(label) > 1
+    if d.mode == "box":
+        _place_box(dg, node, d, level, author, items)
+        return
+    ax = axes.index(d.axis) if d.axis in axes else len(axes)
+    for s in _subs(d.mode, d.axis, items, query):
+        j = s.split(",")[-1]
+        pos = int(j) - 1 if j.isdigit() and int(j) <= items else (items + 1 if j else items)
+        nid = f"{node.id}[{s}]" if s else node.id
+        dg.add(DNode(
+            id=nid, base=label, sub=s, kind=node.kind, rank=level,
+            order=(ax if s else 0, pos, author), column=f"{d.axis}:{pos}" if s else None,
+            shape="circle" if not word or len(label) <= 7 else "ellipse",
+        ))
+        d.inst[s] = nid
+    d.entry = list(d.inst.values())
+    d.exit = next(reversed(d.inst.values()))
+
+
+def _place_box(dg: Diagram, node: Node, d: _Drawn, level: int, author: int,
+               items: int) -> None:
+    label = node.label or node.id
+    order = (0, items, author)
+    if node.kind == "repeat":
+        k = int(node.spec.times)
+        shown = list(range(1, k + 1)) if k <= 3 else [1, 2, 0, k]
+        prev = None
+        for off, layer in enumerate(shown):
+            nid = f"{node.id}[{layer}]" if layer else f"{node.id}[vdots]"
+            dg.add(DNode(id=nid, base=f"{label} {layer}" if layer else "⋮", kind="repeat",
+                         shape="box" if layer else "plaintext", rank=level + off,
+                         order=order, ellipsis=not layer))
+            if prev:
+                dg.connect(prev, nid)
+            prev = nid
+            d.inst[str(layer)] = nid
+        d.height = len(shown)
+        d.entry, d.exit = [d.inst["1"]], prev or ""
+    elif node.kind == "loop":
+        steps = ["t-1", "t", "t+1"]
+        for i, s in enumerate(steps):
+            nid = f"{node.id}[{s}]"
+            dg.add(DNode(id=nid, base=label, sub=s, kind="loop", shape="box", rank=level,
+                         order=(0, i, author)))
+            d.inst[s] = nid
+        for cname in node.spec.carry:
+            dg.connect(d.inst["t-1"], d.inst["t"], label=cname)
+            dg.connect(d.inst["t"], d.inst["t+1"], label=cname)
+        d.entry, d.exit = list(d.inst.values()), d.inst["t+1"]
+    else:
+        dg.add(DNode(id=node.id, base=label, kind="block", shape="box", rank=level,
+                     order=order))
+        d.inst[""] = node.id
+        d.entry, d.exit = [node.id], node.id
+
+
+def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Drawn,
+             against: bool, q: str) -> None:
+    """Draw the instance edges for one dependency ``dep.src -> node``."""
+    kw = {"dashed": dep.detach, "constraint": not against}
+    sm = s.mode
+    src_t = graph.node(dep.src).types.get(dep.port)
+    if sm in ("items", "qonly", "pairs") and src_t is not None and (
+            src_t.rank == 0 or not isinstance(src_t.dims[0], str)):
+        sm = "port"  # a per-item node's summary port (an rnn's final state)
+    pairs: list[tuple[str, str]] = []
+    dst_all = d.entry if d.mode == "box" else list(d.inst.values())
+    if sm in ("scalar", "box", "port"):
+        pairs = [(s.exit, t) for t in dst_all]
+    elif d.mode in ("scalar", "box"):
+        srcs = [s.inst[q]] if sm == "qonly" else list(s.inst.values())
+        pairs = [(a, t) for a in srcs for t in dst_all]
+    elif sm == "items" and d.mode == "items":
+        pairs = [(s.inst[k], d.inst[k]) for k in d.inst if k in s.inst]
+    elif sm == "items" and d.mode == "pairs":
+        if dep.role == "query":
+            pairs = [(s.inst[q], t) for t in d.inst.values()] if q in s.inst else []
+        else:
+            pairs = [(s.inst[k.split(",")[1]], t) for k, t in d.inst.items()
+                     if k.split(",")[1] in s.inst]
+    elif sm == "items" and d.mode == "qonly":
+        if node.kind == "readout" and dep.role == "values":
+            pairs = [(a, d.inst[q]) for a in s.inst.values()]
+        elif q in s.inst:
+            pairs = [(s.inst[q], d.inst[q])]
+    elif sm == "qonly":
+        pairs = [(s.inst[q], t) for t in dst_all]
+    elif sm == "pairs" and d.mode == "pairs":
+        pairs = [(s.inst[k], t) for k, t in d.inst.items() if k in s.inst]
+    elif sm == "pairs":
+        pairs = [(a, t) for a in s.inst.values() for t in dst_all]
+    for a, b in pairs:
+        dg.connect(a, b, **kw)
+
+
+def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
+    """Build the per-item diagram of ``graph``.
+
+    Parameters
+    ----------
+    graph : Graph
+        An inferred IR graph (from :func:`attngraph.pipeline.load_spec`).
+    items : int, optional
+        How many items to draw before the ellipsis (``x_1 … x_items, …, x_N``).
+    query : int, optional
+        The query ``i`` for which all-pairs weights ``p_{i,j}`` are drawn.
+
+    Returns
+    -------
+    Diagram
+        Nodes labelled in the figures' text form (``x_1``, ``p_{1,N}``).
+    """
+    dg = Diagram(name=graph.name, view="unrolled", title=graph.title, direction="BT")
+    folded = _folded(graph)
+    order = [n for n in graph.order() if n.id not in folded and not _unused_input(graph, n)]
+    deps = {n.id: [d for d in _deps(graph, n, folded) if d.src in {m.id for m in order}]
+            for n in order}
+    modes = _modes(graph, order, deps)
+    drawn = {nid: _Drawn(mode=m, axis=a) for nid, (m, a) in modes.items()}
+    for n in order:
+        if n.kind == "repeat":
+            drawn[n.id].height = 4 if int(n.spec.times) > 3 else int(n.spec.times)
+    level, against = _levels(graph, order, deps, drawn)
+    axes: list[str] = []
+    for n in order:
+        if drawn[n.id].axis and drawn[n.id].axis not in axes:
+            axes.append(drawn[n.id].axis)
+    author = {n.id: i for i, n in enumerate(graph.nodes)}
+    for n in order:
+        _place(dg, graph, n, drawn[n.id], level[n.id], author[n.id], items, query,
+               axes)
+    for n in order:
+        for d in deps[n.id]:
+            _connect(dg, graph, n, d, drawn[d.src], drawn[n.id], (d.src, n.id) in against,
+                     str(query))
+        if n.kind == "rnn" and drawn[n.id].mode == "items":
+            for a, b in zip(range(1, items), range(2, items + 1)):
+                dg.connect(drawn[n.id].inst[str(a)], drawn[n.id].inst[str(b)])
+    _ellipses(dg, order, drawn, level, items, axes)
+    return dg
+
+
+def _unused_input(graph: Graph, node: Node) -> bool:
+    """Inputs no node reads (training labels): not part of the mechanism."""
+    if not node.is_input:
+        return False
+    return not any(e.src == node.id for n in graph.nodes for e in n.inputs)
+
+
+def _ellipses(dg: Diagram, order: list[Node], drawn: dict[str, _Drawn],
+              level: dict[str, int], items: int, axes: list[str]) -> None:
+    """One ``• • •`` per items axis, in the weights' row (else the middle row)."""
+    for ai, axis in enumerate(axes):
+        rows = [n for n in order if drawn[n.id].axis == axis
+                and drawn[n.id].mode in ("items", "pairs")]
+        if not rows:
+            continue
+        weights = [n for n in rows if n.kind in _NORMALISERS]
+        pick = weights[0] if weights else rows[len(rows) // 2]
+        dg.add(DNode(id=f"...{axis}", base="…", kind="ellipsis", shape="ellipsis",
+                     rank=level[pick.id], order=(ai, items, -1), column=f"{axis}:{items}",
+                     ellipsis=True))
