@@ -19,7 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["Glimpse", "glimpse"]
+from attngraph.kinds.registry import lowering_rule
+from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+
+__all__ = ["Glimpse", "GlimpseNode", "glimpse"]
 
 
 def glimpse(image: Tensor, loc: Tensor, size: int, scales: int = 1) -> Tensor:
@@ -80,3 +83,19 @@ class Glimpse(nn.Module):
     def forward(self, image: Tensor, loc: Tensor) -> Tensor:
         """``image [B, C, H, W]``, ``loc [B, 2]`` -> ``[B, scales·C·size·size]``."""
         return glimpse(image, loc, self.size, self.scales)
+
+
+class GlimpseNode(Glimpse):
+    """A ``glimpse`` node: reads ``image`` ``[B, C, H, W]`` and ``loc`` ``[B, 2]``."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__(ctx.spec.size, ctx.spec.scales)
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:  # type: ignore[override]
+        return glimpse(x["image"], x["loc"], self.size, self.scales)  # (B, scales*C*size*size)
+
+
+@lowering_rule("glimpse")
+def lower_glimpse(ctx: LowerCtx) -> NodeModule:
+    """Multi-resolution patches of an image at a location."""
+    return GlimpseNode(ctx)  # type: ignore[return-value]

@@ -34,6 +34,9 @@ A user's training loop adds one line for the policy::
     loss = F.cross_entropy(out["logits"], y)
     reward = (out["logits"].argmax(-1) == y).float()
     loss = loss + reinforce_loss(out["log_prob"], reward, out["baseline"])
+
+or, without declaring those outputs, ``loss + model_reinforce_loss(model, reward)``,
+which sums the term over every ``reinforce`` policy of the last forward.
 """
 
 from __future__ import annotations
@@ -46,8 +49,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.errors import LoweringError
+from attngraph.kinds.registry import lowering_rule
+from attngraph.lower import glimpse as _glimpse  # noqa: F401  (registers the glimpse rule)
+from attngraph.lower.masks import padding_mask
+from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
-__all__ = ["Policy", "reinforce_loss", "masked_logits"]
+__all__ = ["Policy", "PolicyNode", "reinforce_loss", "model_reinforce_loss", "masked_logits"]
 
 Dist = Literal["categorical", "gaussian"]
 Estimator = Literal["reinforce", "straight_through", "gumbel"]
@@ -167,10 +174,10 @@ class Policy(nn.Module):
         super().__init__()
         self.dist, self.estimator = dist, estimator
         self.std, self.tau = float(std), float(tau)
-        self.baseline_b: nn.Parameter | None = None
+        self.baseline: nn.Parameter | None = None
         self.baseline_proj: nn.Linear | None = None
         if baseline is True:
-            self.baseline_b = nn.Parameter(torch.zeros(()))
+            self.baseline = nn.Parameter(torch.zeros(()))
         elif baseline is not False and int(baseline) > 0:
             self.baseline_proj = nn.Linear(int(baseline), 1)
 
@@ -181,6 +188,12 @@ class Policy(nn.Module):
                 mask: Tensor | None = None,
                 baseline_input: Tensor | None = None) -> dict[str, Tensor]:
         """Sample (train) or decide (eval); see the class docstring for the ports."""
+        return self.decide(scores, mean, mask, baseline_input)
+
+    def decide(self, scores: Tensor | None = None, mean: Tensor | None = None,
+               mask: Tensor | None = None,
+               baseline_input: Tensor | None = None) -> dict[str, Tensor]:
+        """The body of :meth:`forward` (lowered nodes call it from their own forward)."""
         if self.dist == "categorical":
             if scores is None:
                 msg = "a categorical policy needs scores"
@@ -203,8 +216,8 @@ class Policy(nn.Module):
                 msg = "this policy's baseline reads a vector: pass baseline_input"
                 raise LoweringError(msg)
             return self.baseline_proj(x.detach()).squeeze(-1)  # (B,)
-        if self.baseline_b is not None:
-            return self.baseline_b.expand(batch)  # (B,)
+        if self.baseline is not None:
+            return self.baseline.expand(batch)  # (B,)
         return ref.new_zeros(batch)
 
     def _categorical(self, scores: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
@@ -247,3 +260,75 @@ class Policy(nn.Module):
         ent = 0.5 + 0.5 * math.log(2 * math.pi) + math.log(self.std)
         entropy = mean.new_full(mean.shape[:1], ent * mean.shape[-1])
         return {"sample": sample, "log_prob": logp.sum(-1), "entropy": entropy}
+
+
+# --- lowering rule ---------------------------------------------------------------------
+
+
+def _aux_append(rt: Runtime, key: str, value: Tensor) -> None:
+    """Record ``value [B, ...]`` under ``key``, stacking repeated calls on axis 1 (steps)."""
+    step = value.unsqueeze(1)  # (B, 1, ...)
+    prev = rt.aux.get(key)
+    rt.aux[key] = step if prev is None else torch.cat([prev, step], dim=1)  # (B, T, ...)
+
+
+class PolicyNode(Policy):
+    """A ``policy`` node: :class:`Policy` reading its inputs by role.
+
+    The padding mask of the scores' items axis (from the inputs) is applied, so a
+    padded item is never chosen. A ``reinforce`` policy also records its
+    ``log_prob`` and ``baseline`` in ``rt.aux`` as ``"<id>.log_prob"`` and
+    ``"<id>.baseline"``, one column per call (per loop step): ``[B, T, ...]`` and
+    ``[B, T]``; :func:`model_reinforce_loss` reads them back.
+    """
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        s = ctx.spec
+        base: bool | int = s.baseline if isinstance(s.baseline, bool) \
+            else int(ctx.t("baseline").dims[0])
+        super().__init__(s.dist, s.estimator, std=s.std, tau=s.tau, baseline=base)
+        self.node_id = ctx.node.id
+        self.scores_type = ctx.t("scores") if ctx.has("scores") else None
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:  # type: ignore[override]
+        mask = padding_mask(rt, self.scores_type) if self.scores_type is not None else None
+        out = self.decide(x.get("scores"), x.get("mean"), mask, x.get("baseline"))
+        if self.estimator == "reinforce":
+            _aux_append(rt, f"{self.node_id}.log_prob", out["log_prob"])
+            _aux_append(rt, f"{self.node_id}.baseline", out["baseline"])
+        return {"": out["sample"], **out}
+
+
+@lowering_rule("policy")
+def lower_policy(ctx: LowerCtx) -> NodeModule:
+    """Hard attention: categorical over items, or gaussian around a location."""
+    return PolicyNode(ctx)  # type: ignore[return-value]
+
+
+def model_reinforce_loss(model: nn.Module, reward: Tensor, *,
+                         baseline_weight: float = 1.0) -> Tensor:
+    """Sum of :func:`reinforce_loss` over every ``reinforce`` policy of the last forward.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A compiled model (:func:`attngraph.compile`) after a forward in training
+        mode; its ``aux`` holds each policy's log-probs and baselines, per step.
+    reward : Tensor
+        ``[B]`` reward of each sequence.
+    baseline_weight : float
+        Weight of each baseline's squared error.
+
+    Returns
+    -------
+    Tensor
+        A scalar; zero when the model has no ``reinforce`` policy.
+    """
+    aux: dict[str, Tensor] = getattr(model, "aux", {})
+    total = reward.new_zeros(())
+    for key in sorted(aux):
+        if key.endswith(".log_prob"):
+            nid = key[: -len(".log_prob")]
+            total = total + reinforce_loss(aux[key], reward, aux[f"{nid}.baseline"],
+                                           baseline_weight=baseline_weight)
+    return total

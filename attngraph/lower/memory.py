@@ -16,9 +16,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attngraph.kinds.registry import lowering_rule
+from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+
 __all__ = [
     "Memory", "Write", "Address", "write_memory", "circular_shift", "sharpen",
-    "ntm_address", "CONSTANT_INIT",
+    "ntm_address", "CONSTANT_INIT", "MemoryNode", "WriteNode", "AddressNode",
 ]
 
 #: Contents of every slot with ``init: constant`` (small, so cosine reads are defined).
@@ -43,22 +46,22 @@ class Memory(nn.Module):
                  init: Literal["learned", "zeros", "constant"] = "constant") -> None:
         super().__init__()
         self.slots, self.width, self.init = int(slots), int(width), init
-        self.initial: nn.Parameter | None = None
+        self.initial: Tensor
         if init == "learned":
             bound = 1.0 / self.width ** 0.5
             self.initial = nn.Parameter(torch.empty(self.slots, self.width).uniform_(-bound, bound))
+        else:
+            fill = CONSTANT_INIT if init == "constant" else 0.0
+            # a buffer, so the contents follow .to(device, dtype); not saved in state dicts
+            self.register_buffer("initial", torch.full((self.slots, self.width), fill),
+                                 persistent=False)
 
     def extra_repr(self) -> str:
         return f"slots={self.slots}, width={self.width}, init={self.init}"
 
-    def forward(self, batch_size: int, like: Tensor | None = None) -> Tensor:
-        """The initial memory for ``batch_size`` elements, on ``like``'s device/dtype."""
-        if self.initial is not None:
-            return self.initial.unsqueeze(0).expand(batch_size, -1, -1)  # (B, S, width)
-        fill = CONSTANT_INIT if self.init == "constant" else 0.0
-        return torch.full((batch_size, self.slots, self.width), fill,
-                          device=None if like is None else like.device,
-                          dtype=None if like is None else like.dtype)  # (B, S, width)
+    def forward(self, batch_size: int) -> Tensor:
+        """The initial memory ``[batch_size, S, width]``."""
+        return self.initial.unsqueeze(0).expand(batch_size, -1, -1)  # (B, S, width)
 
 
 def write_memory(memory: Tensor, weights: Tensor, erase: Tensor, add: Tensor) -> Tensor:
@@ -164,3 +167,53 @@ class Write(nn.Module):
     def forward(self, memory: Tensor, weights: Tensor, erase: Tensor, add: Tensor) -> Tensor:
         """``[B, S, width]`` memory after one write."""
         return write_memory(memory, weights, erase, add)
+
+
+# --- lowering rules --------------------------------------------------------------------
+
+
+class MemoryNode(Memory):
+    """A ``memory`` node: the initial slots, batched like ``from`` (or the inputs)."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        s = ctx.spec
+        super().__init__(s.slots, s.width, s.init)
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:  # type: ignore[override]
+        ref = x.get("from")
+        return super().forward(rt.batch if ref is None else ref.shape[0])  # (B, S, width)
+
+
+class WriteNode(NodeModule):
+    """A ``write`` node: :func:`write_memory` on its ``memory``, ``weights``, ``erase``, ``add``."""
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return write_memory(x["memory"], x["weights"], x["erase"], x["add"])  # (B, S, width)
+
+
+class AddressNode(Address):
+    """An ``address`` node: gate, shift and sharpening predicted from ``control``."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__(int(ctx.t("control").dims[0]), ctx.spec.shifts)
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:  # type: ignore[override]
+        return super().forward(x["content"], x["prev"], x["control"])  # (B, S)
+
+
+@lowering_rule("memory")
+def lower_memory(ctx: LowerCtx) -> NodeModule:
+    """Initial memory slots."""
+    return MemoryNode(ctx)  # type: ignore[return-value]
+
+
+@lowering_rule("write")
+def lower_write(ctx: LowerCtx) -> NodeModule:
+    """Erase/add write of a memory."""
+    return WriteNode()
+
+
+@lowering_rule("address")
+def lower_address(ctx: LowerCtx) -> NodeModule:
+    """NTM location addressing."""
+    return AddressNode(ctx)  # type: ignore[return-value]
