@@ -126,27 +126,37 @@ def _hardness(p: Node) -> Axis:
     return Axis("soft", f"weights are {fn}(scores) of '{p.id}'{t}{extra}")
 
 
-def _basis(scorer: Node | None, p: Node, keys: tuple[Origin, ...]) -> Axis:
+def _location_how(sc: Node) -> str:
+    mode = sc.spec.mode or ("gaussian" if sc.edge("query") else "learned")
+    return ("a learned score per position" if mode == "learned" else
+            "a gaussian window around a position predicted from the query")
+
+
+def _basis(scorers: list[Node], p: Node, keys: tuple[Origin, ...]) -> Axis:
     from attngraph.kinds import SCORERS
 
-    if scorer is None:
+    if not scorers:
         return Axis("unknown", f"weights of '{p.id}' do not come from a scorer")
-    fn = scorer.spec.fn
-    info = SCORERS[fn]
+    fns = " + ".join(sc.spec.fn for sc in scorers)
+    content = [sc for sc in scorers if SCORERS[sc.spec.fn].content]
+    located = [sc for sc in scorers if not SCORERS[sc.spec.fn].content]
     if p.kind == "address":
         return Axis("content+location",
-                    f"content weights via fn {fn}, then interpolated with the previous "
+                    f"content weights via fn {fns}, then interpolated with the previous "
                     f"weights, shifted and sharpened by address '{p.id}'")
-    if not info.content:
-        mode = scorer.spec.mode or ("gaussian" if scorer.edge("query") else "learned")
-        how = ("a learned score per position" if mode == "learned" else
-               "a gaussian window around a position predicted from the query")
-        return Axis("location", f"fn {fn} scores positions ({how}), not item content")
+    if content and located:
+        where = "; ".join(f"'{sc.id}': {_location_how(sc)}" for sc in located)
+        return Axis("content+location",
+                    f"content scores via fn {' + '.join(sc.spec.fn for sc in content)} "
+                    f"are added to location scores ({where}) before normalising")
+    if located:
+        how = "; ".join(_location_how(sc) for sc in located)
+        return Axis("location", f"fn location scores positions ({how}), not item content")
     if keys and all(o.kind == "position" for o in keys):
         names = ", ".join(f"'{o.qid}'" for o in keys)
-        return Axis("location", f"keys are position vectors {names}, so fn {fn} "
+        return Axis("location", f"keys are position vectors {names}, so fn {fns} "
                     "compares positions only")
-    return Axis("content", f"scores depend on key content via fn {fn}")
+    return Axis("content", f"scores depend on key content via fn {fns}")
 
 
 def _source(query: tuple[Origin, ...], keys: tuple[Origin, ...], learned: bool) -> Axis:
@@ -161,7 +171,7 @@ def _source(query: tuple[Origin, ...], keys: tuple[Origin, ...], learned: bool) 
     return Axis("external", f"queries come from {_phrase(query)}, keys from {_phrase(keys)}")
 
 
-def _reach(scorer: Node | None, p: Node) -> Axis:
+def _reach(scorers: list[Node], p: Node) -> Axis:
     mask = p.spec.mask if p.kind == "softmax" else None
     if mask is not None and mask.window is not None:
         side = "before it" if mask.causal else "either side"
@@ -170,8 +180,9 @@ def _reach(scorer: Node | None, p: Node) -> Axis:
     if mask is not None and mask.adjacency is not None:
         adj = p.edge("mask.adjacency")
         return Axis("local", f"graph neighbours only: adjacency mask from '{adj.src}'")
-    if scorer is not None and scorer.spec.fn == "location" and scorer.edge("query"):
-        sig = scorer.spec.sigma
+    gauss = [sc for sc in scorers if sc.spec.fn == "location" and sc.edge("query")]
+    if gauss:
+        sig = gauss[0].spec.sigma
         return Axis("local", "gaussian window" + (f" (σ = {sig:g})" if sig else "")
                     + " around a position predicted from the query")
     causal = " that precede it (causal mask)" if mask is not None and mask.causal else ""
@@ -205,6 +216,40 @@ def _heads_axis(h: int, readout: Node | None) -> Axis:
     return Axis("single-head", "one set of weights per query")
 
 
+def _scorers(scope: Scope, e: Edge | None) -> list[Node]:
+    """Scorers whose scores reach ``e``, through sums and dropouts."""
+    if e is None or e.src not in scope.graph:
+        return []
+    n = scope.graph.node(e.src)
+    if n.kind == "scorer":
+        return [n]
+    if n.kind in ("add", "dropout"):
+        return [sc for x in n.inputs for sc in _scorers(scope, x)]
+    return []
+
+
+def _qk(scope: Scope, scorers: list[Node]) -> tuple[tuple[Origin, ...], tuple[Origin, ...], bool]:
+    """Query and key origins over all scorers; True when the query is learned."""
+    query: list[Origin] = []
+    keys: list[Origin] = []
+    for sc in scorers:
+        lq = getattr(sc.spec.query, "learned", None)
+        if lq is not None:
+            query.append(Origin(qid(scope, sc.id), "learned",
+                                f"a learned query vector [{lq}] of '{sc.id}'"))
+        elif sc.edge("query") is not None:
+            query.extend(origins(scope, sc.edge("query")))
+        if sc.edge("key") is not None:
+            keys.extend(origins(scope, sc.edge("key")))
+    q, k = tuple(_dedup(query)), tuple(_dedup(keys))
+    return q, k, bool(q) and all(o.kind == "learned" for o in q)
+
+
+def _dedup(xs: list[Origin]) -> list[Origin]:
+    seen: set[str] = set()
+    return [o for o in xs if not (o.qid in seen or seen.add(o.qid))]  # type: ignore[func-returns-value]
+
+
 def _readout_site(scope: Scope, r: Node) -> Site | None:
     from attngraph.kinds import SCORERS
 
@@ -220,49 +265,36 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
         content.kind == "policy" and content.spec.dist != "categorical"
     ):
         return None
-    scorer = _src(scope, content, "scores")
-    if scorer is not None and scorer.kind != "scorer":
-        scorer = None
-    query: tuple[Origin, ...] = ()
-    keys: tuple[Origin, ...] = ()
-    learned = False
-    if scorer is not None:
-        lq = getattr(scorer.spec.query, "learned", None)
-        if lq is not None:
-            query = (Origin(qid(scope, scorer.id), "learned",
-                            f"a learned query vector [{lq}] of '{scorer.id}'"),)
-            learned = True
-        elif scorer.edge("query") is not None:
-            query = tuple(origins(scope, scorer.edge("query")))
-            learned = bool(query) and all(o.kind == "learned" for o in query)
-        if scorer.edge("key") is not None:
-            keys = tuple(origins(scope, scorer.edge("key")))
+    scorers = _scorers(scope, content.edge("scores"))
+    query, keys, learned = _qk(scope, scorers)
     ve = r.edge("values")
     values = tuple(origins(scope, ve)) if ve is not None else ()
     wt = p.types.get("") or p.types.get("sample")
     heads = (wt.heads or 1) if wt is not None else 1
-    fn = scorer.spec.fn if scorer is not None else None
-    chain = tuple(n.id for n in (scorer, content, p if p is not content else None, r)
-                  if n is not None)
+    fn = " + ".join(sc.spec.fn for sc in scorers) or None
+    formula = "; ".join(SCORERS[sc.spec.fn].formula for sc in scorers) or None
+    chain = [*scorers, content] + ([p] if p is not content else []) + [r]
     axes = {
         "hardness": _hardness(content),
-        "basis": _basis(scorer, p, keys),
+        "basis": _basis(scorers, p, keys),
         "source": _source(query, keys, learned),
-        "reach": _reach(scorer, content),
+        "reach": _reach(scorers, content),
         "heads": _heads_axis(heads, r),
         "recurrence": _recurrence(scope, query),
         "exposure": _exposure(scope, p if p.kind == "address" else content),
     }
-    nodes = [scorer, content, p, r] + [_src(scope, scorer, x) for x in ("query", "key")
-                                       if scorer is not None] + [_src(scope, r, "values")]
-    params = {qid(scope, n.id): n.params for n in nodes
-              if n is not None and n.kind in ("queries", "keys", "values", "scorer", "softmax",
-                                              "policy", "address", "readout") and n.params}
+    nodes = [*scorers, content, p, r, _src(scope, r, "values")]
+    nodes += [_src(scope, sc, x) for sc in scorers for x in ("query", "key")]
+    params: dict[str, int] = {}
+    for n in nodes:
+        if n is not None and n.params and n.kind in (
+            "queries", "keys", "values", "scorer", "softmax", "policy", "address", "readout"
+        ):
+            params[qid(scope, n.id)] = n.params
     return Site(
-        id=qid(scope, r.id), form="readout", chain=tuple(qid(scope, c) for c in chain), fn=fn,
-        formula=SCORERS[fn].formula if fn is not None else None, heads=heads,
-        query=query, keys=keys, values=values, axes=axes,
-        cost=readout_cost(scope, r, scorer, content), params=params,
+        id=qid(scope, r.id), form="readout", chain=tuple(qid(scope, c.id) for c in chain),
+        fn=fn, formula=formula, heads=heads, query=query, keys=keys, values=values, axes=axes,
+        cost=readout_cost(scope, r, scorers, content), params=params,
     )
 
 
@@ -270,10 +302,18 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
     
     le = g.edge("loc")
     loc = scope.graph.node(le.src) if le is not None and le.src in scope.graph else None
+    when = ""
+    if loc is not None and loc.is_input and scope.owner is not None and scope.owner.kind == "loop":
+        carry = scope.owner.spec.carry.get(loc.id)
+        if carry is not None:
+            # the location carried from the previous step: look at what produced it
+            e = dict(scope.graph.outputs).get(carry.next)
+            if e is not None and e.src in scope.graph:
+                loc, when = scope.graph.node(e.src), " at the previous step"
     if loc is not None and loc.kind == "policy":
         est = _ESTIMATORS[loc.spec.estimator]
         hard = Axis("hard", f"the location is sampled by policy '{loc.id}' "
-                    f"({loc.spec.dist}, {est}); the glimpse crops there")
+                    f"({loc.spec.dist}, {est}){when}; the glimpse crops there")
         where = tuple(origins(scope, loc.edge("mean") or loc.edge("scores")))
     else:
         hard = Axis("hard", f"the glimpse crops the image at location '{le.ref}'"

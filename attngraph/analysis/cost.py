@@ -69,7 +69,17 @@ def _type_of(scope: Scope, node: Node, role: str) -> TensorType | None:
     return scope.graph.node(e.src).types.get(e.port)
 
 
-def _outer_factors(scope: Scope) -> tuple[list[Dim], list[str]]:
+def _sym(value: Dim, name: str, where: dict[str, int]) -> Dim:
+    """A fixed length as a named symbol bound in ``where`` (``N = 64``); symbols stay."""
+    if isinstance(value, str):
+        return value
+    while name in where and where[name] != value:
+        name += "'"
+    where[name] = value
+    return name
+
+
+def _outer_factors(scope: Scope, where: dict[str, int]) -> tuple[list[Dim], list[str]]:
     """Step counts of enclosing loops and round counts of enclosing repeats."""
     factors: list[Dim] = []
     notes: list[str] = []
@@ -78,7 +88,7 @@ def _outer_factors(scope: Scope) -> tuple[list[Dim], list[str]]:
         o = s.owner
         if o.kind == "loop":
             steps = o.types[""].dims[0] if o.types else "T"
-            factors.append(steps)
+            factors.append(_sym(steps, "T", where))
             notes.append(f"once per step of loop '{o.id}' ({steps})")
         elif o.kind == "repeat":
             factors.append(int(o.spec.times))
@@ -87,44 +97,44 @@ def _outer_factors(scope: Scope) -> tuple[list[Dim], list[str]]:
     return factors[::-1], notes[::-1]
 
 
-def readout_cost(scope: Scope, readout: Node, scorer: Node | None, weights: Node) -> Cost:
+def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node) -> Cost:
     """Cost of a scorer → softmax/policy → readout site (see the module docstring)."""
     from attngraph.kinds import SCORERS
 
     wt = weights.types.get("") or weights.types.get("sample")
     dims: tuple[Dim, ...] = wt.dims if wt is not None else ("N",)
     heads = (wt.heads or 1) if wt is not None else 1
-    n = dims[-1]
-    where: list[tuple[str, int]] = []
+    where: dict[str, int] = {"d": 1}
+    n = _sym(dims[-1], "N", where)
+    m = (n if dims[0] == dims[-1] else _sym(dims[0], "M", where)) if len(dims) == 2 else None
     mask = weights.spec.mask if weights.kind == "softmax" else None
     if len(dims) == 2 and mask is not None and mask.window is not None:
         w = mask.window + 1 if mask.causal else 2 * mask.window + 1
-        pairs: list[Dim] = [dims[0], "w"]
-        where.append(("w", w))
-        how = f"{dims[0]} queries × a window of w items"
-    elif len(dims) == 2:
-        pairs = [dims[0], n]
-        how = f"{dims[0]} queries × {n} items"
-    elif scorer is not None and scorer.spec.pairs == "aligned":
+        pairs: list[Dim] = [m, "w"]
+        where["w"] = w
+        how = f"{m} queries × a window of w items"
+    elif m is not None:
+        pairs = [m, n]
+        how = f"{m} queries × {n} items"
+    elif any(sc.spec.pairs == "aligned" and sc.edge("query") for sc in scorers):
         pairs = [n]
         how = f"{n} aligned (query i, key i) pairs"
     else:
         pairs = [n]
         how = f"one query × {n} items"
-    kt = _type_of(scope, scorer, "key") if scorer is not None else None
+    kts = [_type_of(scope, sc, "key") for sc in scorers if SCORERS[sc.spec.fn].content]
     vt = _type_of(scope, readout, "values")
-    content = scorer is not None and SCORERS[scorer.spec.fn].content
-    dk = int(kt.dims[-1]) * heads if kt is not None and content else 0
+    dk = max((int(kt.dims[-1]) * heads for kt in kts if kt is not None), default=0)
     dv = int(vt.dims[-1]) * heads if vt is not None else 0
     d = max(dk, dv, 1)
-    where.insert(0, ("d", d))
-    outer, notes = _outer_factors(scope)
+    where["d"] = d
+    outer, notes = _outer_factors(scope, where)
     reason = f"{how}, d = {d} features each (scores and weighted sum)"
     if mask is not None and mask.adjacency is not None:
         reason += "; dense scores masked by the adjacency"
     if notes:
         reason += "; " + ", ".join(notes)
-    return Cost(tuple([*outer, *pairs, "d"]), tuple(where), reason)
+    return Cost(tuple([*outer, *pairs, "d"]), tuple(where.items()), reason)
 
 
 def glimpse_cost(scope: Scope, glimpse: Node) -> Cost:
@@ -132,10 +142,11 @@ def glimpse_cost(scope: Scope, glimpse: Node) -> Cost:
     s = glimpse.spec
     it = _type_of(scope, glimpse, "image")
     c = int(it.dims[0]) if it is not None else 1
-    outer, notes = _outer_factors(scope)
+    where = {"k": int(s.scales), "s": int(s.size)}
+    outer, notes = _outer_factors(scope, where)
     factors: list[Dim] = [*outer, "k", c, "s", "s"]
     reason = f"crops k = {s.scales} scale(s) of s×s = {s.size}×{s.size} px × {c} channel(s), " \
         "independent of the image size"
     if notes:
         reason += "; " + ", ".join(notes)
-    return Cost(tuple(factors), (("k", int(s.scales)), ("s", int(s.size))), reason)
+    return Cost(tuple(factors), tuple(where.items()), reason)

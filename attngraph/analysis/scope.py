@@ -73,7 +73,7 @@ def _rnn_text(n: Node, port: str, scope: Scope, current: bool) -> str:
     s = n.spec
     what = f"{s.cell}, {'bidirectional' if s.bidirectional else 'unidirectional'}"
     if current:
-        return f"rnn '{n.id}' ({s.cell} step): the current decoder state"
+        return f"rnn '{n.id}' ({s.cell} step): the state of the current step"
     return f"rnn '{n.id}'{' state' if port == 'state' else ''} ({what})"
 
 
