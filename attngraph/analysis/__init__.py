@@ -1,14 +1,7 @@
-"""Analysis of the IR: ``describe`` (taxonomy of attention sites) and ``diff``.
+"""Analysis of the IR, never importing torch.
 
-Reads the inferred graph only; never imports torch.
+- :mod:`attngraph.analysis.describe`: ``describe(graph)``, the taxonomy of attention
+  sites (axes defined in :mod:`attngraph.analysis.axes`);
+- :mod:`attngraph.analysis.formats`: text/json/markdown and ``axes_table(graphs)``;
+- :mod:`attngraph.analysis.diff`: ``diff(a, b)``, how two specs relate.
 """
-
-from attngraph.analysis.axes import AXES, Axis, Site, find_sites
-from attngraph.analysis.describe import Description, describe
-from attngraph.analysis.diff import Diff, diff, render_diff
-from attngraph.analysis.formats import axes_table, render
-
-__all__ = [
-    "AXES", "Axis", "Description", "Diff", "Site", "axes_table", "describe", "diff",
-    "find_sites", "render", "render_diff",
-]
