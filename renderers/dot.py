@@ -70,6 +70,8 @@ def _node_attrs(n: DNode) -> dict[str, str]:
                  fontsize=str(_font_size(n)))
     else:
         a["fontsize"] = "16"
+        if a["shape"] == "box":  # a layer box spans the items, as in the figures
+            a["width"] = "2.8"
     if n.fill:
         a["style"] = "filled"
         a["fillcolor"] = quote(n.fill)

@@ -15,6 +15,7 @@ item), ``pairs`` (weights ``p_{q,j}`` for the drawn query ``q``), ``qonly``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from attngraph.ir.graph import Graph, Node, TensorType
@@ -187,14 +188,21 @@ def _place(dg: Diagram, graph: Graph, node: Node, d: _Drawn, level: int, author:
         j = s.split(",")[-1]
         pos = int(j) - 1 if j.isdigit() and int(j) <= items else (items + 1 if j else items)
         nid = f"{node.id}[{s}]" if s else node.id
+        base, sub = (label, s) if s else _split_label(label)
         dg.add(DNode(
-            id=nid, base=label, sub=s, kind=node.kind, rank=level,
+            id=nid, base=base, sub=sub, kind=node.kind, rank=level,
             order=(ax if s else 0, pos, author), column=f"{d.axis}:{pos}" if s else None,
             shape="circle" if not word or len(label) <= 7 else "ellipse",
         ))
         d.inst[s] = nid
     d.entry = list(d.inst.values())
     d.exit = next(reversed(d.inst.values()))
+
+
+def _split_label(label: str) -> tuple[str, str]:
+    """A label written with its own subscript (``s_0``) as base and subscript."""
+    m = re.match(r"^([A-Za-z]+)_\{?([A-Za-z0-9,+-]+)\}?$", label)
+    return (m.group(1), m.group(2)) if m else (label, "")
 
 
 def _place_box(dg: Diagram, node: Node, d: _Drawn, level: int, author: int,

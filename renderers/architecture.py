@@ -1,0 +1,187 @@
+"""The architecture view: one box per spec node, coloured and shaped by kind.
+
+Edges carry the inferred type of what flows along them (``[N, 64]``, ``[N, 8] ×8``
+for heads); detached edges are dashed. Blocks and loops are clusters holding
+their bodies; a repeat is one box marked ``×K`` unless ``expand_repeats``.
+Policies (sampling) and masks are drawn apart from the rest: a policy is a red
+octagon; a softmax's mask is its own grey note feeding the softmax.
+"""
+
+from __future__ import annotations
+
+from attngraph.ir.graph import Edge, Graph, Node
+from renderers.diagram import Cluster, DNode, Diagram
+
+__all__ = ["architecture", "STYLE_BY_KIND"]
+
+#: kind -> (fill colour, Graphviz shape)
+STYLE_BY_KIND: dict[str, tuple[str, str]] = {
+    "input": ("#eeeeee", "invhouse"),
+    "items": ("#cfe2f3", "box"),
+    "queries": ("#d9ead3", "box"),
+    "keys": ("#d9ead3", "box"),
+    "values": ("#d9ead3", "box"),
+    "scorer": ("#fff2cc", "box"),
+    "softmax": ("#fce5cd", "box"),
+    "readout": ("#ead1dc", "box"),
+    "policy": ("#f4cccc", "doubleoctagon"),
+    "mask": ("#d9d9d9", "note"),
+    "block": ("#ffffff", "box"),
+    "repeat": ("#ffffff", "box3d"),
+    "memory": ("#d0e0e3", "cylinder"),
+    "write": ("#d0e0e3", "box"),
+    "address": ("#d0e0e3", "box"),
+}
+_DEFAULT = ("#ffffff", "box")
+
+
+def _detail(n: Node) -> str:
+    if n.is_input:
+        return f"input · {n.spec.type}" if n.spec is not None else "block input"
+    bits = [n.kind]
+    fn = n.field("fn")
+    if n.kind == "scorer" and fn:
+        bits.append(f"{fn}" + (f" · {n.field('pairs')}" if n.field("pairs") != "all" else ""))
+    elif n.kind == "repeat":
+        bits.append(f"{n.spec.block} ×{n.spec.times}" + (" shared" if n.spec.share else ""))
+    elif n.kind in ("block", "loop"):
+        bits.append(str(n.field("block") or n.field("body")))
+    elif n.kind == "policy":
+        bits.append(f"{n.spec.dist} · {n.spec.estimator}")
+    elif fn and isinstance(fn, str) and fn != n.kind:
+        bits.append(fn)
+    if n.params:
+        bits.append(f"{n.params:,} params")
+    return " · ".join(bits)
+
+
+def _mask_text(n: Node) -> str:
+    m = n.spec.mask
+    parts = []
+    if m.causal:
+        parts.append("causal")
+    if m.window is not None:
+        parts.append(f"window {m.window}")
+    if m.adjacency is not None:
+        parts.append("adjacency")
+    return "mask: " + (", ".join(parts) or "padding")
+
+
+class _Builder:
+    def __init__(self, graph: Graph, expand: bool) -> None:
+        self.dg = Diagram(name=graph.name, view="architecture", title=graph.title,
+                          direction="TB")
+        self.expand = expand
+        self.kinds: list[str] = []
+
+    def _box(self, nid: str, n: Node, cluster: str | None, kind: str | None = None,
+             base: str | None = None) -> None:
+        kind = kind or n.kind
+        fill, shape = STYLE_BY_KIND.get(kind, _DEFAULT)
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+        self.dg.add(DNode(id=nid, base=base or n.id, kind=kind, detail=_detail(n),
+                          shape=shape, fill=fill, cluster=cluster))
+
+    def graph(self, g: Graph, prefix: str, cluster: str | None,
+              bound: dict[str, str]) -> dict[str, str]:
+        """Draw ``g``; ``bound`` maps its inputs to outer ids. Returns id -> exit id."""
+        exits: dict[str, str] = {}
+        for n in g.nodes:
+            if n.is_input and n.id in bound:
+                exits[n.id] = bound[n.id]
+                continue
+            nid = prefix + n.id
+            if n.kind in ("block", "loop") or (n.kind == "repeat" and self.expand):
+                exits[n.id] = self._structure(n, nid, cluster, exits)
+                continue
+            marked = f"{n.id} ×{n.spec.times}" if n.kind == "repeat" else None
+            self._box(nid, n, cluster, base=marked)
+            exits[n.id] = nid
+            for e in n.inputs:
+                self._edge(g, e, exits, nid)
+            if n.kind == "softmax" and n.spec.mask is not None:
+                mid = nid + ":mask"
+                fill, shape = STYLE_BY_KIND["mask"]
+                if "mask" not in self.kinds:
+                    self.kinds.append("mask")
+                self.dg.add(DNode(id=mid, base=_mask_text(n), kind="mask", detail="mask",
+                                  shape=shape, fill=fill, cluster=cluster))
+                self.dg.connect(mid, nid, dashed=True)
+        return exits
+
+    def _edge(self, g: Graph, e: Edge, exits: dict[str, str], dst: str) -> None:
+        if e.src not in exits:
+            return
+        src_node = g.node(e.src)
+        t = src_node.types.get(e.port)
+        label = (f"{e.port}: " if e.port else "") + (str(t) if t is not None else "")
+        self.dg.connect(exits[e.src], dst, label=label, dashed=e.detach)
+
+    def _structure(self, n: Node, nid: str, cluster: str | None,
+                   exits: dict[str, str]) -> str:
+        body = n.body
+        if body is None:  # not inferred: draw a plain box
+            self._box(nid, n, cluster)
+            return nid
+        names = [i.id for i in body.inputs]
+        outer = {e.role.split(".", 1)[-1]: e for e in n.inputs}
+        rounds = int(n.spec.times) if n.kind == "repeat" else 1
+        prev = None
+        for r in range(1, rounds + 1):
+            cid = f"{nid}#{r}" if n.kind == "repeat" else nid
+            label = f"{n.label} {r}/{rounds}" if n.kind == "repeat" else (
+                f"{n.kind} {n.label}: {n.field('block') or n.field('body')}")
+            self.dg.clusters.append(Cluster(cid, label, cluster))
+            bound: dict[str, str] = {}
+            # a body's inputs are drawn inside its box, fed from outside
+            for i, name in enumerate(names):
+                bid = f"{cid}/{name}"
+                self.dg.add(DNode(id=bid, base=name, kind="input", detail="block input",
+                                  shape="plaintext", cluster=cid))
+                bound[name] = bid
+                e = outer.get(name) or (outer.get("from") if i == 0 else None)
+                if prev is not None and n.kind == "repeat":
+                    self.dg.connect(prev, bid)
+                elif e is not None and e.src in exits:
+                    self.dg.connect(exits[e.src], bid, dashed=e.detach)
+            inner_exits = self.graph(body, cid + "/", cid, bound)
+            out_ref = body.outputs[0][1].src if body.outputs else names[0]
+            prev = inner_exits.get(out_ref, bid)
+            if n.kind == "loop":
+                for cname, c in n.spec.carry.items():
+                    nxt = dict(body.outputs).get(c.next)
+                    if nxt is not None and nxt.src in inner_exits and cname in bound:
+                        self.dg.connect(inner_exits[nxt.src], bound[cname],
+                                        label=f"{cname} → t+1", constraint=False)
+        return prev or nid
+
+
+def architecture(graph: Graph, *, expand_repeats: bool = False) -> Diagram:
+    """Build the architecture diagram of ``graph``.
+
+    Parameters
+    ----------
+    graph : Graph
+        An inferred IR graph.
+    expand_repeats : bool, optional
+        Draw every round of a ``repeat`` instead of one box marked ``×K``.
+
+    Returns
+    -------
+    Diagram
+        One node per spec node (labelled by id), a legend of the kinds used.
+    """
+    b = _Builder(graph, expand_repeats)
+    exits = b.graph(graph, "", None, {})
+    for kind in b.kinds:
+        fill, shape = STYLE_BY_KIND.get(kind, _DEFAULT)
+        b.dg.legend.append((kind, fill, shape))
+    for name, e in graph.outputs:
+        oid = f"output:{name}"
+        b.dg.add(DNode(id=oid, base=name, kind="output", detail="output", shape="house",
+                       fill="#eeeeee"))
+        if e.src in exits:
+            t = graph.node(e.src).types.get(e.port)
+            b.dg.connect(exits[e.src], oid, label=str(t) if t is not None else "")
+    return b.dg
