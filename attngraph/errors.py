@@ -146,6 +146,8 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if close:
         return f"did you mean '{close[0]}'?"
-    if len(names) <= 20:
+    if not names:
+        return "nothing of that kind is defined"
+    if len(names) <= 40:
         return "known: " + ", ".join(names)
-    return "known: " + ", ".join(names[:20]) + ", ..."
+    return "known: " + ", ".join(names[:40]) + ", ..."

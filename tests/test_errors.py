@@ -193,10 +193,10 @@ def test_did_you_mean_lists_known_names_sorted() -> None:
 
 
 def test_did_you_mean_truncates_long_lists() -> None:
-    """More than 20 known names are cut to the first 20 (sorted) and '...'."""
-    known = [f"name{i:02d}" for i in range(25)]
+    """More than 40 known names are cut to the first 40 (sorted) and '...'."""
+    known = [f"name{i:02d}" for i in range(45)]
     hint = did_you_mean("zzzzzz", known)
-    assert hint == "known: " + ", ".join(known[:20]) + ", ..."
+    assert hint == "known: " + ", ".join(known[:40]) + ", ..."
 
 
 def test_did_you_mean_accepts_any_iterable() -> None:

@@ -25,7 +25,7 @@ __all__ = ["build", "SIZE_FIELDS", "REF_FIELDS"]
 #: Fields holding a size (a positive integer or a dims name).
 SIZE_FIELDS = frozenset({
     "embed", "dim", "hidden", "out", "vocab", "max_len", "slots", "width", "channels",
-    "height", "classes", "learned", "zeros",
+    "height", "classes", "learned", "zeros", "heads", "times",
 })
 #: Fields holding references (single, list or mapping).
 REF_FIELDS = (

@@ -91,7 +91,7 @@ class _Node(_Model):
 class _Proj(_Node):
     from_: Ref | None = Field(default=None, alias="from")
     dim: Size | None = None
-    heads: PosInt | None = None
+    heads: Size | None = None
     proj: Literal["linear", "identity", "mlp"] = "linear"
     bias: bool = True
     hidden: Size | None = None
@@ -108,7 +108,7 @@ class ItemsSpec(_Node):
 
 class QueriesSpec(_Proj):
     kind: Literal["queries"]
-    learned: PosInt | None = None
+    learned: Size | None = None
 
 
 class KeysSpec(_Proj):
@@ -288,7 +288,7 @@ class BlockUseSpec(_Node):
 class RepeatSpec(_Node):
     kind: Literal["repeat"]
     block: Ident
-    times: Annotated[int, Field(ge=1, le=1024)]
+    times: Annotated[int, Field(ge=1, le=1024)] | Ident
     from_: Ref = Field(alias="from")
     share: bool = False
 

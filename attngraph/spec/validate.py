@@ -32,7 +32,7 @@ _WHAT = {
 }
 _SIZE_FIELDS = {
     "embed", "dim", "hidden", "out", "vocab", "max_len", "slots", "width", "channels",
-    "height", "width", "classes", "learned", "zeros",
+    "height", "width", "classes", "learned", "zeros", "heads", "times",
 }
 
 
@@ -109,7 +109,12 @@ def _model_for(path: PathKey, data: Any) -> type[BaseModel] | None:
 def _get(data: Any, path: PathKey) -> Any:
     cur = data
     for p in path:
-        cur = cur[p]
+        if isinstance(cur, dict) and p in cur:
+            cur = cur[p]
+        elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
+            cur = cur[p]
+        else:
+            return None
     return cur
 
 
@@ -267,8 +272,9 @@ def validate(doc: Document) -> m.Spec:
             "this attngraph reads 'attngraph: 1'",
         ))
     top = {k: v for k, v in data.items() if k not in ("nodes", "blocks")}
-    top["nodes"] = {k: {} for k in data["nodes"]} if isinstance(data.get("nodes"), dict) else (
-        data.get("nodes", {}))
+    if "nodes" in data:
+        nodes_raw = data["nodes"]
+        top["nodes"] = {k: {} for k in nodes_raw} if isinstance(nodes_raw, dict) else nodes_raw
     blocks_raw = data.get("blocks", {})
     if isinstance(blocks_raw, dict):
         top["blocks"] = {
