@@ -1,4 +1,5 @@
 """describe: attention sites on every axis, with reasons and costs, from the IR only."""
+# ruff: noqa: E501  (the pinned catalog table keeps one site per line)
 
 from __future__ import annotations
 

@@ -161,7 +161,7 @@ def test_bahdanau_vs_luong() -> None:
                                  "the current step's rnn state ('dec/s_next')")
     assert det["encoder (keys)"] == ("bidirectional", "unidirectional")
     assert all(va == vb for va, vb in axes(d).values())
-    changed = {(x, y): dict((k, (va, vb)) for k, va, vb in f) for x, y, f in d.changed}
+    changed = {(x, y): {k: (va, vb) for k, va, vb in f} for x, y, f in d.changed}
     assert changed[("enc", "enc")]["bidirectional"] == (True, False)
     assert ("dec/score", "dec/score") in changed
 
@@ -179,7 +179,7 @@ def test_graph_attention_vs_intra() -> None:
     """Graph attention vs intra-attention: the adjacency mask makes it local; input types differ."""
     d = timed_diff(GRAPH, items(QK % ("", "x"), "intra"))
     assert axes(d)["reach"] == ("local", "global")
-    changed = {(x, y): dict((k, (va, vb)) for k, va, vb in f) for x, y, f in d.changed}
+    changed = {(x, y): {k: (va, vb) for k, va, vb in f} for x, y, f in d.changed}
     assert changed[("g", "v")]["type"] == ("graph", "vectors")
 
 

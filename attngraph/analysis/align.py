@@ -138,7 +138,7 @@ def _bipartite(ga: Any, gb: Any) -> list[tuple[str, str]]:
     for j in range(m):
         cost[n + j, j] = 1.0 + 0.5 * sum(hb[j].values())
     rows, cols = linear_sum_assignment(cost)
-    return [(oa[i], ob[j]) for i, j in zip(rows, cols)
+    return [(oa[i], ob[j]) for i, j in zip(rows, cols, strict=False)
             if i < n and j < m and _subst(ga.nodes[oa[i]], gb.nodes[ob[j]]) < 2.0]
 
 

@@ -299,7 +299,7 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
 
 
 def _glimpse_site(scope: Scope, g: Node) -> Site:
-    
+
     le = g.edge("loc")
     loc = scope.graph.node(le.src) if le is not None and le.src in scope.graph else None
     when = ""

@@ -134,7 +134,7 @@ def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node
         reason += "; dense scores masked by the adjacency"
     if notes:
         reason += "; " + ", ".join(notes)
-    return Cost(tuple([*outer, *pairs, "d"]), tuple(where.items()), reason)
+    return Cost((*outer, *pairs, "d"), tuple(where.items()), reason)
 
 
 def glimpse_cost(scope: Scope, glimpse: Node) -> Cost:

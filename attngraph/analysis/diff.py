@@ -112,6 +112,7 @@ def _pair_sites(sa: list[Site], sb: list[Site], al: Alignment) -> list[SiteDiff]
     by_b = {s.id: s for s in sb}
     used: set[str] = set()
     pairs: list[tuple[Site | None, Site | None]] = []
+    t: Site | None
     for s in sa:
         t = by_b.get(match.get(s.id, ""))
         pairs.append((s, t))
@@ -132,7 +133,9 @@ def _pair_sites(sa: list[Site], sb: list[Site], al: Alignment) -> list[SiteDiff]
 def _node(g: Graph, q: str) -> Any:
     parts = q.split("/")
     for p in parts[:-1]:
-        g = g.node(p).body
+        body = g.node(p).body
+        assert body is not None  # qualified ids only pass through body owners
+        g = body
     return g.node(parts[-1])
 
 
@@ -152,7 +155,8 @@ def diff(a: Graph, b: Graph) -> Diff:
     """
     sa, sb = find_sites(a), find_sites(b)
     al = align(a, b, sa, sb)
-    changed, same = [], []
+    changed: list[tuple[str, str, tuple[tuple[str, Any, Any], ...]]] = []
+    same: list[tuple[str, str, tuple[tuple[str, Any, Any], ...]]] = []
     for x, y in al.pairs:
         nx_, ny = _node(a, x), _node(b, y)
         if nx_.is_input and nx_.spec is None:

@@ -93,7 +93,9 @@ def _outer_edges(scope: Scope, name: str) -> tuple[list[Edge], bool]:
     return es, False
 
 
-def origins(scope: Scope, edge: Edge, _seen: frozenset[str] = frozenset()) -> list[Origin]:
+def origins(
+    scope: Scope, edge: Edge | None, _seen: frozenset[str] = frozenset()
+) -> list[Origin]:
     """The nodes that originate the value on ``edge``, in first-seen order.
 
     Parameters
@@ -109,6 +111,8 @@ def origins(scope: Scope, edge: Edge, _seen: frozenset[str] = frozenset()) -> li
         Sources reached through :data:`TRANSPARENT` kinds and across body
         boundaries; deduplicated by qualified id.
     """
+    if edge is None:
+        return []
     key = qid(scope, edge.ref)
     if key in _seen or edge.src not in scope.graph:
         return []
