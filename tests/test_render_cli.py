@@ -1,0 +1,112 @@
+"""``attngraph render`` and the format layer: suffixes, stdout, dot backend, no torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from click.testing import CliRunner
+
+from attngraph.cli import main
+from attngraph.errors import RenderError
+from attngraph.pipeline import load_spec
+from renderers import render
+from renderers.dot import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+FIG = ROOT / "examples" / "figures" / "intra-attention.yaml"
+
+
+def test_stdout_text_formats() -> None:
+    """Without -o, text formats print: dot by default, mermaid and json on request."""
+    r = CliRunner()
+    out = r.invoke(main, ["render", str(FIG), "--view", "unrolled"])
+    assert out.exit_code == 0 and out.output.startswith('digraph "intra_attention"')
+    mm = r.invoke(main, ["render", str(FIG), "--view", "unrolled", "--format", "mermaid"])
+    assert mm.output.startswith("flowchart BT")
+    js = r.invoke(main, ["render", str(FIG), "--format", "json"])
+    assert json.loads(js.output)["graph"]["view"] == "architecture"
+
+
+def test_json_is_networkx_node_link_data() -> None:
+    """networkx reads the json back with the same nodes and edges."""
+    data = json.loads(render(load_spec(FIG), "unrolled", "json"))
+    g = nx.node_link_graph(data, edges="edges")
+    assert g.number_of_nodes() == len(data["nodes"])
+    assert g.number_of_edges() == len(data["edges"]) == 12
+
+
+def test_suffix_picks_format(tmp_path: Path) -> None:
+    """-o x.mmd writes mermaid, -o x.json json; an unknown suffix is a located error."""
+    r = CliRunner()
+    assert r.invoke(main, ["render", str(FIG), "-o", str(tmp_path / "a.mmd")]).exit_code == 0
+    assert (tmp_path / "a.mmd").read_text().startswith("flowchart")
+    bad = r.invoke(main, ["render", str(FIG), "-o", str(tmp_path / "a.xyz")])
+    assert bad.exit_code == 1 and "cannot tell the format" in bad.output
+
+
+def test_missing_dot_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without dot, svg fails with a RenderError naming what to install; dot text still works."""
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    g = load_spec(FIG)
+    with pytest.raises(RenderError) as err:
+        render(g, "unrolled", "svg")
+    assert "'dot' program" in err.value.message and "graphviz" in (err.value.hint or "")
+    assert render(g, "unrolled", "dot").startswith("digraph")
+
+
+def test_bad_spec_error_is_located(tmp_path: Path) -> None:
+    """A broken spec prints FILE:LINE:COL and exits 1 (the front end's diagnostics)."""
+    p = tmp_path / "bad.yaml"
+    p.write_text(FIG.read_text().replace("values: value", "values: valu"))
+    out = CliRunner().invoke(main, ["render", str(p)])
+    assert out.exit_code == 1 and f"{p}:" in out.output and "did you mean" in out.output
+
+
+def test_quote_escapes() -> None:
+    """DOT quoting escapes quotes, backslashes and newlines."""
+    assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+
+
+@pytest.mark.dot
+@pytest.mark.parametrize(("fmt", "magic"), [("svg", b"<svg"), ("png", b"\x89PNG"),
+                                             ("pdf", b"%PDF")])
+def test_dot_formats(tmp_path: Path, fmt: str, magic: bytes) -> None:
+    """svg/png/pdf files come out of dot with their format's signature."""
+    out = tmp_path / f"fig.{fmt}"
+    r = CliRunner().invoke(main, ["render", str(FIG), "--view", "unrolled", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert magic in out.read_bytes()[:600]
+
+
+@pytest.mark.dot
+def test_render_is_fast_and_torch_free(tmp_path: Path) -> None:
+    """The CLI renders to svg without importing torch; loading and drawing (after the
+    imports, which networkx dominates) take well under a second."""
+    code = (
+        "import sys, time; from attngraph.cli import main\n"
+        "import attngraph.pipeline, renderers, networkx\n"
+        "t = time.perf_counter()\n"
+        "try:\n  main(['render', sys.argv[1], '--view', 'unrolled', '-o', sys.argv[2]])\n"
+        "except SystemExit: pass\n"
+        "print('torch' in sys.modules, time.perf_counter() - t)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(FIG), str(tmp_path / "f.svg")],
+                          capture_output=True, text=True, check=True)
+    torch_loaded, took = proc.stdout.split()
+    assert torch_loaded == "False"
+    assert float(took) < 0.8, f"render took {took}s"
+    assert (tmp_path / "f.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_notebook_helper_offers_svg_or_mermaid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """show(graph) offers image/svg+xml, and falls back to mermaid text without dot."""
+    from renderers import show
+
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    bundle = show(load_spec(FIG), "unrolled")._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("flowchart BT")
