@@ -10,7 +10,7 @@ octagon; a softmax's mask is its own grey note feeding the softmax.
 from __future__ import annotations
 
 from attngraph.ir.graph import Edge, Graph, Node
-from renderers.diagram import Cluster, DNode, Diagram
+from renderers.diagram import Cluster, Diagram, DNode
 
 __all__ = ["architecture", "STYLE_BY_KIND"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from renderers.diagram import DNode, Diagram, is_math_symbol
+from renderers.diagram import Diagram, DNode, is_math_symbol
 
 __all__ = ["to_dot", "quote", "html", "math_html"]
 
@@ -146,19 +146,19 @@ def _ranks(dg: Diagram, lines: list[str]) -> None:
     ranks = sorted(rows)
     for r in ranks:
         lines.append(f"  {quote(f'rank:{r}')} [style=invis, shape=point, width=0, label=\"\"];")
-    for a, b in zip(ranks, ranks[1:]):
+    for a, b in zip(ranks, ranks[1:], strict=False):
         lines.append(f"  {quote(f'rank:{a}')} -> {quote(f'rank:{b}')} [style=invis];")
     for r in ranks:
         row = sorted(rows[r], key=lambda n: n.order)
         ids = " ".join(quote(n.id) + ";" for n in row)
         lines.append(f"  {{rank=same; {quote(f'rank:{r}')}; {ids}}}")
-        for a, b in zip(row, row[1:]):
-            lines.append(f"  {quote(a.id)} -> {quote(b.id)} [style=invis];")
+        for left, right in zip(row, row[1:], strict=False):
+            lines.append(f"  {quote(left.id)} -> {quote(right.id)} [style=invis];")
     columns: dict[str, dict[int, DNode]] = defaultdict(dict)
     for n in sorted(dg.nodes, key=lambda n: n.order):
         if n.column and n.rank is not None:
             columns[n.column].setdefault(n.rank, n)
     for col in columns.values():  # hold each item's column straight
         stack = [col[r] for r in sorted(col)]
-        for a, b in zip(stack, stack[1:]):
-            lines.append(f"  {quote(a.id)} -> {quote(b.id)} [style=invis, weight=8];")
+        for low, high in zip(stack, stack[1:], strict=False):
+            lines.append(f"  {quote(low.id)} -> {quote(high.id)} [style=invis, weight=8];")

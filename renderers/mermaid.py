@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from renderers.diagram import DNode, Diagram, is_math_symbol
+from renderers.diagram import Diagram, DNode, is_math_symbol
 
 __all__ = ["to_mermaid", "mermaid_label"]
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from attngraph.ir.graph import Graph, Node, TensorType
-from renderers.diagram import DNode, Diagram
+from renderers.diagram import Diagram, DNode
 
 __all__ = ["unrolled"]
 
@@ -322,7 +322,7 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
             _connect(dg, graph, n, d, drawn[d.src], drawn[n.id], (d.src, n.id) in against,
                      str(query))
         if n.kind == "rnn" and drawn[n.id].mode == "items":
-            for a, b in zip(range(1, items), range(2, items + 1)):
+            for a, b in zip(range(1, items), range(2, items + 1), strict=True):
                 dg.connect(drawn[n.id].inst[str(a)], drawn[n.id].inst[str(b)])
     _ellipses(dg, order, drawn, level, items, axes)
     return dg

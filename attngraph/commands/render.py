@@ -63,9 +63,12 @@ def render(spec: str, output: str | None, view: str, fmt: str | None, items: int
     graph = load_spec(spec, allow_large=allow_large)
     out = draw(graph, view, fmt, items=items, query=query, expand_repeats=expand_repeats)
     if output:
-        mode = "wb" if isinstance(out, bytes) else "w"
-        with open(output, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
-            f.write(out)
+        from pathlib import Path
+
+        if isinstance(out, bytes):
+            Path(output).write_bytes(out)
+        else:
+            Path(output).write_text(out, encoding="utf-8")
     elif isinstance(out, bytes):
         if sys.stdout.isatty():
             from attngraph.errors import RenderError
