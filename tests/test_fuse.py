@@ -109,7 +109,8 @@ def test_fused_equals_explicit(mask: str | None, vector_query: bool) -> None:
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
     a.sum().backward()
     b.sum().backward()
-    for (name, p1), (_, p2) in zip(fused.named_parameters(), plain.named_parameters()):
+    pairs = zip(fused.named_parameters(), plain.named_parameters(), strict=True)
+    for (name, p1), (_, p2) in pairs:
         torch.testing.assert_close(p1.grad, p2.grad, atol=1e-5, rtol=1e-4, msg=name)
 
 

@@ -10,7 +10,7 @@ from torch import nn  # noqa: E402
 
 import attngraph  # noqa: E402
 
-TOL = dict(atol=1e-5, rtol=1e-5)
+TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 MHA_SELF = """
 attngraph: 1

@@ -127,7 +127,8 @@ class LowerCtx:
         """Raise a :class:`LoweringError` at the node (or at the edge of ``role``)."""
         e = self.node.edge(role) if role else None
         loc = e.loc if e is not None else self.node.loc
-        raise LoweringError(f"node '{self.node.id}': {msg}", loc, hint)
+        msg_0 = f"node '{self.node.id}': {msg}"
+        raise LoweringError(msg_0, loc, hint)
 
     def lower_graph(self, graph: Graph) -> GraphModule:
         """Lower a subgraph (a block body) to a :class:`GraphModule`."""
@@ -140,12 +141,13 @@ def _lower_node(node: Node, graph: Graph) -> nn.Module:
     rule = LOWERINGS.get(node.kind)
     if rule is None:
         known = ", ".join(sorted(LOWERINGS))
-        raise LoweringError(f"node '{node.id}': no lowering rule for kind '{node.kind}'",
-                            node.loc, f"kinds with lowering rules: {known}")
+        msg = f"node '{node.id}': no lowering rule for kind '{node.kind}'"
+        raise LoweringError(msg, node.loc, f"kinds with lowering rules: {known}")
     mod = rule(LowerCtx(node, graph))
     if not isinstance(mod, nn.Module):
-        raise LoweringError(f"node '{node.id}': the lowering rule of '{node.kind}' returned "
-                            f"{type(mod).__name__}, not an nn.Module", node.loc)
+        msg = (f"node '{node.id}': the lowering rule of '{node.kind}' returned "
+               f"{type(mod).__name__}, not an nn.Module")
+        raise LoweringError(msg, node.loc)
     return mod
 
 
@@ -199,9 +201,9 @@ class GraphModule(nn.Module):
             raise
         except (RuntimeError, ValueError, IndexError, TypeError) as exc:
             loc = self._locs[nid]
-            raise LoweringError(f"node '{nid}' ({kind}) failed at run time: {exc}", loc,
-                                "check the shapes and dtypes of the inputs given to forward"
-                                ) from exc
+            msg = f"node '{nid}' ({kind}) failed at run time: {exc}"
+            hint = "check the shapes and dtypes of the inputs given to forward"
+            raise LoweringError(msg, loc, hint) from exc
 
     def run(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         """Execute the schedule from input values; return the declared outputs."""
@@ -241,13 +243,13 @@ class AttnModel(GraphModule):
         if unknown:
             from attngraph.errors import did_you_mean
 
-            raise LoweringError(f"forward got unknown input '{unknown[0]}'",
-                                hint=did_you_mean(unknown[0], allowed))
+            msg = f"forward got unknown input '{unknown[0]}'"
+            raise LoweringError(msg, hint=did_you_mean(unknown[0], allowed))
         for name, spec in self.input_specs.items():
             if name not in kwargs:
                 node = self.graph.node(name)
-                raise LoweringError(f"forward needs input '{name}' ({spec.type})", node.loc,
-                                    f"call the model with {name}=<tensor>")
+                msg = f"forward needs input '{name}' ({spec.type})"
+                raise LoweringError(msg, node.loc, f"call the model with {name}=<tensor>")
             x = kwargs[name]
             vals[name] = x
             for port, t in self.input_types[name].items():
@@ -261,7 +263,8 @@ class AttnModel(GraphModule):
                     else:
                         given = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
                 elif given is None:
-                    raise LoweringError(f"forward needs '{name}_{port}' for input '{name}'",
+                    msg = f"forward needs '{name}_{port}' for input '{name}'"
+                    raise LoweringError(msg,
                                         self.graph.node(name).loc,
                                         f"pass {name}_{port}=<bool tensor (B, N, N)>")
                 vals[f"{name}.{port}"] = given

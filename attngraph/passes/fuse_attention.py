@@ -36,7 +36,8 @@ class Link:
 def _scaled_dot(n: Node) -> bool:
     s = n.spec
     learned = getattr(s.query, "learned", None)
-    return s.fn == "scaled_dot" and s.pairs == "all" and learned is None and n.edge("query") is not None
+    has_query = n.edge("query") is not None
+    return s.fn == "scaled_dot" and s.pairs == "all" and learned is None and has_query
 
 
 #: scaled-dot scorer -> softmax (not sparsemax) -> readout
