@@ -1,0 +1,232 @@
+"""Tests of the built-in training tasks: registry, seeding, shapes and each
+task's defining property."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from attngraph.errors import TrainingError  # noqa: E402
+from attngraph.pipeline import loads_spec  # noqa: E402
+from attngraph.train.tasks import (  # noqa: E402
+    BOS,
+    IGNORE,
+    TASKS,
+    bind_inputs,
+    compute_metrics,
+    get_task,
+)
+
+ALL = sorted(TASKS)
+
+
+def test_registry_lists_every_builtin_task() -> None:
+    """The registry holds the tasks the catalog needs."""
+    assert {"needle", "reversal", "copy", "sorting", "cluttered_digits", "karate", "sbm",
+            "associative_recall"} <= set(TASKS)
+
+
+def test_unknown_task_gets_did_you_mean() -> None:
+    """An unknown task name fails with the closest known name and the full list."""
+    with pytest.raises(TrainingError) as exc:
+        get_task("revesal")
+    assert "did you mean 'reversal'" in exc.value.hint
+    assert "sorting" in exc.value.hint
+
+
+def test_unknown_and_mistyped_options_are_refused() -> None:
+    """Options a task does not have, or of the wrong type, fail with the option named."""
+    with pytest.raises(TrainingError, match="no option 'lenght'") as exc:
+        get_task("needle", lenght=4)
+    assert "length" in exc.value.hint
+    with pytest.raises(TrainingError, match="option 'length' must be int"):
+        get_task("needle", length="4")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_same_seed_same_batches(name: str) -> None:
+    """Two tasks with one seed give identical batch streams; another seed differs."""
+    a, b, c = get_task(name, seed=3), get_task(name, seed=3), get_task(name, seed=4)
+    for _ in range(2):
+        ba, bb, bc = a.batch(5), b.batch(5), c.batch(5)
+        assert ba.keys() == bb.keys()
+        for k in ba:
+            assert torch.equal(ba[k], bb[k]), k
+    differs = any(not torch.equal(ba[k], bc[k]) for k in ba)
+    assert differs or name == "karate"  # karate's graph is fixed; only its split moves
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_test_split_is_fixed_and_unlike_train(name: str) -> None:
+    """The test batch is the same on every call, and is not the first training batch."""
+    t = get_task(name, seed=0)
+    x, y = t.batch(6, split="test"), t.batch(6, split="test")
+    for k in x:
+        assert torch.equal(x[k], y[k])
+    train = t.batch(6)
+    assert any(not torch.equal(train[k], x[k]) for k in x)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_provided_fields_and_target_exist_with_batch_axis(name: str) -> None:
+    """Every provided field and the target are tensors with the batch size first."""
+    t = get_task(name, seed=0)
+    b = t.batch(7)
+    for f in (*t.provides, t.target):
+        assert f in b
+        assert b[f].shape[0] == 7
+    assert b[t.target].dtype == torch.int64
+
+
+def test_needle_class_is_set_by_the_needle_word() -> None:
+    """Exactly one needle word per document; its id is class + 1, at needle_pos."""
+    t = get_task("needle", seed=1, vocab=20, classes=3, length=9)
+    b = t.batch(64)
+    tok, y, pos = b["tokens"], b["target"], b["needle_pos"]
+    assert tok.shape == (64, 9) and tok.dtype == torch.int64
+    is_needle = (tok >= 1) & (tok <= 3)
+    assert torch.equal(is_needle.sum(1), torch.ones(64, dtype=torch.long))
+    assert torch.equal(tok[torch.arange(64), pos], y + 1)
+    assert int(tok.max()) < 20 and int(tok.min()) >= 1
+    assert set(y.tolist()) == {0, 1, 2}
+
+
+def test_needle_at_fixes_the_position() -> None:
+    """With needle_at, every needle sits at that position."""
+    b = get_task("needle", seed=0, needle_at=3).batch(32)
+    assert torch.equal(b["needle_pos"], torch.full((32,), 3))
+
+
+@pytest.mark.parametrize(("name", "fn"), [
+    ("reversal", lambda s: s.flip(-1)),
+    ("copy", lambda s: s),
+    ("sorting", lambda s: s.sort(-1).values),
+])
+def test_sequence_task_targets(name: str, fn: object) -> None:
+    """reversal/copy/sorting targets are the transformed source; BOS never occurs."""
+    b = get_task(name, seed=2, vocab=9, length=6).batch(16)
+    assert b["source"].shape == b["target"].shape == (16, 6)
+    assert torch.equal(b["target"], fn(b["source"]))  # type: ignore[operator]
+    assert int(b["source"].min()) > BOS and int(b["source"].max()) < 9
+
+
+def test_associative_recall_answer_is_the_value_of_the_query_key() -> None:
+    """The last target is the value stored after the key that is queried; others ignored."""
+    t = get_task("associative_recall", seed=0, keys=5, values=6, pairs=4)
+    b = t.batch(32)
+    seq, tgt = b["seq"], b["target"]
+    assert seq.shape == tgt.shape == (32, 10)
+    assert bool((tgt[:, :-1] == IGNORE).all())
+    assert bool((seq[:, 8] == 5 + 6 + 1).all())  # the separator
+    for row, ans in zip(seq.tolist(), tgt[:, -1].tolist()):
+        keys, vals = row[0:8:2], row[1:8:2]
+        assert len(set(keys)) == 4
+        assert ans == vals[keys.index(row[-1])]
+
+
+def test_cluttered_digit_lies_inside_the_canvas() -> None:
+    """Without clutter, the canvas holds exactly the digit's pixels in its 8x8 window."""
+    from attngraph.train.task_images import _digits
+
+    b = get_task("cluttered_digits", seed=0, canvas=24, clutter=0).batch(16)
+    img, pos = b["image"], b["position"]
+    assert img.shape == (16, 1, 24, 24) and img.dtype == torch.float32
+    assert bool(((pos >= 0) & (pos <= 24 - 8)).all())
+    imgs, labels = _digits()
+    for i in range(16):
+        y, x = pos[i].tolist()
+        window = img[i, 0, y:y + 8, x:x + 8]
+        assert float(window.sum()) == pytest.approx(float(img[i].sum()))
+        match = [j for j in range(len(labels))
+                 if torch.equal(torch.as_tensor(imgs[j]), window)]
+        assert match and int(labels[match[0]]) == int(b["target"][i])
+
+
+def test_clutter_adds_ink_outside_the_digit() -> None:
+    """With clutter, pixels outside the digit's window are lit in most images."""
+    b = get_task("cluttered_digits", seed=0, canvas=40, clutter=6).batch(16)
+    outside = 0
+    for i in range(16):
+        y, x = b["position"][i].tolist()
+        img = b["image"][i, 0].clone()
+        img[y:y + 8, x:x + 8] = 0
+        outside += int(img.sum() > 0)
+    assert outside >= 12
+    assert float(b["image"].max()) <= 1.0
+
+
+def test_karate_graph_labels_and_split() -> None:
+    """34 members, symmetric adjacency, train and test nodes disjoint and covering all."""
+    t = get_task("karate", seed=0, train_per_class=3)
+    tr, te = t.batch(2), t.batch(2, split="test")
+    adj = tr["graph_adjacency"][0]
+    assert adj.shape == (34, 34) and adj.dtype == torch.bool and torch.equal(adj, adj.T)
+    assert int(adj.sum()) == 2 * 78  # Zachary's 78 friendships
+    a, b = tr["target"][0], te["target"][0]
+    assert int((a != IGNORE).sum()) == 6
+    assert bool(((a == IGNORE) ^ (b == IGNORE)).all())
+    labels = torch.where(a != IGNORE, a, b)
+    assert int(labels[0]) == 0 and int(labels[33]) == 1  # Mr. Hi and the officer
+
+
+def test_sbm_edges_are_denser_within_blocks() -> None:
+    """Stochastic block model graphs have more edges inside communities than across."""
+    b = get_task("sbm", seed=0, nodes=30, p_in=0.4, p_out=0.05).batch(4, split="test")
+    lab, adj = b["target"], b["graph_adjacency"]
+    same = lab[:, :, None] == lab[:, None, :]
+    assert float(adj[same].float().mean()) > 3 * float(adj[~same].float().mean())
+    assert torch.equal(adj, adj.transpose(1, 2))
+
+
+GA = """
+attngraph: 1
+name: ga
+dims: {vocab: 32, d: 8, classes: 4}
+inputs:
+  words: {type: tokens, vocab: vocab}
+nodes:
+  x: {kind: items, from: words, embed: d}
+  s: {kind: scorer, fn: additive, query: {learned: d}, key: x}
+  p: {kind: softmax, scores: s}
+  z: {kind: readout, weights: p, values: x}
+  logits: {kind: linear, from: z, out: classes}
+outputs: {logits: logits, attention: p}
+"""
+
+
+def test_bind_inputs_matches_by_type_and_checks_vocab() -> None:
+    """A task's tokens field feeds a tokens input of any name; ids over vocab fail."""
+    g = loads_spec(GA)
+    t = get_task("needle", seed=0)
+    kw = bind_inputs(g, t, t.batch(3))
+    assert set(kw) == {"words"}
+    big = get_task("needle", seed=0, vocab=40)
+    with pytest.raises(TrainingError, match="vocab is 32"):
+        bind_inputs(g, big, big.batch(64))
+
+
+def test_bind_inputs_refuses_a_missing_input_type() -> None:
+    """A spec whose input type the task does not give fails naming what it gives."""
+    g = loads_spec(GA)
+    t = get_task("cluttered_digits", seed=0)
+    with pytest.raises(TrainingError, match="no 'tokens' data") as exc:
+        bind_inputs(g, t, t.batch(2))
+    assert "image" in exc.value.hint
+
+
+def test_metrics_score_only_non_ignored_targets() -> None:
+    """Accuracy skips IGNORE targets; attention_peak compares the argmax with needle_pos."""
+    t = get_task("associative_recall", seed=0)
+    b = t.batch(4)
+    logits = torch.zeros(4, b["seq"].shape[1], 16)
+    ans = b["target"][:, -1]
+    logits[torch.arange(4), -1, ans] = 1.0
+    logits[0, -1, ans[0]] = -1.0  # one wrong answer
+    m = compute_metrics(t, {"logits": logits}, b)
+    assert m["accuracy"] == pytest.approx(0.75)
+    n = get_task("needle", seed=0, length=5)
+    nb = n.batch(2)
+    att = torch.nn.functional.one_hot(nb["needle_pos"], 5).float()
+    out = {"logits": torch.zeros(2, 4), "attention": att}
+    assert compute_metrics(n, out, nb)["attention_peak"] == 1.0
