@@ -73,6 +73,8 @@ class _Builder:
                           direction="TB")
         self.expand = expand
         self.kinds: list[str] = []
+        #: (structure node id, port) -> drawn node inside its body
+        self.ports: dict[tuple[str, str], str] = {}
 
     def _box(self, nid: str, n: Node, cluster: str | None, kind: str | None = None,
              base: str | None = None) -> None:
@@ -113,10 +115,11 @@ class _Builder:
     def _edge(self, g: Graph, e: Edge, exits: dict[str, str], dst: str) -> None:
         if e.src not in exits:
             return
+        src = self.ports.get((e.src, e.port), exits[e.src])
         src_node = g.node(e.src)
         t = src_node.types.get(e.port)
         label = (f"{e.port}: " if e.port else "") + (str(t) if t is not None else "")
-        self.dg.connect(exits[e.src], dst, label=label, dashed=e.detach)
+        self.dg.connect(src, dst, label=label, dashed=e.detach)
 
     def _structure(self, n: Node, nid: str, cluster: str | None,
                    exits: dict[str, str]) -> str:
@@ -125,7 +128,7 @@ class _Builder:
             self._box(nid, n, cluster)
             return nid
         names = [i.id for i in body.inputs]
-        outer = {e.role.split(".", 1)[-1]: e for e in n.inputs}
+        outer = {_bound_name(e.role): e for e in n.inputs}
         rounds = int(n.spec.times) if n.kind == "repeat" else 1
         prev = None
         for r in range(1, rounds + 1):
@@ -146,6 +149,9 @@ class _Builder:
                 elif e is not None and e.src in exits:
                     self.dg.connect(exits[e.src], bid, dashed=e.detach)
             inner_exits = self.graph(body, cid + "/", cid, bound)
+            for port, oe in body.outputs:
+                if oe.src in inner_exits:
+                    self.ports[(n.id, port)] = inner_exits[oe.src]
             out_ref = body.outputs[0][1].src if body.outputs else names[0]
             prev = inner_exits.get(out_ref, bid)
             if n.kind == "loop":
@@ -155,6 +161,12 @@ class _Builder:
                         self.dg.connect(inner_exits[nxt.src], bound[cname],
                                         label=f"{cname} → t+1", constraint=False)
         return prev or nid
+
+
+def _bound_name(role: str) -> str:
+    """The body input an outer edge binds: ``inputs.enc``, ``carry.s.init``, ``from.x``."""
+    parts = role.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
 
 
 def architecture(graph: Graph, *, expand_repeats: bool = False) -> Diagram:
@@ -183,5 +195,5 @@ def architecture(graph: Graph, *, expand_repeats: bool = False) -> Diagram:
                        fill="#eeeeee"))
         if e.src in exits:
             t = graph.node(e.src).types.get(e.port)
-            b.dg.connect(exits[e.src], oid, label=str(t) if t is not None else "")
+            b.dg.connect(b.ports.get((e.src, e.port), exits[e.src]), oid, label=str(t) if t is not None else "")
     return b.dg
