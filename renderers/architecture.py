@@ -195,5 +195,6 @@ def architecture(graph: Graph, *, expand_repeats: bool = False) -> Diagram:
                        fill="#eeeeee"))
         if e.src in exits:
             t = graph.node(e.src).types.get(e.port)
-            b.dg.connect(b.ports.get((e.src, e.port), exits[e.src]), oid, label=str(t) if t is not None else "")
+            src = b.ports.get((e.src, e.port), exits[e.src])
+            b.dg.connect(src, oid, label=str(t) if t is not None else "")
     return b.dg
