@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.registry import lowering_rule
+from attngraph.lower.banded import banded_attention, use_banded
 from attngraph.lower.masks import attention_mask, masked_softmax, padding_mask, row_any
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 from attngraph.lower.scorers import Scorer, _param, make_scorer
@@ -286,14 +287,24 @@ class FusedAttention(Readout):
         q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h,] N, d) x2
         if self.vector_query:
             q = q.unsqueeze(-2)  # (B, [h,] 1, d)
-        mask = attention_mask(
-            self.stype, rt, causal=self.causal, window=self.window,
-            adjacency=x.get("mask.adjacency"), self_loops=self.self_loops,
-            m=q.shape[-2], n=k.shape[-2], device=q.device,
-        )
-        if mask is None:
-            z = F.scaled_dot_product_attention(q, k, v, scale=self.scale)
+        adjacency = x.get("mask.adjacency")
+        key_sym = self.stype.dims[-1]
+        pad = rt.masks.get(key_sym) if isinstance(key_sym, str) else None
+        m, n = q.shape[-2], k.shape[-2]
+        if adjacency is None and use_banded(m, n, self.window):
+            # local attention: O(N·w) blocks instead of an N×N masked matrix
+            z = banded_attention(q, k, v, int(self.window), scale=self.scale,
+                                 causal=self.causal, key_mask=pad)
+        elif adjacency is None and pad is None and self.window is None:
+            # no mask, or only the causal one: SDPA's own (fused) causal path
+            z = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal and m > 0,
+                                               scale=self.scale)
         else:
+            mask = attention_mask(
+                self.stype, rt, causal=self.causal, window=self.window,
+                adjacency=adjacency, self_loops=self.self_loops,
+                m=m, n=n, device=q.device,
+            )
             if self.vector_query:
                 mask = mask.unsqueeze(-2)  # (B, [1,] 1, N)
             ok = row_any(mask)  # rows with something to attend

@@ -1,0 +1,94 @@
+"""Timing helpers: interleaved repeats, ratio statistics, machine description.
+
+Every comparison runs its variants in the same process, one after the other
+inside each round, in an order that rotates from round to round, so that slow
+phases of a shared machine hit every variant alike. The figure reported for a
+comparison is the median over rounds of the per-round ratio
+``time(variant) / time(reference)``; the spread is the interquartile range of
+those ratios (min-max when there are fewer than four rounds).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["Stat", "interleaved", "ratio_stat", "median_stat", "machine"]
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A median with its spread (``lo``, ``hi``)."""
+
+    median: float
+    lo: float
+    hi: float
+
+    def fmt(self, unit: str = "x", digits: int = 2) -> str:
+        """``1.02x (0.98-1.05)``."""
+        f = f"{{:.{digits}f}}"
+        return f"{f.format(self.median)}{unit} ({f.format(self.lo)}-{f.format(self.hi)})"
+
+
+def median_stat(xs: list[float]) -> Stat:
+    """Median and interquartile range (min-max below four values)."""
+    xs = sorted(xs)
+    if len(xs) < 4:
+        return Stat(statistics.median(xs), xs[0], xs[-1])
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return Stat(q[1], q[0], q[2])
+
+
+def interleaved(variants: dict[str, Callable[[], object]], repeats: int,
+                warmup: int = 2) -> dict[str, list[float]]:
+    """Wall times (s) of each variant over ``repeats`` interleaved rounds."""
+    names = list(variants)
+    for _ in range(warmup):
+        for n in names:
+            variants[n]()
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(repeats):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for n in order:
+            t0 = time.perf_counter()
+            variants[n]()
+            times[n].append(time.perf_counter() - t0)
+    return times
+
+
+def ratio_stat(times: dict[str, list[float]], num: str, den: str) -> Stat:
+    """Per-round ratio ``num / den`` as a :class:`Stat`."""
+    return median_stat([a / b for a, b in zip(times[num], times[den], strict=True)])
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine(threads: int) -> dict[str, str]:
+    """The machine and versions, for the report."""
+    import torch
+
+    return {
+        "CPU": _cpu_model(),
+        "cores (os.cpu_count)": str(os.cpu_count()),
+        "torch threads used": str(threads),
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "GPU": "none (CPU-only machine; no CUDA table)",
+    }
