@@ -47,8 +47,9 @@ def _child(variant: str, n: int, heads: int, dh: int, threads: int) -> float:
     import torch.nn.functional as F
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import attngraph
     from cases import HandMHSA, mhsa_spec
+
+    import attngraph
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -94,5 +95,6 @@ def peak_mib(variant: str, n: int, heads: int, dh: int, threads: int) -> float:
 if __name__ == "__main__":
     v, *rest = sys.argv[1:]
     if v not in VARIANTS:
-        raise SystemExit(f"variant must be one of {VARIANTS}")
+        msg = f"variant must be one of {VARIANTS}"
+        raise SystemExit(msg)
     print(f"{_child(v, *map(int, rest)):.3f}")

@@ -99,6 +99,16 @@ class Proj(NodeModule):
             self.proj = nn.Sequential(nn.Linear(d_in, h), nn.Tanh(),
                                       nn.Linear(h, d_out, bias=s.bias))
 
+    def fusable_linear(self) -> tuple[Tensor, Tensor | None] | None:
+        """A plain linear projection can share one matmul with its siblings."""
+        if isinstance(self.proj, nn.Linear):
+            return self.proj.weight, self.proj.bias
+        return None
+
+    def after_linear(self, y: Tensor, rt: Runtime) -> Tensor:
+        """Split the projection into heads."""
+        return split_heads(y, self.heads) if self.heads else y
+
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         if self.learned is not None:
             v = self.weight.unsqueeze(0).expand(rt.batch, -1, -1)  # (B, K, d)

@@ -86,10 +86,24 @@ class Runtime:
 
 
 class NodeModule(nn.Module):
-    """Base class of lowered nodes (see the module docstring for the contract)."""
+    """Base class of lowered nodes (see the module docstring for the contract).
+
+    A node whose output is ``after_linear(F.linear(x["from"], W, b))`` may say so
+    by returning ``(W, b)`` from :meth:`fusable_linear`: the graph then computes
+    the nodes that read the same value this way (queries, keys and values of
+    self-attention) with one matmul over their stacked weights.
+    """
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:
         raise NotImplementedError
+
+    def fusable_linear(self) -> tuple[Tensor, Tensor | None] | None:
+        """``(weight, bias)`` of a plain linear on ``from``, or None (the default)."""
+        return None
+
+    def after_linear(self, y: Tensor, rt: Runtime) -> Tensor:
+        """What the node does after its linear (see :meth:`fusable_linear`)."""
+        return y
 
 
 @dataclass
@@ -166,6 +180,35 @@ def _key(src: str, port: str) -> str:
     return f"{src}.{port}" if port else src
 
 
+def _linear_groups(schedule: list[Step], nodes: nn.ModuleDict) -> dict[str, tuple[str, ...]]:
+    """Nodes reading the same value through a fusable linear with the same input
+    size and bias use, keyed by the first one's id (only groups of two or more)."""
+    found: dict[tuple[str, bool, int, bool], list[str]] = {}
+    for nid, _, ins in schedule:
+        if len(ins) != 1 or ins[0][0] != "from":
+            continue
+        lin = nodes[nid].fusable_linear()
+        if lin is None:
+            continue
+        weight, bias = lin
+        _, key, det = ins[0]
+        found.setdefault((key, det, int(weight.shape[1]), bias is not None), []).append(nid)
+    return {g[0]: tuple(g) for g in found.values() if len(g) > 1}
+
+
+def _run_linear_group(mods: list[tuple[str, nn.Module]], x: dict[str, Tensor],
+                      rt: Runtime) -> dict[str, Tensor]:
+    """One ``F.linear`` over the stacked weights, split back per node."""
+    import torch.nn.functional as F
+
+    lins = [m.fusable_linear() for _, m in mods]
+    weight = torch.cat([w for w, _ in lins])
+    bias = torch.cat([b for _, b in lins]) if lins[0][1] is not None else None
+    y = F.linear(x["from"], weight, bias)
+    parts = y.split([int(w.shape[0]) for w, _ in lins], dim=-1)
+    return {nid: m.after_linear(p, rt) for (nid, m), p in zip(mods, parts, strict=True)}
+
+
 class GraphModule(nn.Module):
     """A lowered graph: ``nodes`` keyed by node id, run in ``graph.order()``.
 
@@ -186,7 +229,9 @@ class GraphModule(nn.Module):
             ins = tuple((e.role, _key(e.src, _port(e, graph)), e.detach) for e in node.inputs)
             schedule.append((node.id, node.kind, ins))
             self._locs[node.id] = node.loc
-        self.schedule = schedule
+        self.groups = _linear_groups(schedule, self.nodes)
+        inner = {nid for g in self.groups.values() for nid in g[1:]}
+        self.schedule = [st for st in schedule if st[0] not in inner]
         self.ports = {n.id: tuple(n.types) for n in graph.nodes}
         self.out_keys = tuple((name, _key(e.src, e.port), e.detach) for name, e in graph.outputs)
         self.graph_name = graph.name
@@ -205,11 +250,32 @@ class GraphModule(nn.Module):
             hint = "check the shapes and dtypes of the inputs given to forward"
             raise LoweringError(msg, loc, hint) from exc
 
+    def _call_group(self, group: tuple[str, ...], kind: str, x: dict[str, Tensor],
+                    rt: Runtime) -> dict[str, Tensor]:
+        """Nodes that apply a linear to the same input: one matmul, then each node's
+        ``after_linear`` on its slice (values keyed by node id)."""
+        if torch.compiler.is_compiling():
+            return _run_linear_group([(nid, self.nodes[nid]) for nid in group], x, rt)
+        try:
+            return _run_linear_group([(nid, self.nodes[nid]) for nid in group], x, rt)
+        except AttnGraphError:
+            raise
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+            nid = group[0]
+            msg = (f"node '{nid}' ({kind}, computed with {', '.join(group[1:])}) failed at "
+                   f"run time: {exc}")
+            hint = "check the shapes and dtypes of the inputs given to forward"
+            raise LoweringError(msg, self._locs[nid], hint) from exc
+
     def run(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         """Execute the schedule from input values; return the declared outputs."""
         vals = dict(values)
         for nid, kind, ins in self.schedule:
             x = {role: (vals[k].detach() if det else vals[k]) for role, k, det in ins}
+            group = self.groups.get(nid)
+            if group is not None:
+                vals.update(self._call_group(group, kind, x, rt))
+                continue
             out = self._call(nid, kind, x, rt)
             if isinstance(out, dict):
                 for port, v in out.items():

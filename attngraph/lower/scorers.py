@@ -115,15 +115,23 @@ class Additive(Scorer):
         self.b = nn.Parameter(torch.zeros(((heads,) if heads else ()) + (hidden,)))
         self.v = _param(heads, hidden)
 
+    def _contract(self, e: Tensor) -> Tensor:
+        """vᵀ e over the hidden axis as a matmul: (B, [h,] ..., H) -> (B, [h,] ...)."""
+        if self.v.dim() == 1:
+            return e @ self.v
+        # per head: v (h, H) -> (h, 1, .., H, 1), one batched matmul
+        v = self.v.reshape(self.v.shape[0], *([1] * (e.dim() - 4)), self.v.shape[1], 1)
+        return (e @ v).squeeze(-1)
+
     def all(self, q: Tensor, k: Tensor) -> Tensor:
-        wq = (q @ self.W).unsqueeze(-2)  # (B, h, M, 1, H)
+        # the bias joins the small W q term, not the (M, N, H) sum
+        wq = (q @ self.W + self.b.unsqueeze(-2)).unsqueeze(-2)  # (B, h, M, 1, H)
         uk = (k @ self.U).unsqueeze(-3)  # (B, h, 1, N, H)
-        e = torch.tanh(wq + uk + _vec(self.b))  # (B, h, M, N, H)
-        return (e * _vec(self.v)).sum(-1)  # (B, h, M, N)
+        return self._contract(torch.tanh(wq + uk))  # (B, h, M, N)
 
     def aligned(self, q: Tensor, k: Tensor) -> Tensor:
         e = torch.tanh(q @ self.W + k @ self.U + self.b.unsqueeze(-2))  # (B, h, N, H)
-        return (e * self.v.unsqueeze(-2)).sum(-1)
+        return self._contract(e)
 
 
 class Cosine(Scorer):
