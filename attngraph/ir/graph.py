@@ -244,6 +244,16 @@ class Graph:
     def __str__(self) -> str:
         return "\n".join(self._dump(""))
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """Notebook display: the architecture diagram (renderers are loaded on demand)."""
+        try:
+            from renderers import show
+        except ImportError:  # renderers not installed: show the IR dump
+            return {"text/plain": str(self)}
+        bundle = show(self)._repr_mimebundle_(include, exclude)
+        bundle.setdefault("text/plain", str(self))
+        return bundle
+
     def _dump(self, indent: str) -> list[str]:
         head = f"{indent}graph {self.name}" + (f" (block {self.block})" if self.block else "")
         lines = [head + ":"]
