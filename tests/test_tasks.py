@@ -104,10 +104,12 @@ def test_needle_at_fixes_the_position() -> None:
     ("sorting", lambda s: s.sort(-1).values),
 ])
 def test_sequence_task_targets(name: str, fn: object) -> None:
-    """reversal/copy/sorting targets are the transformed source; BOS never occurs."""
+    """reversal/copy/sorting targets are the transformed source, source_pos says where
+    each target token comes from; BOS never occurs."""
     b = get_task(name, seed=2, vocab=9, length=6).batch(16)
     assert b["source"].shape == b["target"].shape == (16, 6)
     assert torch.equal(b["target"], fn(b["source"]))  # type: ignore[operator]
+    assert torch.equal(b["source"].gather(1, b["source_pos"]), b["target"])
     assert int(b["source"].min()) > BOS and int(b["source"].max()) < 9
 
 
@@ -230,3 +232,14 @@ def test_metrics_score_only_non_ignored_targets() -> None:
     att = torch.nn.functional.one_hot(nb["needle_pos"], 5).float()
     out = {"logits": torch.zeros(2, 4), "attention": att}
     assert compute_metrics(n, out, nb)["attention_peak"] == 1.0
+
+
+def test_alignment_metric_rewards_the_anti_diagonal_on_reversal() -> None:
+    """An anti-diagonal alignment scores 1 on reversal, a diagonal one 0 (for N=4)."""
+    t = get_task("reversal", seed=0, length=4)
+    b = t.batch(3)
+    anti = torch.eye(4).flip(-1).expand(3, 4, 4)
+    diag = torch.eye(4).expand(3, 4, 4)
+    logits = torch.zeros(3, 4, 12)
+    assert compute_metrics(t, {"logits": logits, "attention": anti}, b)["alignment"] == 1.0
+    assert compute_metrics(t, {"logits": logits, "attention": diag}, b)["alignment"] == 0.0

@@ -30,17 +30,21 @@ class ClutteredDigits(Task):
 
     Clutter is ``clutter`` random ``fragment``×``fragment`` crops of other digits
     scattered over the canvas (pixelwise max, so the digit itself is never
-    erased). ``position`` is the digit's top-left corner (row, col). Train and
+    erased). ``position`` is the digit's top-left corner (row, col), a multiple
+    of ``grid`` (``grid: 8`` puts the digit exactly in one 8×8 tile, for models
+    that attend over a fixed grid of tiles; 1 = anywhere). Train and
     test draw from disjoint sets of source digits (every fifth one is test).
     """
 
     provides = {"image": "image"}
-    defaults = {"canvas": 32, "clutter": 4, "fragment": 4}
+    defaults = {"canvas": 32, "clutter": 4, "fragment": 4, "grid": 1}
 
     def check(self) -> None:
         o = self.opts
         if o["canvas"] < 8 or not 1 <= o["fragment"] <= 8 or o["clutter"] < 0:
             self.fail("needs canvas >= 8, 1 <= fragment <= 8 and clutter >= 0")
+        if o["grid"] < 1:
+            self.fail("grid must be >= 1")
 
     def sample(self, rng: np.random.Generator, size: int, split: str) -> dict[str, Any]:
         import numpy as np
@@ -52,7 +56,7 @@ class ClutteredDigits(Task):
         c, f = o["canvas"], o["fragment"]
         out = np.zeros((size, 1, c, c), dtype=np.float32)
         pick = rng.choice(pool, size=size)
-        pos = rng.integers(0, c - 8 + 1, size=(size, 2))
+        pos = rng.integers(0, (c - 8) // o["grid"] + 1, size=(size, 2)) * o["grid"]
         for b in range(size):
             for _ in range(o["clutter"]):
                 src = imgs[rng.choice(pool)]

@@ -54,10 +54,12 @@ class _Seq2Seq(Task):
     ``source`` feeds a tokens input, ``target`` a per-item labels input (a
     decoder loop's teacher forcing reads it, shifted by the loop behind its
     ``feed.start``); ``target`` is also what ``logits`` [T, vocab] learn.
+    ``source_pos`` [T] says which source position each target token comes from
+    (the ideal alignment: anti-diagonal for reversal, diagonal for copy).
     """
 
     provides = {"source": "tokens", "target": "labels"}
-    metrics = ("token_accuracy", "sequence_accuracy")
+    metrics = ("token_accuracy", "sequence_accuracy", "alignment")
     defaults = {"vocab": 12, "length": 8}
 
     def check(self) -> None:
@@ -68,9 +70,13 @@ class _Seq2Seq(Task):
         """The target of each source row (override)."""
         raise NotImplementedError
 
+    def source_pos(self, src: np.ndarray) -> np.ndarray:
+        """Where in the source each target token comes from, [B, T] (override)."""
+        raise NotImplementedError
+
     def sample(self, rng: np.random.Generator, size: int, split: str) -> dict[str, Any]:
         src = rng.integers(BOS + 1, self.opts["vocab"], size=(size, self.opts["length"]))
-        return {"source": src, "target": self.transform(src)}
+        return {"source": src, "target": self.transform(src), "source_pos": self.source_pos(src)}
 
 
 @register_task("reversal")
@@ -80,6 +86,12 @@ class Reversal(_Seq2Seq):
     def transform(self, src: np.ndarray) -> np.ndarray:
         return src[:, ::-1].copy()
 
+    def source_pos(self, src: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        n = src.shape[1]
+        return np.broadcast_to(np.arange(n - 1, -1, -1), src.shape).copy()
+
 
 @register_task("copy")
 class Copy(_Seq2Seq):
@@ -87,6 +99,11 @@ class Copy(_Seq2Seq):
 
     def transform(self, src: np.ndarray) -> np.ndarray:
         return src.copy()
+
+    def source_pos(self, src: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        return np.broadcast_to(np.arange(src.shape[1]), src.shape).copy()
 
 
 @register_task("sorting")
@@ -97,6 +114,12 @@ class Sorting(_Seq2Seq):
         import numpy as np
 
         return np.sort(src, axis=1)
+
+    def source_pos(self, src: np.ndarray) -> np.ndarray:
+        """A stable argsort: with repeated ids, the first occurrence comes first."""
+        import numpy as np
+
+        return np.argsort(src, axis=1, kind="stable")
 
 
 @register_task("associative_recall")

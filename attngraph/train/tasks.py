@@ -148,7 +148,7 @@ class Task:
         else:
             rng = np.random.default_rng([self.seed, 1])
         data = self.sample(rng, size, split)
-        return {k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in data.items()}
+        return {k: torch.from_numpy(np.array(v)) for k, v in data.items()}  # owned copies
 
     def batches(self, size: int) -> Iterator[dict[str, Tensor]]:
         """The training stream, endlessly."""
@@ -286,6 +286,22 @@ def attention_peak(outputs: Mapping[str, Any], batch: Mapping[str, Any],
     if att is None or pos is None:
         return None
     att = att.reshape(att.shape[0], -1, att.shape[-1]).mean(1)  # heads/queries averaged
+    return float((att.argmax(-1) == pos).float().mean())
+
+
+@register_metric("alignment")
+def alignment(outputs: Mapping[str, Any], batch: Mapping[str, Any],
+              task: Task) -> float | None:
+    """Fraction of target steps whose attention peaks on the source token they copy.
+
+    Reads ``attention`` [T, N] (heads averaged) and the task's ``source_pos``.
+    """
+    att = outputs.get("attention")
+    pos = batch.get("source_pos")
+    if att is None or pos is None or att.shape[-2:] != (pos.shape[-1], att.shape[-1]):
+        return None
+    if att.dim() == 4:  # (B, h, T, N)
+        att = att.mean(1)
     return float((att.argmax(-1) == pos).float().mean())
 
 
