@@ -2,7 +2,8 @@
 
 Every comparison runs its variants in the same process, one after the other
 inside each round, in an order that rotates from round to round, so that slow
-phases of a shared machine hit every variant alike. The figure reported for a
+phases of a shared machine hit every variant alike; within a round a variant's
+time is the fastest of a few back-to-back calls. The figure reported for a
 comparison is the median over rounds of the per-round ratio
 ``time(variant) / time(reference)``; the spread is the interquartile range of
 those ratios (min-max when there are fewer than four rounds).
@@ -46,8 +47,13 @@ def median_stat(xs: list[float]) -> Stat:
 
 
 def interleaved(variants: dict[str, Callable[[], object]], repeats: int,
-                warmup: int = 2) -> dict[str, list[float]]:
-    """Wall times (s) of each variant over ``repeats`` interleaved rounds."""
+                warmup: int = 2, inner: int = 3) -> dict[str, list[float]]:
+    """Wall times (s) of each variant over ``repeats`` interleaved rounds.
+
+    In a round each variant runs ``inner`` times back to back and keeps its
+    fastest call: a call slowed by another process's burst is dropped, while a
+    variant that is slower every time stays slower.
+    """
     names = list(variants)
     for _ in range(warmup):
         for n in names:
@@ -56,9 +62,12 @@ def interleaved(variants: dict[str, Callable[[], object]], repeats: int,
     for r in range(repeats):
         order = names[r % len(names):] + names[:r % len(names)]
         for n in order:
-            t0 = time.perf_counter()
-            variants[n]()
-            times[n].append(time.perf_counter() - t0)
+            best = float("inf")
+            for _ in range(inner):
+                t0 = time.perf_counter()
+                variants[n]()
+                best = min(best, time.perf_counter() - t0)
+            times[n].append(best)
     return times
 
 
