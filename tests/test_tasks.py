@@ -121,7 +121,7 @@ def test_associative_recall_answer_is_the_value_of_the_query_key() -> None:
     assert seq.shape == tgt.shape == (32, 10)
     assert bool((tgt[:, :-1] == IGNORE).all())
     assert bool((seq[:, 8] == 5 + 6 + 1).all())  # the separator
-    for row, ans in zip(seq.tolist(), tgt[:, -1].tolist()):
+    for row, ans in zip(seq.tolist(), tgt[:, -1].tolist(), strict=True):
         keys, vals = row[0:8:2], row[1:8:2]
         assert len(set(keys)) == 4
         assert ans == vals[keys.index(row[-1])]

@@ -146,7 +146,8 @@ def train(
     if task is None or isinstance(task, str):
         name = task or (ts.task if ts is not None else None)
         if name is None:
-            raise TrainingError("no task given and the spec has no 'train:' section",
+            msg = "no task given and the spec has no 'train:' section"
+            raise TrainingError(msg,
                                 hint="pass a task name, or add train: {task: <name>}")
         opts = dict(ts.options) if ts is not None and ts.task == name else {}
         opts.update(options or {})

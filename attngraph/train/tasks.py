@@ -29,7 +29,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 from attngraph.errors import TrainingError, did_you_mean
 
@@ -99,7 +99,7 @@ class Task:
     defaults: ClassVar[Mapping[str, int | float | bool | str]] = {}
 
     def __init__(self, *, seed: int = 0, **options: Any) -> None:
-        opts = dict(self.defaults)
+        opts: dict[str, Any] = dict(self.defaults)
         for k, v in options.items():
             if k not in self.defaults:
                 msg = f"task '{self.name}' has no option '{k}'"
@@ -121,9 +121,10 @@ class Task:
     def check(self) -> None:
         """Refuse inconsistent options (raise :class:`TrainingError`)."""
 
-    def fail(self, msg: str, hint: str | None = None) -> None:
+    def fail(self, msg: str, hint: str | None = None) -> NoReturn:
         """Raise a :class:`TrainingError` naming this task."""
-        raise TrainingError(f"task '{self.name}': {msg}", hint=hint)
+        text = f"task '{self.name}': {msg}"
+        raise TrainingError(text, hint=hint)
 
     def sample(self, rng: np.random.Generator, size: int, split: str) -> dict[str, Any]:
         """``size`` examples as numpy arrays (override)."""
@@ -171,7 +172,8 @@ def get_task(name: str, *, seed: int = 0, **options: Any) -> Task:
     cls = TASKS.get(name)
     if cls is None:
         known = ", ".join(sorted(TASKS))
-        raise TrainingError(f"unknown task '{name}'",
+        msg = f"unknown task '{name}'"
+        raise TrainingError(msg,
                             hint=f"{did_you_mean(name, TASKS)} (tasks: {known})")
     return cls(seed=seed, **options)
 
@@ -184,10 +186,14 @@ def _field_for(task: Task, name: str, typ: str) -> str:
         return same[0]
     offered = ", ".join(f"{f} ({t})" for f, t in task.provides.items()) or "nothing"
     if not same:
-        raise TrainingError(f"task '{task.name}' gives no '{typ}' data for input '{name}'",
+        msg = f"task '{task.name}' gives no '{typ}' data for input '{name}'"
+        raise TrainingError(msg,
                             hint=f"it provides: {offered}")
-    raise TrainingError(f"task '{task.name}' gives several '{typ}' fields; input "
-                        f"'{name}' matches none by name", hint=f"rename it to one of: "
+    msg = (
+        f"task '{task.name}' gives several '{typ}' fields; input "
+                        f"'{name}' matches none by name"
+    )
+    raise TrainingError(msg, hint="rename it to one of: "
                         + ", ".join(same))
 
 
@@ -216,13 +222,17 @@ def _check_fits(task: Task, node: Any, f: str, x: Tensor) -> None:
     t = node.types[""]
     where = f"task '{task.name}' field '{f}' for input '{node.id}'"
     if s.type == "tokens" and s.vocab is not None and int(x.max()) >= int(s.vocab):
-        raise TrainingError(f"{where}: ids up to {int(x.max())}, but vocab is {s.vocab}",
+        msg = f"{where}: ids up to {int(x.max())}, but vocab is {s.vocab}"
+        raise TrainingError(msg,
                             hint="make the spec's vocab larger or the task's vocab smaller")
     fixed = [d for d in t.dims if isinstance(d, int)]
-    got = [int(d) for d, w in zip(x.shape[1:], t.dims) if isinstance(w, int)]
+    got = [int(d) for d, w in zip(x.shape[1:], t.dims, strict=False) if isinstance(w, int)]
     if x.dim() - 1 != t.rank or fixed != got:
-        raise TrainingError(f"{where}: data of shape {tuple(x.shape[1:])} does not fit "
-                            f"{t}", hint="set the task's options to the spec's dims")
+        msg = (
+            f"{where}: data of shape {tuple(x.shape[1:])} does not fit "
+                            f"{t}"
+        )
+        raise TrainingError(msg, hint="set the task's options to the spec's dims")
 
 
 def compute_metrics(task: Task, outputs: Mapping[str, Any],
