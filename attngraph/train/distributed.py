@@ -1,0 +1,149 @@
+"""Data-parallel training on CPU: ``attngraph train --nproc K``.
+
+:func:`launch` spawns K processes with :mod:`torch.multiprocessing`, sets the
+torchrun-style variables (``MASTER_ADDR=127.0.0.1``, a free ``MASTER_PORT``,
+``RANK``, ``WORLD_SIZE``), joins a ``gloo`` process group and runs
+:func:`attngraph.train.runner.run` in each. Every rank draws the same seeded
+batch and trains on its own contiguous slice of it; the model is wrapped in
+:class:`torch.nn.parallel.DistributedDataParallel`, which averages gradients,
+so K ranks follow one process with the whole batch (up to float rounding).
+Logged losses and metrics are averaged over the ranks; rank 0 writes the files.
+
+A process started by ``torchrun`` (``RANK``/``WORLD_SIZE`` already set) joins
+its group with :func:`from_env` instead.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import TYPE_CHECKING, Any
+
+from attngraph.errors import TrainingError
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from attngraph.train.runner import RunConfig, RunSummary
+
+__all__ = ["launch", "from_env", "wrap", "mean", "rank_max_diff", "free_port"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wrap(model: nn.Module) -> nn.Module:
+    """``model`` in DistributedDataParallel (CPU, gloo)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    # Not every spec uses every parameter in every step (a policy's baseline
+    # when nothing is sampled, a decoder's unused branch): let DDP find them.
+    return DistributedDataParallel(model, find_unused_parameters=True)
+
+
+def mean(info: dict[str, float]) -> dict[str, float]:
+    """Each value averaged over the ranks (same keys on every rank)."""
+    import torch
+    import torch.distributed as dist
+
+    keys = list(info)
+    t = torch.tensor([info[k] for k in keys], dtype=torch.float64)
+    dist.all_reduce(t)
+    t /= dist.get_world_size()
+    return {k: float(v) for k, v in zip(keys, t.tolist(), strict=True)}
+
+
+def rank_max_diff(model: nn.Module) -> float:
+    """Largest |parameter difference| between any rank and rank 0 (0.0 when in sync)."""
+    import torch
+    import torch.distributed as dist
+
+    flat = torch.cat([p.detach().reshape(-1).double() for p in model.parameters()])
+    ref = flat.clone()
+    dist.broadcast(ref, src=0)
+    diff = (flat - ref).abs().max()
+    dist.all_reduce(diff, op=dist.ReduceOp.MAX)
+    return float(diff)
+
+
+def _init(rank: int, world: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)  # K processes share the CPU cores
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+
+
+def _worker(rank: int, world: int, port: int, config: RunConfig, queue: Any) -> None:
+    """One spawned rank: join the group, train, report to the parent."""
+    import torch.distributed as dist
+
+    from attngraph.errors import AttnGraphError
+    from attngraph.train.runner import run
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    _init(rank, world)
+    try:
+        summary = run(config, rank=rank, world=world)
+        if rank == 0:
+            queue.put(("ok", summary))
+    except AttnGraphError as exc:
+        queue.put(("error", exc.message, exc.hint))
+        raise
+    finally:
+        dist.destroy_process_group()
+
+
+def launch(config: RunConfig, nproc: int) -> RunSummary:
+    """Run ``config`` on ``nproc`` local processes; rank 0's summary.
+
+    Raises
+    ------
+    TrainingError
+        For ``nproc < 1``, or the first error a rank reports.
+    """
+    import torch.multiprocessing as mp
+
+    if nproc < 1:
+        msg = f"--nproc must be at least 1, not {nproc}"
+        raise TrainingError(msg)
+    if nproc == 1:
+        from attngraph.train.runner import run
+
+        return run(config)
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    # DDP's C++ reducer warns on every rank when find_unused_parameters finds none
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    try:
+        mp.spawn(_worker, args=(nproc, free_port(), config, queue), nprocs=nproc, join=True)
+    except mp.ProcessException as exc:
+        reply = queue.get() if not queue.empty() else None
+        if reply is not None and reply[0] == "error":
+            raise TrainingError(reply[1], hint=reply[2]) from None
+        msg = f"a training process failed: {str(exc).strip().splitlines()[-1]}"
+        raise TrainingError(msg) from exc
+    reply = queue.get()
+    if reply[0] != "ok":
+        raise TrainingError(reply[1], hint=reply[2])
+    summary: RunSummary = reply[1]
+    return summary
+
+
+def from_env(config: RunConfig) -> RunSummary:
+    """Run this process's rank of a job started by ``torchrun`` (reads ``RANK``/``WORLD_SIZE``)."""
+    import torch.distributed as dist
+
+    from attngraph.train.runner import run
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    _init(rank, world)
+    try:
+        return run(config, rank=rank, world=world)
+    finally:
+        dist.destroy_process_group()
