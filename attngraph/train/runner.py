@@ -36,6 +36,8 @@ __all__ = ["RunConfig", "RunSummary", "run", "make_task", "METRICS_FILE"]
 
 #: File name of the metrics log inside a run's output directory.
 METRICS_FILE = "metrics.jsonl"
+#: Parameter count under which a run uses one torch thread by default.
+SMALL = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,9 @@ class RunConfig:
 
     ``eval_every``, ``checkpoint_every`` and ``log_every`` of 0 mean "a fifth
     (a tenth for log lines) of the steps"; evaluation and a checkpoint also
-    always happen at the last step.
+    always happen at the last step. ``threads`` of 0 means one torch thread for
+    models under :data:`SMALL` parameters (intra-op threads only add overhead
+    at that size, and many when the cores are busy), else torch's default.
     """
 
     spec: str
@@ -60,6 +64,7 @@ class RunConfig:
     eval_size: int = 256
     checkpoint_every: int = 0
     log_every: int = 0
+    threads: int = 0
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -261,6 +266,9 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         ck.set_rng_state(prior.rng, task)
         start, before = prior.step, float(prior.config.get("seconds", 0.0))
     net = dd.wrap(model) if world > 1 else model
+    threads = torch.get_num_threads()
+    if cfg.threads or sum(p.numel() for p in model.parameters()) < SMALL:
+        torch.set_num_threads(cfg.threads or 1)
     lead = rank == 0
     metrics_path = out_dir / METRICS_FILE
     if lead:
@@ -304,6 +312,7 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
                     spec_text=spec_text, spec_file=str(config.spec),
                     config={**stored, "seconds": seconds}, metrics=test))
     finally:
+        torch.set_num_threads(threads)
         if fh is not None:
             fh.close()
         if log is not None:

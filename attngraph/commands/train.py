@@ -1,0 +1,125 @@
+"""``attngraph train``, ``attngraph attend`` and ``attngraph catalog``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from attngraph.cli import main, run_stage, spec_argument
+
+if TYPE_CHECKING:
+    from attngraph.ir.graph import Graph
+
+
+@main.command()
+@spec_argument
+@click.option("--task", default=None, help="Built-in task [default: the spec's train.task].")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Training steps (the total, also with --resume) [default: the spec's].")
+@click.option("--batch", type=click.IntRange(min=1), default=None,
+              help="Examples per step, over all processes [default: the spec's].")
+@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Learning rate [default: the spec's].")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seeds the parameters and the task's data.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Run directory for metrics.jsonl and checkpoint.pt [default: runs/NAME].")
+@click.option("--resume", is_flag=True,
+              help="Continue from OUT/checkpoint.pt (same results as one straight run).")
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes for data-parallel training (torch.distributed, gloo).")
+@click.option("--eval-every", type=click.IntRange(min=0), default=0,
+              help="Test metrics every this many steps [default: steps/5].")
+@click.option("--quiet", is_flag=True,
+              help="No progress bar: a line every steps/10 steps instead.")
+@run_stage
+def train(spec: str, task: str | None, steps: int | None, batch: int | None,
+          lr: float | None, seed: int, out: str | None, resume: bool, nproc: int,
+          eval_every: int, quiet: bool) -> None:
+    """Train SPEC on a built-in task; write metrics and checkpoints; print a summary.
+
+    Settings not given come from the spec's train: section. Progress goes to
+    stderr (a bar on a terminal), the summary to stdout.
+    """
+    from attngraph.train.runner import RunConfig
+
+    cfg = RunConfig(spec=spec, task=task, steps=steps, batch=batch, lr=lr, seed=seed,
+                    out=out, resume=resume, quiet=quiet, eval_every=eval_every)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ and nproc == 1:
+        from attngraph.train.distributed import from_env
+
+        summary = from_env(cfg)  # started by torchrun
+        if int(os.environ["RANK"]) != 0:
+            return
+    else:
+        from attngraph.train.distributed import launch
+
+        summary = launch(cfg, nproc)
+    click.echo(summary.format())
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--example", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Which example of the run's test batch.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
+              help="Picture file (png, svg, pdf) [default: RUN_DIR/attention_EXAMPLE.png].")
+@click.option("--query", type=int, default=0, show_default=True,
+              help="The query node of a graph picture.")
+@run_stage
+def attend(run_dir: str, example: int, output: str | None, query: int) -> None:
+    """Draw what the model trained in RUN_DIR attended to on one test example.
+
+    Words coloured by weight, a translation's alignment matrix, the glimpse path
+    over an image, or a node's neighbours in a graph, after the spec's outputs.
+    """
+    from attngraph.train.attend import attend_run
+
+    path, view = attend_run(run_dir, example=example, out=output, query=query)
+    click.echo(f"{path} ({view})")
+
+
+def _axes_summary(graph: Graph) -> str:
+    """``hardness/basis/reach`` of the attention sites (repeats counted), ``;``-separated."""
+    from attngraph.analysis.describe import describe
+
+    from collections import Counter
+
+    sites = describe(graph).sites
+    counts = Counter("/".join(s.axes[k].value for k in ("hardness", "basis", "reach")
+                              if k in s.axes) for s in sites)
+    return "; ".join(f"{n}× {a}" if n > 1 else a for a, n in counts.items()) \
+        or "no attention site"
+
+
+@main.command()
+@click.option("--dir", "spec_dir", type=click.Path(file_okay=False, exists=True),
+              default="specs", show_default=True, help="Folder of catalog specs.")
+@run_stage
+def catalog(spec_dir: str) -> None:
+    """List the catalog: one line per spec (name, title, axes, task)."""
+    from attngraph.cli import echo_error
+    from attngraph.errors import AttnGraphError
+    from attngraph.pipeline import load_spec
+
+    files = sorted(Path(spec_dir).glob("*.yaml"))
+    if not files:
+        click.echo(f"no specs in {spec_dir}", err=True)
+        return
+    rows = []
+    for f in files:
+        try:
+            g = load_spec(f)
+        except AttnGraphError as exc:
+            echo_error(exc)
+            continue
+        task = g.train.task if g.train is not None else "-"
+        rows.append((g.name, g.title or "", _axes_summary(g), task))
+    wn = max(len(r[0]) for r in rows)
+    wt = max(len(r[1]) for r in rows)
+    wa = max(len(r[2]) for r in rows)
+    for name, title, axes, task in rows:
+        click.echo(f"{name:<{wn}}  {title:<{wt}}  {axes:<{wa}}  {task}")

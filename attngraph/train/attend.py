@@ -1,0 +1,271 @@
+"""Pictures of what a trained model attended to (``attngraph attend``).
+
+The picture follows the spec's inputs and the shape of its attention output:
+
+=============  ==============================  ===========================================
+view           when                            drawn as
+=============  ==============================  ===========================================
+``words``      tokens, weights [N]             the words, each coloured by its weight
+``alignment``  tokens + labels, weights [T, N]  heatmap, source tokens × target tokens
+``glimpses``   image, ``locations`` [T, 2]      the glimpse path over the canvas
+``tiles``      image, weights [P] (P = g²)      the weights as a g×g grid over the canvas
+``graph``      graph, weights [N, N]           the graph, nodes coloured by one node's weights
+``matrix``     anything else [T, N]            heatmap (e.g. memory addressing per step)
+=============  ==============================  ===========================================
+
+Heads are averaged; a single query axis ([1, N]) is squeezed. The output read is
+the first of ``locations``, ``pooling`` (the weights that pick items for the
+class), ``attention``, ``weights`` that the spec declares. matplotlib (Agg
+backend) is imported only when drawing.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attngraph.errors import TrainingError
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from attngraph.ir.graph import Graph
+    from attngraph.train.tasks import Task
+
+__all__ = ["VIEWS", "pick_view", "draw", "attend_run", "load_run"]
+
+VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "matrix")
+_PREFERRED = ("locations", "pooling", "attention", "weights")
+
+
+def _weights(x: Tensor) -> Tensor:
+    """One example's weights with heads averaged and a single query squeezed."""
+    while x.dim() > 2:  # (h, T, N) -> (T, N)
+        x = x.float().mean(0)
+    if x.dim() == 2 and x.shape[0] == 1:
+        x = x[0]
+    return x.float()
+
+
+def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
+    """``(view, output name)`` for a spec's outputs (one example's, no batch axis).
+
+    Raises
+    ------
+    TrainingError
+        When the spec declares none of ``locations``/``pooling``/``attention``/``weights``.
+    """
+    types = {n.spec.type for n in graph.inputs if n.spec is not None}
+    name = next((k for k in _PREFERRED if k in outputs), None)
+    if name is None:
+        msg = f"{graph.name} declares no attention output to draw"
+        raise TrainingError(msg, hint="declare one in outputs: {attention: <softmax node>} "
+                            f"(outputs now: {', '.join(sorted(outputs))})")
+    if name == "locations" and "image" in types:
+        return "glimpses", name
+    w = _weights(outputs[name])
+    if "image" in types and w.dim() == 1 and math.isqrt(w.shape[0]) ** 2 == w.shape[0]:
+        return "tiles", name
+    if "graph" in types and w.dim() == 2 and w.shape[0] == w.shape[1]:
+        return "graph", name
+    if "tokens" in types and "labels" in types and w.dim() == 2:
+        return "alignment", name
+    if "tokens" in types and w.dim() == 1:
+        return "words", name
+    if w.dim() in (1, 2):
+        return "matrix", name
+    msg = f"cannot draw output '{name}' of shape {tuple(outputs[name].shape)}"
+    raise TrainingError(msg, hint="attend draws weights [N], [T, N] or locations [T, 2]")
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _field(graph: Graph, task: Task, typ: str) -> str | None:
+    return next((f for f, t in task.provides.items() if t == typ), None)
+
+
+def _words(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) -> str:
+    import matplotlib as mpl
+
+    tokens = ex[_field(graph, task, "tokens") or "tokens"].tolist()
+    cmap = mpl.colormaps["Reds"]
+    top = float(w.max()) or 1.0
+    ax.set_xlim(0, len(tokens))
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    needle = int(ex["needle_pos"]) if "needle_pos" in ex else None
+    for i, (tok, p) in enumerate(zip(tokens, w.tolist(), strict=True)):
+        ax.add_patch(mpl.patches.Rectangle((i + 0.05, 0.35), 0.9, 0.4,
+                                           color=cmap(p / top), ec="black" if i == needle else
+                                           "none", lw=2))
+        ax.text(i + 0.5, 0.55, str(tok), ha="center", va="center", fontsize=9,
+                color="white" if p / top > 0.6 else "black")
+        ax.text(i + 0.5, 0.2, f"{p:.2f}", ha="center", va="center", fontsize=7)
+    return "words coloured by attention weight" + (" (box: the informative word)"
+                                                   if needle is not None else "")
+
+
+def _heatmap(ax: Any, w: Tensor, xlabels: list[str] | None, ylabels: list[str] | None,
+             xname: str, yname: str) -> None:
+    im = ax.imshow(w.numpy(), cmap="viridis", aspect="auto", vmin=0.0)
+    if xlabels is not None and len(xlabels) <= 40:
+        ax.set_xticks(range(len(xlabels)), xlabels, fontsize=7)
+    if ylabels is not None and len(ylabels) <= 40:
+        ax.set_yticks(range(len(ylabels)), ylabels, fontsize=7)
+    ax.set_xlabel(xname)
+    ax.set_ylabel(yname)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046)
+
+
+def _canvas(ax: Any, ex: dict[str, Tensor], task: Task, graph: Graph) -> tuple[int, int]:
+    img = ex[_field(graph, task, "image") or "image"]
+    img = img.float().mean(0) if img.dim() == 3 else img.float()
+    ax.imshow(img.numpy(), cmap="gray")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return int(img.shape[0]), int(img.shape[1])
+
+
+def _glimpses(ax: Any, loc: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) -> str:
+    h, w = _canvas(ax, ex, task, graph)
+    # grid_sample coordinates: (x, y) in [-1, 1], (-1, -1) the top-left corner
+    xs = ((loc[:, 0].float() + 1) * w / 2 - 0.5).tolist()
+    ys = ((loc[:, 1].float() + 1) * h / 2 - 0.5).tolist()
+    ax.plot(xs, ys, "-", color="tab:orange", lw=1.5)
+    ax.scatter(xs, ys, c=range(len(xs)), cmap="autumn", s=60, zorder=3, edgecolors="white")
+    for t, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        ax.annotate(str(t + 1), (x, y), color="white", fontsize=8, ha="center", va="center")
+    return "glimpse locations in order (1 = first)"
+
+
+def _tiles(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) -> str:
+    h, wd = _canvas(ax, ex, task, graph)
+    g = math.isqrt(w.shape[0])
+    ax.imshow(w.reshape(g, g).numpy(), cmap="Reds", alpha=0.5, vmin=0.0, extent=(-0.5, wd - 0.5,
+                                                                     h - 0.5, -0.5))
+    return f"weights over a {g}×{g} grid of image positions"
+
+
+def _graph(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph,
+           query: int) -> str:
+    import networkx as nx
+
+    f = _field(graph, task, "graph") or "graph"
+    adj = ex.get(f"{f}_adjacency")
+    n = w.shape[0]
+    g = nx.from_numpy_array(adj.numpy().astype(int)) if adj is not None else nx.empty_graph(n)
+    g.remove_edges_from(nx.selfloop_edges(g))
+    pos = nx.spring_layout(g, seed=0)
+    q = query % n
+    colours = w[q].tolist()
+    nx.draw_networkx_edges(g, pos, ax=ax, alpha=0.3)
+    nodes = nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colours, cmap="Reds",
+                                   vmin=0.0, node_size=160, edgecolors="gray")
+    nx.draw_networkx_nodes(g, pos, nodelist=[q], ax=ax, node_color="none",
+                           edgecolors="blue", linewidths=2.5, node_size=260)
+    nx.draw_networkx_labels(g, pos, ax=ax, font_size=6)
+    ax.figure.colorbar(nodes, ax=ax, fraction=0.046)
+    ax.axis("off")
+    return f"weights of node {q} (blue ring) over the graph's nodes"
+
+
+def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, Tensor],
+         path: str | Path, *, example: int = 0, query: int = 0) -> tuple[Path, str]:
+    """Draw example ``example`` of a batch's outputs to ``path``; ``(path, view)``.
+
+    ``outputs`` and ``batch`` keep their batch axis; ``query`` picks the node of
+    a ``graph`` view. The format follows the suffix (png, svg, pdf).
+    """
+    size = next(iter(batch.values())).shape[0]
+    if not 0 <= example < size:
+        msg = f"example {example} is outside the test batch of {size}"
+        raise TrainingError(msg, hint=f"use --example between 0 and {size - 1}")
+    out = {k: v[example].detach().cpu() for k, v in outputs.items()}
+    ex = {k: v[example] for k, v in batch.items()}
+    view, name = pick_view(graph, out)
+    w = _weights(out[name])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * w.shape[-1]), 2.2) if view == "words"
+                           else (6.0, 5.5))
+    try:
+        if view == "words":
+            what = _words(ax, w, ex, task, graph)
+        elif view == "glimpses":
+            what = _glimpses(ax, out[name], ex, task, graph)
+        elif view == "tiles":
+            what = _tiles(ax, w, ex, task, graph)
+        elif view == "graph":
+            what = _graph(ax, w, ex, task, graph, query)
+        else:
+            src = _field(graph, task, "tokens")
+            xl = [str(t) for t in ex[src].tolist()] if src and view == "alignment" else None
+            yl = [str(t) for t in ex[task.target].tolist()] if view == "alignment" else None
+            _heatmap(ax, w if w.dim() == 2 else w[None], xl, yl,
+                     "source" if xl else "item", "target" if yl else "step")
+            what = ("alignment: target step × source position" if view == "alignment"
+                    else f"'{name}' weights per step")
+        pred = outputs["logits"][example].argmax(-1) if "logits" in outputs else None
+        label = ex.get(task.target)
+        extra = ""
+        if pred is not None and label is not None and pred.numel() == 1 == label.numel():
+            extra = f"  (predicted {int(pred)}, true {int(label)})"
+        ax.set_title(f"{graph.name}: {what}{extra}", fontsize=9)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return path, view
+
+
+def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
+    """``(graph, task, model, checkpoint)`` of a run, from the spec text in its checkpoint."""
+    from attngraph.lower import compile as lower
+    from attngraph.pipeline import load_spec
+    from attngraph.train import checkpoints as ck
+    from attngraph.train.runner import make_task
+
+    ckpt = ck.load_checkpoint(Path(run_dir))
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / Path(ckpt.spec_file).name
+        spec.write_text(ckpt.spec_text, encoding="utf-8")
+        graph = load_spec(spec)
+    if ck.spec_hash(graph) != ckpt.spec_hash:
+        msg = f"{run_dir}: the spec text stored in the checkpoint does not match its hash"
+        raise TrainingError(msg, hint="the checkpoint is damaged; train again")
+    cfg = ckpt.config
+    task = make_task(graph, cfg["task"], cfg["seed"], cfg["options"])
+    model = lower(graph, seed=cfg["seed"])
+    model.load_state_dict(ckpt.model)
+    model.eval()
+    return graph, task, model, ckpt
+
+
+def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None = None,
+               query: int = 0) -> tuple[Path, str]:
+    """Draw test example ``example`` of a trained run; ``(picture path, view)``.
+
+    Examples are numbered within the run's fixed test batch (the one its test
+    metrics were measured on). The picture goes to ``out`` (default:
+    ``RUN_DIR/attention_<example>.png``).
+    """
+    import torch
+
+    from attngraph.train.tasks import bind_inputs
+
+    graph, task, model, ckpt = load_run(run_dir)
+    batch = task.batch(int(ckpt.config.get("eval_size", 256)), split="test")
+    with torch.no_grad():
+        outputs = model(**bind_inputs(graph, task, batch))
+    path = Path(out) if out is not None else Path(run_dir) / f"attention_{example}.png"
+    return draw(graph, task, outputs, batch, path, example=example, query=query)
