@@ -108,6 +108,9 @@ def launch(config: RunConfig, nproc: int) -> RunSummary:
         For ``nproc < 1``, or the first error a rank reports.
     """
     import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import ProcessException
+
+    from attngraph.train.runner import settle
 
     if nproc < 1:
         msg = f"--nproc must be at least 1, not {nproc}"
@@ -116,13 +119,14 @@ def launch(config: RunConfig, nproc: int) -> RunSummary:
         from attngraph.train.runner import run
 
         return run(config)
+    settle(config, nproc)  # settings and spec errors show here, not in every rank
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     # DDP's C++ reducer warns on every rank when find_unused_parameters finds none
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     try:
         mp.spawn(_worker, args=(nproc, free_port(), config, queue), nprocs=nproc, join=True)
-    except mp.ProcessException as exc:
+    except ProcessException as exc:
         reply = queue.get() if not queue.empty() else None
         if reply is not None and reply[0] == "error":
             raise TrainingError(reply[1], hint=reply[2]) from None

@@ -204,6 +204,34 @@ def _trim_metrics(path: Path, upto: int) -> None:
     os.replace(tmp, path)
 
 
+def settle(config: RunConfig, world: int = 1) -> tuple[Graph, RunConfig, Any]:
+    """Check a run before it starts: ``(graph, settings filled in, checkpoint or None)``.
+
+    Loads the spec, and on ``resume`` the checkpoint (refusing another spec's)
+    whose stored settings then win over ``config``'s except ``steps``; makes the
+    task once to check its options; checks the batch splits over ``world``.
+    """
+    from attngraph.pipeline import load_spec
+    from attngraph.train import checkpoints as ck
+
+    graph = load_spec(config.spec)
+    out_dir = Path(config.out or Path("runs") / graph.name)
+    prior = None
+    if config.resume:
+        prior = ck.load_checkpoint(out_dir / ck.CHECKPOINT, graph)
+        stored = prior.config
+        config = replace(config, task=stored["task"], batch=stored["batch"], lr=stored["lr"],
+                         seed=stored["seed"], options=stored["options"],
+                         eval_every=stored["eval_every"], eval_size=stored["eval_size"],
+                         checkpoint_every=stored["checkpoint_every"])
+    cfg = _resolve(replace(config, out=str(out_dir)), graph)
+    if (cfg.batch or 0) % world:
+        msg = f"batch {cfg.batch} does not split evenly over {world} processes"
+        raise TrainingError(msg, hint=f"use a batch that is a multiple of {world}")
+    make_task(graph, cfg.task, cfg.seed, cfg.options)
+    return graph, cfg, prior
+
+
 def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         stream: TextIO | None = None) -> RunSummary:
     """Train ``config.spec``; write metrics and checkpoints; return the summary.
@@ -230,31 +258,17 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
 
     from attngraph.lower import compile as lower
     from attngraph.lower.hard import model_reinforce_loss
-    from attngraph.pipeline import load_spec
     from attngraph.train import checkpoints as ck
     from attngraph.train import distributed as dd
     from attngraph.train.loop import evaluate, reward_of, task_loss
     from attngraph.train.tasks import bind_inputs
 
     wall = time.perf_counter()
-    graph = load_spec(config.spec)
+    graph, cfg, prior = settle(config, world)
     spec_text = Path(config.spec).read_text(encoding="utf-8")
-    out_dir = Path(config.out or Path("runs") / graph.name)
+    out_dir = Path(cfg.out or "")
     ckpt_path = out_dir / ck.CHECKPOINT
-    prior = None
-    if config.resume:
-        prior = ck.load_checkpoint(ckpt_path, graph)
-        stored = prior.config
-        # the stored settings win, except the new total of steps
-        config = replace(config, task=stored["task"], batch=stored["batch"], lr=stored["lr"],
-                         seed=stored["seed"], options=stored["options"],
-                         eval_every=stored["eval_every"], eval_size=stored["eval_size"],
-                         checkpoint_every=stored["checkpoint_every"])
-    cfg = _resolve(replace(config, out=str(out_dir)), graph)
     assert cfg.steps is not None and cfg.batch is not None and cfg.lr is not None  # noqa: S101
-    if cfg.batch % world:
-        msg = f"batch {cfg.batch} does not split evenly over {world} processes"
-        raise TrainingError(msg, hint=f"use a batch that is a multiple of {world}")
     task = make_task(graph, cfg.task, cfg.seed, cfg.options)
     model = lower(graph, seed=cfg.seed)
     opt = _optimizer(graph, model, cfg.lr)

@@ -1,0 +1,111 @@
+"""``attngraph train``, ``attend`` and ``catalog`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from attngraph.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+GA = str(ROOT / "specs" / "global_attention.yaml")
+
+
+def _train(out: Path, *extra: str) -> object:
+    return CliRunner().invoke(main, ["train", GA, "--steps", "6", "--batch", "8",
+                                     "--out", str(out), *extra])
+
+
+def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path) -> None:
+    """A run leaves one JSON line per step plus test lines, a checkpoint, and a summary
+    comparing final metrics with the spec's targets and naming the files."""
+    res = _train(tmp_path / "run")
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(ln) for ln in (tmp_path / "run" / "metrics.jsonl").read_text()
+             .splitlines()]
+    train = [ln for ln in lines if ln["split"] == "train"]
+    test = [ln for ln in lines if ln["split"] == "test"]
+    assert [ln["step"] for ln in train] == [1, 2, 3, 4, 5, 6]
+    assert all("loss" in ln and "accuracy" in ln for ln in train)
+    assert test and test[-1]["step"] == 6 and 0.0 <= test[-1]["accuracy"] <= 1.0
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert "global_attention on needle: 6 steps" in res.stdout
+    assert "target >= 0.95" in res.stdout
+    assert str(tmp_path / "run" / "metrics.jsonl") in res.stdout
+
+
+def test_progress_lines_without_a_terminal(tmp_path: Path) -> None:
+    """Not on a TTY there is no bar but a 'step k/N' line every few steps, with loss."""
+    res = _train(tmp_path / "run")
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("step ")]
+    assert lines and lines[-1].startswith("step 6/6")
+    assert all("loss" in ln for ln in lines)
+    assert "it/s" not in res.stderr  # no tqdm bar
+
+
+def test_resume_continues_to_the_new_total(tmp_path: Path) -> None:
+    """--resume with a larger --steps continues from the checkpoint's step, not from 0."""
+    assert _train(tmp_path / "run").exit_code == 0
+    res = CliRunner().invoke(main, ["train", GA, "--steps", "9", "--out",
+                                    str(tmp_path / "run"), "--resume", "--quiet"])
+    assert res.exit_code == 0, res.output
+    steps = [json.loads(ln)["step"] for ln in (tmp_path / "run" / "metrics.jsonl")
+             .read_text().splitlines() if '"train"' in ln]
+    assert steps == list(range(1, 10))
+    assert "step 7/9" in res.stderr and "step 1/9" not in res.stderr
+
+
+def test_resume_with_another_spec_exits_1_with_hashes(tmp_path: Path) -> None:
+    """Resuming a run with an edited mechanism prints a located error and exits 1."""
+    assert _train(tmp_path / "run").exit_code == 0
+    other = tmp_path / "other.yaml"
+    other.write_text(Path(GA).read_text().replace("d: 32", "d: 8"))
+    res = CliRunner().invoke(main, ["train", str(other), "--out", str(tmp_path / "run"),
+                                    "--resume"])
+    assert res.exit_code == 1
+    assert "different spec" in res.stderr and "spec hash" in res.stderr
+
+
+def test_unknown_task_suggests_a_name(tmp_path: Path) -> None:
+    """A misspelt task exits 1 with a did-you-mean."""
+    res = _train(tmp_path / "run", "--task", "needel")
+    assert res.exit_code == 1
+    assert "unknown task 'needel'" in res.stderr and "needle" in res.stderr
+
+
+def test_batch_not_divisible_by_processes_is_refused(tmp_path: Path) -> None:
+    """--nproc that does not divide the batch is a TrainingError before any process starts."""
+    res = CliRunner().invoke(main, ["train", GA, "--steps", "2", "--batch", "5", "--nproc",
+                                    "2", "--out", str(tmp_path / "run")])
+    assert res.exit_code == 1
+    assert "does not split evenly" in res.stderr
+
+
+def test_attend_draws_a_picture_of_the_run(tmp_path: Path) -> None:
+    """attend loads the run's checkpoint and writes a PNG of the words' weights."""
+    assert _train(tmp_path / "run").exit_code == 0
+    out = tmp_path / "att.png"
+    res = CliRunner().invoke(main, ["attend", str(tmp_path / "run"), "--example", "3",
+                                    "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "(words)" in res.stdout
+
+
+def test_attend_without_checkpoint_exits_1(tmp_path: Path) -> None:
+    """attend on a directory without a run says so and exits 1."""
+    res = CliRunner().invoke(main, ["attend", str(tmp_path)])
+    assert res.exit_code == 1 and "no checkpoint" in res.stderr
+
+
+def test_catalog_lists_every_spec_with_its_task() -> None:
+    """catalog prints one line per spec in specs/: name first, task last."""
+    res = CliRunner().invoke(main, ["catalog", "--dir", str(ROOT / "specs")])
+    assert res.exit_code == 0, res.output
+    names = sorted(p.stem for p in (ROOT / "specs").glob("*.yaml"))
+    lines = res.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == names
+    ga = next(ln for ln in lines if ln.startswith("global_attention "))
+    assert ga.split()[-1] == "needle" and "soft/content/global" in ga
