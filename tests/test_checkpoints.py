@@ -78,7 +78,8 @@ def test_failed_write_leaves_the_old_checkpoint(tmp_path: Path,
     c = ck.load_checkpoint(tmp_path)
 
     def boom(*a: object, **k: object) -> None:
-        raise OSError("disk full")
+        msg = "disk full"
+        raise OSError(msg)
 
     monkeypatch.setattr(torch, "save", boom)
     with pytest.raises(OSError, match="disk full"):

@@ -84,9 +84,9 @@ def attend(run_dir: str, example: int, output: str | None, query: int) -> None:
 
 def _axes_summary(graph: Graph) -> str:
     """``hardness/basis/reach`` of the attention sites (repeats counted), ``;``-separated."""
-    from attngraph.analysis.describe import describe
-
     from collections import Counter
+
+    from attngraph.analysis.describe import describe
 
     sites = describe(graph).sites
     counts = Counter("/".join(s.axes[k].value for k in ("hardness", "basis", "reach")
