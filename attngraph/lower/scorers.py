@@ -45,6 +45,10 @@ class Scorer(NodeModule):
         self.vector_query = False
         self.query: nn.Parameter | None = None
 
+    #: whether ``all``/``aligned`` broadcast a batch-1 query against B keys (a
+    #: learned query is then scored once, not once per batch row)
+    broadcasts_batch = True
+
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         k = x["key"]  # (B, [h,] N, dk)
         if not self.has_query:
@@ -52,7 +56,9 @@ class Scorer(NodeModule):
         if "query" in x:
             q = x["query"]
         else:
-            q = self.query.expand(k.shape[0], *self.query.shape)  # learned: (B, [h,] dq)
+            q = self.query.unsqueeze(0)  # learned: (1, [h,] dq), W q computed once
+            if not self.broadcasts_batch:
+                q = q.expand(k.shape[0], *self.query.shape)  # (B, [h,] dq)
         if self.vector_query:
             return self.all(q.unsqueeze(-2), k).squeeze(-2)  # (B, [h,] N)
         if self.pairs == "aligned":
@@ -190,6 +196,8 @@ class Gat(Scorer):
 
 class UserScorer(Scorer):
     """A user's scorer module (``ScorerInfo.make``) whose forward(q, k) gives all pairs."""
+
+    broadcasts_batch = False
 
     def __init__(self, inner: nn.Module) -> None:
         super().__init__()
