@@ -135,6 +135,22 @@ def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
     )
 
 
+_SHORT = {"accuracy": "acc", "token_accuracy": "tok_acc", "sequence_accuracy": "seq_acc",
+          "attention_peak": "peak", "test_accuracy": "test_acc",
+          "test_token_accuracy": "test_tok_acc", "test_sequence_accuracy": "test_seq_acc",
+          "test_attention_peak": "test_peak", "test_alignment": "test_align"}
+
+
+def _width(stream: TextIO) -> int:
+    """Columns of the terminal behind ``stream``; 0 when it is none (or has no width)."""
+    try:
+        if not stream.isatty():
+            return 0
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
 class _Log:
     """Progress on rank 0: a tqdm bar on a terminal, else a line every few steps."""
 
@@ -144,14 +160,15 @@ class _Log:
         self.every = cfg.log_every
         self.total = cfg.steps or 0
         self.stream = stream
-        self.bar_on = not cfg.quiet and bool(getattr(stream, "isatty", lambda: False)())
+        self.bar_on = not cfg.quiet and _width(stream) > 0
         self.bar = tqdm(total=self.total, initial=start, file=stream, desc=name,
                         disable=not self.bar_on, dynamic_ncols=True, leave=True)
 
     def step(self, step: int, info: dict[str, float]) -> None:
         shown = {k: f"{v:.3f}" for k, v in info.items() if k != "step"}
         if self.bar_on:
-            self.bar.set_postfix(shown, refresh=False)
+            short = {_SHORT.get(k, k): v for k, v in shown.items()}
+            self.bar.set_postfix(short, refresh=False)
             self.bar.update(1)
         elif step % self.every == 0 or step == self.total:
             text = "  ".join(f"{k} {v}" for k, v in shown.items())
