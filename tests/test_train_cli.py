@@ -109,3 +109,37 @@ def test_catalog_lists_every_spec_with_its_task() -> None:
     assert [ln.split()[0] for ln in lines] == names
     ga = next(ln for ln in lines if ln.startswith("global_attention "))
     assert ga.split()[-1] == "needle" and "soft/content/global" in ga
+
+
+def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal (a pty with a width) progress is a tqdm bar with loss and accuracy;
+    --quiet turns it into plain step lines."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    from attngraph.train.runner import RunConfig, run
+
+    def progress(quiet: bool) -> str:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        os.set_blocking(master, False)
+        with os.fdopen(slave, "w") as term:
+            run(RunConfig(spec=GA, steps=3, batch=4, eval_size=8, quiet=quiet,
+                          out=str(tmp_path / f"q{quiet}")), stream=term)
+        chunks = []
+        try:
+            while chunk := os.read(master, 65536):
+                chunks.append(chunk)
+        except OSError:  # drained (EAGAIN), or EIO once the slave is closed
+            pass
+        os.close(master)
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    bar = progress(quiet=False)
+    assert "3/3" in bar and "loss=" in bar and "acc=" in bar
+    assert "step 3/3" not in bar
+    lines = progress(quiet=True)
+    assert "step 3/3" in lines and "loss=" not in lines

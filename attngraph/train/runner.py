@@ -306,8 +306,9 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         out_dir.mkdir(parents=True, exist_ok=True)
         if prior is not None:
             _trim_metrics(metrics_path, start)
-        else:
+        else:  # a fresh run replaces an earlier run's files
             metrics_path.unlink(missing_ok=True)
+            ckpt_path.unlink(missing_ok=True)
     stored = {"task": task.name, "batch": cfg.batch, "lr": cfg.lr, "seed": cfg.seed,
               "options": dict(task.opts), "eval_every": cfg.eval_every,
               "eval_size": cfg.eval_size, "checkpoint_every": cfg.checkpoint_every}
