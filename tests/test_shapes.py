@@ -210,3 +210,30 @@ def test_ir_dump_is_stable_golden() -> None:
         "  %logits = linear(out=3, from=%z) : [3]  @11:11",
         "  return logits=%logits, attention=%p",
     ])
+
+
+def test_block_takes_a_graph_adjacency() -> None:
+    """A block input bound to g.adjacency can mask a softmax inside the block."""
+    text = """attngraph: 1
+name: gat2
+dims: {d: 8}
+inputs:
+  g: {type: graph, dim: d}
+blocks:
+  gat:
+    inputs: [h, adj]
+    nodes:
+      s: {kind: scorer, fn: dot, query: h, key: h}
+      a: {kind: softmax, scores: s, mask: {adjacency: adj}}
+      z: {kind: readout, weights: a, values: h}
+    output: z
+nodes:
+  h0: {kind: items, from: g}
+  h1: {kind: block, block: gat, from: {h: h0, adj: g.adjacency}}
+  h2: {kind: block, block: gat, from: {h: h1, adj: g.adjacency}}
+outputs: {h: h2}
+"""
+    g = loads_spec(text, "t.yaml")
+    assert str(g.node("h2").types[""]) == "[N, 8]"
+    assert g.node("h1").body is not None
+    assert str(g.node("h1").body.node("a").types[""]) == "[N, N]"

@@ -234,15 +234,15 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if m.adjacency is not None:
             adj_e = ctx.edge("mask.adjacency")
             src = ctx.done[adj_e.src]
-            adj = src.types.get("adjacency") if not adj_e.port else src.types.get(adj_e.port)
+            # a graph input's adjacency port, or any bool [N, N] (e.g. a block input
+            # bound to g.adjacency, so graph attention rounds can live in a block)
+            adj = src.types.get(adj_e.port or "adjacency", src.types.get(adj_e.port))
             if adj is None or adj.dtype != "bool":
                 ctx.fail(f"adjacency '{adj_e.ref}' is not a graph input", "mask.adjacency",
                          "declare an input {type: graph, dim: d} and name it here")
             if t.rank != 2 or tuple(t.dims) != tuple(adj.dims):
                 ctx.fail(f"adjacency mask {adj} does not fit scores {t}", "mask.adjacency",
                          "score all pairs of the graph's nodes (pairs: all, queries from them)")
-    if s.fn == "sparsemax" and s.temperature != 1.0:
-        pass  # temperature divides the scores before either function
     return {"": TensorType(t.dims, heads=t.heads, simplex=True)}
 
 
