@@ -19,8 +19,9 @@ def _train(out: Path, *extra: str) -> object:
 
 
 def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path) -> None:
-    """A run leaves one JSON line per step plus test lines, a checkpoint, and a summary
-    comparing final metrics with the spec's targets and naming the files."""
+    """A run leaves one JSON line per step plus test lines, a checkpoint, summary.json,
+    and prints a summary comparing final metrics with the spec's targets and naming
+    the files."""
     res = _train(tmp_path / "run")
     assert res.exit_code == 0, res.output
     lines = [json.loads(ln) for ln in (tmp_path / "run" / "metrics.jsonl").read_text()
@@ -34,6 +35,12 @@ def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path) -> None:
     assert "global_attention on needle: 6 steps" in res.stdout
     assert "target >= 0.95" in res.stdout
     assert str(tmp_path / "run" / "metrics.jsonl") in res.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["metrics"] == {k: v for k, v in test[-1].items()
+                                  if k not in ("step", "split")}
+    assert summary["target"] == {"accuracy": 0.95, "attention_peak": 0.8}
+    assert summary["reached"] == all(summary["metrics"][k] >= v
+                                     for k, v in summary["target"].items())
 
 
 def test_progress_lines_without_a_terminal(tmp_path: Path) -> None:

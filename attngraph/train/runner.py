@@ -2,10 +2,11 @@
 
 :func:`run` trains a spec on a built-in task and leaves in its output
 directory ``metrics.jsonl`` (one JSON object per training step, and one per
-evaluation with ``"split": "test"``) and ``checkpoint.pt`` (see
-:mod:`attngraph.train.checkpoints`). It shows a tqdm progress bar with loss and
-accuracy on a terminal, or prints a line every few steps otherwise, and returns
-a :class:`RunSummary` (final test metrics against the spec's ``train.target``).
+evaluation with ``"split": "test"``), ``checkpoint.pt`` (see
+:mod:`attngraph.train.checkpoints`) and ``summary.json`` (the final summary).
+It shows a tqdm progress bar with loss and accuracy on a terminal, or prints a
+line every few steps otherwise, and returns a :class:`RunSummary` (final test
+metrics against the spec's ``train.target``).
 
 With ``resume=True`` it continues from the directory's checkpoint; the model,
 optimizer, step and every random state are restored, so N steps straight and
@@ -32,10 +33,13 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.train.tasks import Task
 
-__all__ = ["RunConfig", "RunSummary", "run", "make_task", "METRICS_FILE"]
+__all__ = ["RunConfig", "RunSummary", "run", "settle", "make_task", "summary_dict",
+           "METRICS_FILE", "SUMMARY_FILE"]
 
 #: File name of the metrics log inside a run's output directory.
 METRICS_FILE = "metrics.jsonl"
+#: File name of the final summary (JSON) inside a run's output directory.
+SUMMARY_FILE = "summary.json"
 #: Parameter count under which a run uses one torch thread by default.
 SMALL = 1_000_000
 
@@ -353,14 +357,21 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         test = evaluate(model, graph, task, cfg.eval_size)
     target = dict(graph.train.target) if graph.train is not None and \
         graph.train.task == task.name else {}
-    return RunSummary(
+    summary_path = out_dir / SUMMARY_FILE
+    summary = RunSummary(
         spec=graph.name, task=task.name, steps=max(cfg.steps, start), metrics=test,
         target=target, seconds=before + time.perf_counter() - wall, out=str(out_dir),
-        files={"metrics": str(metrics_path), "checkpoint": str(ckpt_path)}, world=world,
+        files={"metrics": str(metrics_path), "checkpoint": str(ckpt_path),
+               "summary": str(summary_path)}, world=world,
         rank_max_diff=dd.rank_max_diff(model) if world > 1 else None,
     )
+    if lead:
+        tmp = summary_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(summary_dict(summary), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, summary_path)
+    return summary
 
 
 def summary_dict(summary: RunSummary) -> dict[str, Any]:
-    """The summary as plain data (for ``--json`` and tests)."""
+    """The summary as plain data (what ``summary.json`` holds), with ``reached``."""
     return {**asdict(summary), "reached": summary.reached}
