@@ -29,3 +29,23 @@ def test_docs_writes_images_and_catalog(tmp_path: Path) -> None:
     page = (out / "catalog.md").read_text()
     assert "## Intra-attention (all pairs)" in page
     assert "(catalog/simple-attention.unrolled.svg)" in page
+
+
+@pytest.mark.dot
+def test_catalog_page_has_the_axes_table(tmp_path: Path) -> None:
+    """catalog.md carries the describe table: a row per attention site with every axis."""
+    from attngraph.analysis.axes import AXES
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    catalog = FIGURES.parent.parent / "specs"
+    shutil.copy(catalog / "intra_attention.yaml", specs / "intra_attention.yaml")
+    out = tmp_path / "docs"
+    r = CliRunner().invoke(main, ["docs", "--specs", str(specs), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    page = (out / "catalog.md").read_text()
+    header = next(line for line in page.splitlines() if line.startswith("| spec | site"))
+    assert all(axis in header for axis in AXES)
+    rows = [line for line in page.splitlines() if line.startswith("| `intra_attention` | `y`")]
+    # the intra-attention site: queries and keys both come from the same items
+    assert rows and "| self |" in rows[0]
