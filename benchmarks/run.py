@@ -146,19 +146,18 @@ def bench_local(sz: Sizes) -> list[Row]:
     sizes = sz.pick((1024, 4096), (32, 64))
     spec = attngraph.compile(local_spec(d, h, w), seed=0)
     dense = HandDenseLocal(d, h, w)
-    per_n = {}
-    for n in sizes:
-        x = torch.randn(1, n, d)
-        per_n[n] = interleaved({
-            "spec": _fwd_bwd(spec, lambda x=x: spec(x=x)["z"]),
-            "dense": _fwd_bwd(dense, lambda x=x: dense(x)),
-        }, max(3, sz.repeats // 2))
     small, big = sizes
+    xs = {n: torch.randn(1, n, d) for n in sizes}
+    # both sizes in the same rounds, so that the growth ratio is paired in time
+    t = interleaved({
+        f"{kind}{n}": _fwd_bwd(mod, (lambda n=n: spec(x=xs[n])["z"]) if kind == "spec"
+                               else (lambda n=n: dense(xs[n])))
+        for n in sizes for kind, mod in (("spec", spec), ("dense", dense))
+    }, max(3, sz.repeats // 2), inner=1 if sz.quick else 2)
+    per_n = {n: {"spec": t[f"spec{n}"], "dense": t[f"dense{n}"]} for n in sizes}
     r = ratio_stat(per_n[big], "spec", "dense")
-    grow_s = median_stat([a / b for a, b in zip(per_n[big]["spec"], per_n[small]["spec"],
-                                                strict=True)])
-    grow_d = median_stat([a / b for a, b in zip(per_n[big]["dense"], per_n[small]["dense"],
-                                                strict=True)])
+    grow_s = ratio_stat(t, f"spec{big}", f"spec{small}")
+    grow_d = ratio_stat(t, f"dense{big}", f"dense{small}")
     ms = {k: statistics.median(v) * 1e3 for k, v in per_n[big].items()}
     return [
         Row("local spec (banded) / dense masked SDPA", f"B=1, N={big}, w={w}, d={d}, h={h}, "
