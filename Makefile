@@ -14,7 +14,7 @@ DOT_MISSING := attngraph: the Graphviz 'dot' program is missing; install it (Deb
 .PHONY: help venv dot test demo docs bench lint clean
 
 help:
-	@echo "make demo   set up, then validate the catalog (specs/)"
+	@echo "make demo   set up, then check, draw and list the catalog, train one model, draw its attention"
 	@echo "make test   set up, then run the tests and the doctests"
 	@echo "make venv   create $(VENV) ($(TORCH) first, then the project with [dev])"
 	@echo "make dot    install Graphviz 'dot' when root with apt-get, else say how"
@@ -48,11 +48,19 @@ test: venv dot
 	$(PY) -m pytest tests
 
 # One step per line; later steps (render the catalog, train a model) go below.
+# The main job end to end (about half a minute): check and list the catalog, draw
+# every spec in both views, train one model with a progress bar, and draw what it
+# attended to. Output goes to runs/demo/ (not tracked); `make docs` rewrites docs/.
 demo: venv dot
-	$(VENV)/bin/attngraph validate specs/*.yaml
+	$(VENV)/bin/attngraph validate -q specs/*.yaml
+	$(VENV)/bin/attngraph catalog
+	$(VENV)/bin/attngraph docs --out runs/demo/docs
+	$(VENV)/bin/attngraph train specs/global_attention.yaml --out runs/demo/global_attention
+	$(VENV)/bin/attngraph attend runs/demo/global_attention --example 3 -o runs/demo/attention.png
+	@echo "demo: diagrams in runs/demo/docs/catalog.md, attention picture runs/demo/attention.png"
 
-docs: venv
-	$(PY) -m attngraph docs
+docs: venv dot
+	$(VENV)/bin/attngraph docs
 
 bench: venv
 	$(PY) benchmarks/run.py
