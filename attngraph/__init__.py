@@ -36,4 +36,5 @@ def __getattr__(name: str) -> Any:
         from attngraph.lower import compile as _compile
 
         return _compile
-    raise AttributeError(f"module 'attngraph' has no attribute {name!r}")
+    msg = f"module 'attngraph' has no attribute {name!r}"
+    raise AttributeError(msg)

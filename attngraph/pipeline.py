@@ -25,17 +25,21 @@ def check_resources(graph: Graph, doc: Document | None = None) -> None:
     loc = doc.loc(()) if doc is not None else SourceLoc(graph.file)
     params = graph.params
     if params > MAX_PARAMS:
+        msg = f"spec would have {params:,} parameters, over the limit of {MAX_PARAMS:,}"
         raise SpecError(
-            f"spec would have {params:,} parameters, over the limit of {MAX_PARAMS:,}",
+            msg,
             loc, "shrink dims, or pass --allow-large (allow_large=True) if you mean it",
         )
-    for path, n in graph.walk():
+    for _path, n in graph.walk():
         for t in n.types.values():
             for d in t.dims:
                 if isinstance(d, int) and d > MAX_DIM:
-                    raise SpecError(
+                    msg = (
                         f"node '{n.id}' has a dimension of {d:,}, over the limit of "
-                        f"{MAX_DIM:,}", n.loc, "pass --allow-large if you mean it",
+                        f"{MAX_DIM:,}"
+                    )
+                    raise SpecError(
+                        msg, n.loc, "pass --allow-large if you mean it",
                     )
 
 

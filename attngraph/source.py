@@ -79,13 +79,15 @@ class _Builder:
     def build(self, node: Node, path: PathKey, depth: int = 0) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
+            msg = f"document expands to more than {MAX_NODES} YAML nodes"
             raise SpecError(
-                f"document expands to more than {MAX_NODES} YAML nodes",
+                msg,
                 self.loc(node),
                 "aliases (*name) are expanded in full; a spec never needs this many",
             )
         if depth > 64:
-            raise SpecError("document nests deeper than 64 levels", self.loc(node))
+            msg = "document nests deeper than 64 levels"
+            raise SpecError(msg, self.loc(node))
         self.locs.setdefault(path, self.loc(node))
         if isinstance(node, MappingNode):
             if node.tag != _TAG + "map":
@@ -93,27 +95,32 @@ class _Builder:
             out: dict[str, Any] = {}
             for knode, vnode in node.value:
                 if knode.tag == _TAG + "merge":
+                    msg = "merge keys (<<) are not supported"
                     raise SpecError(
-                        "merge keys (<<) are not supported", self.loc(knode),
+                        msg, self.loc(knode),
                         "write the fields out in full",
                     )
                 if not isinstance(knode, ScalarNode):
-                    raise SpecError("a mapping key must be a plain name", self.loc(knode))
+                    msg = "a mapping key must be a plain name"
+                    raise SpecError(msg, self.loc(knode))
                 key = self.scalar(knode)
                 if not isinstance(key, (str, int)) or isinstance(key, bool):
+                    msg = f"a mapping key must be a name, found {key!r}"
                     raise SpecError(
-                        f"a mapping key must be a name, found {key!r}", self.loc(knode)
+                        msg, self.loc(knode)
                     )
                 key = str(key)
+                kpath = (*path, key)
                 if key in out:
-                    first = self.key_locs[(*path, key)]
+                    first = self.key_locs[kpath]
+                    msg = f"duplicate key '{key}' (first at line {first.line})"
                     raise SpecError(
-                        f"duplicate key '{key}' (first at line {first.line})",
+                        msg,
                         self.loc(knode),
                         "each key may appear once in a mapping; remove or rename one",
                     )
-                self.key_locs[(*path, key)] = self.loc(knode)
-                out[key] = self.build(vnode, (*path, key), depth + 1)
+                self.key_locs[kpath] = self.loc(knode)
+                out[key] = self.build(vnode, kpath, depth + 1)
             return out
         if isinstance(node, SequenceNode):
             if node.tag != _TAG + "seq":
@@ -147,8 +154,9 @@ def loads(text: str, file: str = "<spec>") -> Document:
     'demo.yaml:2:8'
     """
     if len(text) > MAX_BYTES:
+        msg = f"spec is {len(text)} bytes, more than the limit of {MAX_BYTES}"
         raise SpecError(
-            f"spec is {len(text)} bytes, more than the limit of {MAX_BYTES}",
+            msg,
             SourceLoc(file, 1, 1, None),
         )
     try:
@@ -157,15 +165,18 @@ def loads(text: str, file: str = "<spec>") -> Document:
         mark = exc.problem_mark or exc.context_mark
         loc = _mark_loc(file, text, mark) if mark else SourceLoc(file, 1, 1, text)
         problem = exc.problem or exc.context or "invalid YAML"
+        msg = f"YAML syntax: {problem}"
         raise SpecError(
-            f"YAML syntax: {problem}", loc,
+            msg, loc,
             "check indentation, colons and matching brackets or quotes",
         ) from None
     except yaml.YAMLError as exc:
-        raise SpecError(f"YAML: {exc}", SourceLoc(file, 1, 1, text)) from None
+        msg = f"YAML: {exc}"
+        raise SpecError(msg, SourceLoc(file, 1, 1, text)) from None
     if node is None:
+        msg = "the spec is empty"
         raise SpecError(
-            "the spec is empty", SourceLoc(file, 1, 1, text),
+            msg, SourceLoc(file, 1, 1, text),
             "a spec starts with 'attngraph: 1' and a 'name:'",
         )
     b = _Builder(file, text)
@@ -179,17 +190,22 @@ def load(path: str | Path) -> Document:
     try:
         size = p.stat().st_size
         if size > MAX_BYTES:
+            msg = f"spec is {size} bytes, more than the limit of {MAX_BYTES}"
             raise SpecError(
-                f"spec is {size} bytes, more than the limit of {MAX_BYTES}",
+                msg,
                 SourceLoc(str(path), 0, 0),
             )
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError(f"no such file: {path}", SourceLoc(str(path))) from None
+        msg = f"no such file: {path}"
+        raise SpecError(msg, SourceLoc(str(path))) from None
     except IsADirectoryError:
-        raise SpecError(f"{path} is a directory, not a spec", SourceLoc(str(path))) from None
+        msg = f"{path} is a directory, not a spec"
+        raise SpecError(msg, SourceLoc(str(path))) from None
     except UnicodeDecodeError as exc:
-        raise SpecError(f"spec is not UTF-8 text ({exc.reason})", SourceLoc(str(path))) from None
+        msg = f"spec is not UTF-8 text ({exc.reason})"
+        raise SpecError(msg, SourceLoc(str(path))) from None
     except OSError as exc:
-        raise SpecError(f"cannot read spec: {exc.strerror}", SourceLoc(str(path))) from None
+        msg = f"cannot read spec: {exc.strerror}"
+        raise SpecError(msg, SourceLoc(str(path))) from None
     return loads(text, str(path))

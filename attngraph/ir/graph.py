@@ -144,7 +144,7 @@ class Node:
             if v == info.default or v is None:
                 continue
             if hasattr(v, "model_dump"):
-                v = {k: x for k, x in v.model_dump(exclude_defaults=True).items()}
+                v = dict(v.model_dump(exclude_defaults=True).items())
             parts.append(f"{info.alias or name}={v}")
         q = getattr(self.spec, "query", None)
         if q is not None and hasattr(q, "learned"):

@@ -57,8 +57,9 @@ class RuleCtx:
         if e.port not in src.types:
             ports = sorted(p for p in src.types if p)
             hint = did_you_mean(e.port, ports) if ports else f"'{e.src}' has no named ports"
+            msg = f"node '{self.node.id}': '{e.src}' ({src.kind}) has no port '{e.port}'"
             raise ShapeError(
-                f"node '{self.node.id}': '{e.src}' ({src.kind}) has no port '{e.port}'",
+                msg,
                 e.loc, hint,
             )
         return src.types[e.port]
@@ -75,7 +76,8 @@ class RuleCtx:
         """Raise a ShapeError at the edge of ``role``, the ``field``'s value, or the node."""
         e = self.node.edge(role) if role else None
         loc = e.loc if e is not None else self.node.where(field) if field else self.node.loc
-        raise ShapeError(f"node '{self.node.id}': {msg}", loc, hint)
+        msg_0 = f"node '{self.node.id}': {msg}"
+        raise ShapeError(msg_0, loc, hint)
 
     def need_items(self, role: str, what: str) -> TensorType:
         """The input's type, which must be float ``[L, d]`` (a set of items)."""
@@ -101,8 +103,9 @@ class RuleCtx:
             return infer_shapes(sub)
         except AttnGraphError as exc:
             d = exc.diagnostics[0]
+            msg = f"in block '{name}' (used by node '{self.node.id}'): {d.message}"
             raise ShapeError(
-                f"in block '{name}' (used by node '{self.node.id}'): {d.message}", d.loc, d.hint,
+                msg, d.loc, d.hint,
             ) from None
 
 
@@ -113,7 +116,8 @@ def _infer_node(node: Node, graph: Graph, done: dict[str, Node]) -> Node:
         return node
     rule = SHAPES.get(node.kind)
     if rule is None:
-        raise ShapeError(f"node '{node.id}': no shape rule for kind '{node.kind}'", node.loc)
+        msg = f"node '{node.id}': no shape rule for kind '{node.kind}'"
+        raise ShapeError(msg, node.loc)
     ctx = RuleCtx(node, graph, done)
     types = rule(ctx)
     return replace(node, types=types, params=ctx.params, body=ctx.body)

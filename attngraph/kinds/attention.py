@@ -3,7 +3,7 @@ softmax, readout and policy; and the built-in scorer functions."""
 
 from __future__ import annotations
 
-from attngraph.ir.graph import TensorType
+from attngraph.ir.graph import Dim, TensorType
 from attngraph.ir.shapes import RuleCtx
 from attngraph.kinds.registry import SCORERS, ScorerInfo, register_scorer, shape_rule
 
@@ -179,7 +179,7 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": _pairs(ctx, q, k, n)}
 
 
-def _pairs(ctx: RuleCtx, q: TensorType | None, k: TensorType, n: object) -> TensorType:
+def _pairs(ctx: RuleCtx, q: TensorType | None, k: TensorType, n: Dim) -> TensorType:
     s = ctx.spec
     if s.pairs == "aligned":
         if q is None or q.rank != 2:

@@ -81,4 +81,5 @@ def lookup(table: dict[str, Any], name: str, what: str) -> Any:
     try:
         return table[name]
     except KeyError:
-        raise AttnGraphError(f"unknown {what} '{name}'", hint=did_you_mean(name, table)) from None
+        msg = f"unknown {what} '{name}'"
+        raise AttnGraphError(msg, hint=did_you_mean(name, table)) from None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attngraph.ir.graph import Graph, TensorType
+from attngraph.ir.graph import Dim, Graph, TensorType
 from attngraph.ir.shapes import RuleCtx, output_types
 from attngraph.kinds.registry import shape_rule
 
@@ -60,8 +60,9 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     s = ctx.spec
     name = s.body
     tmpl = ctx.graph.blocks[name]
+    steps: Dim
     if isinstance(s.steps, int):
-        steps: object = s.steps
+        steps = s.steps
     else:
         st = ctx.t("steps")
         if st.rank == 0:
@@ -103,7 +104,7 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if got.dims != bound[cname].dims:
             ctx.fail(f"carry '{cname}' starts as {bound[cname]} but output '{c.next}' is {got}",
                      hint="a carried state keeps its shape from step to step")
-    for fname, f in s.feed.items():
+    for f in s.feed.values():
         if f.feedback is not None and body_out[f.feedback].rank != 1:
             ctx.fail(f"feedback '{f.feedback}' must be logits [V] to pick the next id")
     ctx.body = body

@@ -24,14 +24,14 @@ def json_schema() -> dict[str, Any]:
 
     cfg = ConfigDict(extra="forbid")
     nodes_t = dict[m.Ident, m.NodeSpec]  # type: ignore[valid-type]
-    block = create_model(
+    block = create_model(  # type: ignore[call-overload]
         "Block", __config__=cfg, __doc__=m.BlockSpec.__doc__,
         **{
             name: (nodes_t if name == "nodes" else f.annotation, f)
             for name, f in m.BlockSpec.model_fields.items()
         },
     )
-    spec = create_model(
+    spec = create_model(  # type: ignore[call-overload]
         "AttnGraphSpec", __config__=cfg, __doc__=m.Spec.__doc__,
         **{
             name: (

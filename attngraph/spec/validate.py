@@ -32,7 +32,7 @@ _WHAT = {
 }
 _SIZE_FIELDS = {
     "embed", "dim", "hidden", "out", "vocab", "max_len", "slots", "width", "channels",
-    "height", "width", "classes", "learned", "zeros", "heads", "times",
+    "height", "classes", "learned", "zeros", "heads", "times",
 }
 
 
@@ -83,7 +83,8 @@ def _model_for(path: PathKey, data: Any) -> type[BaseModel] | None:
         node_path, rest = path[:4], path[4:]
     if node_path is not None:
         node = _get(data, node_path)
-        model = m.NODE_MODELS.get(node.get("kind")) if isinstance(node, dict) else None
+        kind = node.get("kind") if isinstance(node, dict) else None
+        model = m.NODE_MODELS.get(kind) if isinstance(kind, str) else None
         if model is None:
             return None
         if rest == ("mask",):
@@ -260,8 +261,9 @@ def validate(doc: Document) -> m.Spec:
     """
     data = doc.data
     if not isinstance(data, dict):
+        msg = "a spec is a mapping with 'attngraph: 1', 'name', 'inputs', 'nodes', 'outputs'"
         raise SpecError(
-            "a spec is a mapping with 'attngraph: 1', 'name', 'inputs', 'nodes', 'outputs'",
+            msg,
             doc.loc(()),
         )
     diags: list[Diagnostic] = []
