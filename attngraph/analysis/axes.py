@@ -179,7 +179,8 @@ def _reach(scorers: list[Node], p: Node) -> Axis:
                     f"{side} of the query (mask of '{p.id}')")
     if mask is not None and mask.adjacency is not None:
         adj = p.edge("mask.adjacency")
-        return Axis("local", f"graph neighbours only: adjacency mask from '{adj.src}'")
+        src = adj.src if adj is not None else "?"
+        return Axis("local", f"graph neighbours only: adjacency mask from '{src}'")
     gauss = [sc for sc in scorers if sc.spec.fn == "location" and sc.edge("query")]
     if gauss:
         sig = gauss[0].spec.sigma

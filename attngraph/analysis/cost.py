@@ -108,7 +108,7 @@ def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node
     n = _sym(dims[-1], "N", where)
     m = (n if dims[0] == dims[-1] else _sym(dims[0], "M", where)) if len(dims) == 2 else None
     mask = weights.spec.mask if weights.kind == "softmax" else None
-    if len(dims) == 2 and mask is not None and mask.window is not None:
+    if len(dims) == 2 and m is not None and mask is not None and mask.window is not None:
         w = mask.window + 1 if mask.causal else 2 * mask.window + 1
         pairs: list[Dim] = [m, "w"]
         where["w"] = w

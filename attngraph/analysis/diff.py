@@ -112,6 +112,7 @@ def _pair_sites(sa: list[Site], sb: list[Site], al: Alignment) -> list[SiteDiff]
     by_b = {s.id: s for s in sb}
     used: set[str] = set()
     pairs: list[tuple[Site | None, Site | None]] = []
+    s: Site | None
     t: Site | None
     for s in sa:
         t = by_b.get(match.get(s.id, ""))
