@@ -28,6 +28,9 @@ MAX_NODES = 100_000
 MAX_BYTES = 2_000_000
 
 _TAG = "tag:yaml.org,2002:"
+#: libyaml's C parser when PyYAML was built with it (several times faster on large
+#: specs); both keep the marks (line, column) that diagnostics need.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null")}
 
 
@@ -142,6 +145,17 @@ class _Builder:
         )
 
 
+def _compose(text: str) -> Node | None:
+    """Compose with libyaml; on a syntax error, again with the pure-Python parser,
+    whose messages name more (the alias, the token found) for the diagnostic."""
+    try:
+        return yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        if _LOADER is yaml.SafeLoader:
+            raise
+    return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
 def loads(text: str, file: str = "<spec>") -> Document:
     """Parse YAML text into a :class:`Document`.
 
@@ -160,7 +174,7 @@ def loads(text: str, file: str = "<spec>") -> Document:
             SourceLoc(file, 1, 1, None),
         )
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = _mark_loc(file, text, mark) if mark else SourceLoc(file, 1, 1, text)
