@@ -112,6 +112,13 @@ REASONS = {
         "row). The speedup ratio then differs from 1 by the eager overhead of the "
         "spec and by timing noise; the per-round spread shows how much."
     ),
+    "Bahdanau additive attention spec": (
+        "The lowered scorer runs the hand-written module's operations (W s + b, U h, "
+        "one broadcast add, tanh, a matmul with v, softmax, a batched matmul); this "
+        "row has the widest run-to-run spread of the table on this shared machine "
+        "(earlier full runs in the same session gave 0.71x and 1.02x). A quiet "
+        "machine, or more rounds (`--repeats`), settles it."
+    ),
     "MHSA spec / projections+SDPA": (
         "The spec lowers to the same kernels as the hand-written module (one stacked "
         "q/k/v matmul, one SDPA call, one output projection); a median above target "
