@@ -211,7 +211,7 @@ class Softmax(NodeModule):
         m = s.mask
         self.t = ctx.t("scores")
         self.causal = bool(m and m.causal)
-        self.window = m.window if m else None
+        self.window: int | None = m.window if m else None
         self.self_loops = m.self_loops if m else True
         self.temperature = float(s.temperature)
         self.sparse = s.fn == "sparsemax"
@@ -241,15 +241,14 @@ def lower_softmax(ctx: LowerCtx) -> NodeModule:
     return Softmax(ctx)
 
 
-class Readout(NodeModule):
-    """z = Σ_i p_i v_i per query, heads merged by ``combine``, optional ``out``."""
+class _ReadoutOut(NodeModule):
+    """What a readout does after Σ_i p_i v_i: heads merged by ``combine``, optional ``out``."""
 
     def __init__(self, ctx: LowerCtx, d: int) -> None:
         super().__init__()
         s = ctx.spec
         self.heads = ctx.t("values").heads
         self.combine = s.combine
-        self.wtype = ctx.t("weights") if ctx.has("weights") else None
         d_out = d * self.heads if self.heads and s.combine == "concat" else d
         self.out = nn.Linear(d_out, int(s.out), bias=s.bias) if s.out is not None else None
 
@@ -258,6 +257,14 @@ class Readout(NodeModule):
         if self.heads:
             z = merge_heads(z, self.combine)
         return self.out(z) if self.out is not None else z
+
+
+class Readout(_ReadoutOut):
+    """z = Σ_i p_i v_i per query, heads merged by ``combine``, optional ``out``."""
+
+    def __init__(self, ctx: LowerCtx, d: int) -> None:
+        super().__init__(ctx, d)
+        self.wtype = ctx.t("weights")
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
@@ -277,7 +284,7 @@ def lower_readout(ctx: LowerCtx) -> NodeModule:
     return Readout(ctx, int(ctx.t("values").dims[-1]))
 
 
-class FusedAttention(Readout):
+class FusedAttention(_ReadoutOut):
     """Scaled-dot scorer, softmax and readout as one ``scaled_dot_product_attention``."""
 
     def __init__(self, ctx: LowerCtx) -> None:
@@ -289,7 +296,7 @@ class FusedAttention(Readout):
                                 heads=k.heads)
         m = s.mask
         self.causal = bool(m and m.causal)
-        self.window = m.window if m else None
+        self.window: int | None = m.window if m else None
         self.self_loops = m.self_loops if m else True
         self.scale = 1.0 / (math.sqrt(int(k.dims[-1])) * float(s.temperature))
 
@@ -301,20 +308,24 @@ class FusedAttention(Readout):
         key_sym = self.stype.dims[-1]
         pad = rt.masks.get(key_sym) if isinstance(key_sym, str) else None
         m, n = q.shape[-2], k.shape[-2]
-        if adjacency is None and use_banded(m, n, self.window):
+        window = self.window
+        if adjacency is None and window is not None and use_banded(m, n, window):
             # local attention: O(N·w) blocks instead of an N×N masked matrix
-            z = banded_attention(q, k, v, int(self.window), scale=self.scale,
+            z = banded_attention(q, k, v, int(window), scale=self.scale,
                                  causal=self.causal, key_mask=pad)
-        elif adjacency is None and pad is None and self.window is None:
+        elif adjacency is None and pad is None and window is None:
             # no mask, or only the causal one: SDPA's own (fused) causal path
             z = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal and m > 0,
                                                scale=self.scale)
         else:
             mask = attention_mask(
-                self.stype, rt, causal=self.causal, window=self.window,
+                self.stype, rt, causal=self.causal, window=window,
                 adjacency=adjacency, self_loops=self.self_loops,
                 m=m, n=n, device=q.device,
             )
+            if mask is None:  # not reached: adjacency, padding or window is set here
+                msg = "the masked attention path got no mask"
+                raise ValueError(msg)
             if self.vector_query:
                 mask = mask.unsqueeze(-2)  # (B, [1,] 1, N)
             ok = row_any(mask)  # rows with something to attend

@@ -187,7 +187,8 @@ def _linear_groups(schedule: list[Step], nodes: nn.ModuleDict) -> dict[str, tupl
     for nid, _, ins in schedule:
         if len(ins) != 1 or ins[0][0] != "from":
             continue
-        lin = nodes[nid].fusable_linear()
+        mod = nodes[nid]
+        lin = mod.fusable_linear() if isinstance(mod, NodeModule) else None
         if lin is None:
             continue
         weight, bias = lin
@@ -196,17 +197,29 @@ def _linear_groups(schedule: list[Step], nodes: nn.ModuleDict) -> dict[str, tupl
     return {g[0]: tuple(g) for g in found.values() if len(g) > 1}
 
 
+def _linear_of(nid: str, mod: nn.Module) -> tuple[NodeModule, Tensor, Tensor | None]:
+    """A grouped node's module with the weight and bias of its linear."""
+    if isinstance(mod, NodeModule):
+        lin = mod.fusable_linear()
+        if lin is not None:
+            return mod, lin[0], lin[1]
+    msg = f"node '{nid}' is computed in a stacked linear but has no fusable linear"
+    raise LoweringError(msg)
+
+
 def _run_linear_group(mods: list[tuple[str, nn.Module]], x: dict[str, Tensor],
                       rt: Runtime) -> dict[str, Tensor]:
     """One ``F.linear`` over the stacked weights, split back per node."""
     import torch.nn.functional as F
 
-    lins = [m.fusable_linear() for _, m in mods]
-    weight = torch.cat([w for w, _ in lins])
-    bias = torch.cat([b for _, b in lins]) if lins[0][1] is not None else None
+    lins = [_linear_of(nid, m) for nid, m in mods]
+    weight = torch.cat([w for _, w, _ in lins])
+    biases = [b for _, _, b in lins if b is not None]
+    bias = torch.cat(biases) if lins[0][2] is not None else None
     y = F.linear(x["from"], weight, bias)
-    parts = y.split([int(w.shape[0]) for w, _ in lins], dim=-1)
-    return {nid: m.after_linear(p, rt) for (nid, m), p in zip(mods, parts, strict=True)}
+    parts = y.split([int(w.shape[0]) for _, w, _ in lins], dim=-1)
+    return {nid: m.after_linear(p, rt)
+            for (nid, _), (m, _, _), p in zip(mods, lins, parts, strict=True)}
 
 
 class GraphModule(nn.Module):

@@ -30,6 +30,9 @@ def _cell(cell: str, x: Tensor, h: Tensor, c: Tensor | None, w_ih: Tensor, w_hh:
         z = torch.sigmoid(iz + hz)
         n = torch.tanh(in_ + r * hn)
         return (1 - z) * n + z * h, None
+    if c is None:
+        msg = "an LSTM step needs its cell state"
+        raise ValueError(msg)
     i, f, g, o = (gi + gh).chunk(4, -1)
     c2 = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c2), c2
@@ -50,12 +53,12 @@ class Rnn(NodeModule):
         self.step = t.rank == 1
         d = int(t.dims[-1])
         if self.step:
-            cls = nn.GRUCell if s.cell == "gru" else nn.LSTMCell
-            self.cell = cls(d, self.hidden)
+            cell_cls = nn.GRUCell if s.cell == "gru" else nn.LSTMCell
+            self.cell = cell_cls(d, self.hidden)
         else:
-            cls = nn.GRU if s.cell == "gru" else nn.LSTM
-            self.rnn = cls(d, self.hidden, num_layers=s.layers, batch_first=True,
-                           bidirectional=s.bidirectional)
+            rnn_cls = nn.GRU if s.cell == "gru" else nn.LSTM
+            self.rnn = rnn_cls(d, self.hidden, num_layers=s.layers, batch_first=True,
+                               bidirectional=s.bidirectional)
 
     def _h0(self, x: dict[str, Tensor], b: int, ref: Tensor) -> Tensor:
         """Initial hidden state (layers·dirs, B, h)."""

@@ -55,10 +55,13 @@ class Scorer(NodeModule):
             return self.items(k)  # (B, [h,] N)
         if "query" in x:
             q = x["query"]
-        else:
+        elif self.query is not None:
             q = self.query.unsqueeze(0)  # learned: (1, [h,] dq), W q computed once
             if not self.broadcasts_batch:
                 q = q.expand(k.shape[0], *self.query.shape)  # (B, [h,] dq)
+        else:
+            msg = "the scorer has neither a query input nor a learned query"
+            raise ValueError(msg)
         if self.vector_query:
             return self.all(q.unsqueeze(-2), k).squeeze(-2)  # (B, [h,] N)
         if self.pairs == "aligned":

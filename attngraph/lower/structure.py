@@ -21,6 +21,8 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
@@ -79,7 +81,8 @@ class Repeat(NodeModule):
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         v = x["from"]
         for i in range(self.times):
-            body = self.rounds[i if len(self.rounds) > 1 else 0]
+            # ModuleList items are typed nn.Module; every round is a GraphModule
+            body = cast(GraphModule, self.rounds[i if len(self.rounds) > 1 else 0])
             v = body.run({self.input: v}, rt)[self.output]
         return v
 

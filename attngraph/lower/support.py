@@ -96,14 +96,15 @@ def sinusoid(n: int, dim: int, device: torch.device) -> Tensor:
 
 
 class Position(NodeModule):
-    """Context vectors for positions 0..N-1 of ``from``'s items axis."""
+    """Context vectors for positions 0..N-1 of ``from``'s items axis: a learned
+    table of ``max_len`` rows, or sinusoidal when ``max_len`` is None."""
 
-    def __init__(self, dim: int, encoding: str, max_len: int | None, axis: int) -> None:
+    def __init__(self, dim: int, max_len: int | None, axis: int) -> None:
         super().__init__()
         self.dim = dim
         self.axis = axis
-        self.weight = (nn.Parameter(torch.randn(int(max_len), dim) * 0.02)
-                       if encoding == "learned" else None)
+        self.weight = (nn.Parameter(torch.randn(max_len, dim) * 0.02)
+                       if max_len is not None else None)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         src = x["from"]
@@ -121,8 +122,13 @@ def lower_position(ctx: LowerCtx) -> NodeModule:
     s = ctx.spec
     t = ctx.t("from")
     n = t.dims[0]
-    max_len = s.max_len or (n if isinstance(n, int) else None)
-    return Position(int(s.dim), s.encoding, max_len, 2 if t.heads else 1)
+    rows = None
+    if s.encoding == "learned":
+        max_len = s.max_len or (n if isinstance(n, int) else None)
+        if max_len is None:
+            ctx.fail("learned positions need 'max_len'", hint="add max_len: <longest N>")
+        rows = int(max_len)
+    return Position(int(s.dim), rows, 2 if t.heads else 1)
 
 
 class Norm(NodeModule):
