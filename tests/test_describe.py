@@ -41,8 +41,8 @@ CATALOG = {
         ('agg2', ('soft', 'content', 'self', 'local', 'single-head', 'not recurrent', 'implicit'), 'O(N²·d) with d = 16'),
     ],
     'image_self_attention': [
-        ('y', ('soft', 'content', 'self', 'global', 'multi-head', 'not recurrent', 'explicit'), 'O(N²·d) with d = 48, N = 64'),
-        ('z', ('soft', 'content', 'external', 'global', 'single-head', 'not recurrent', 'explicit'), 'O(N·d) with d = 48, N = 64'),
+        ('y', ('soft', 'content', 'self', 'global', 'multi-head', 'not recurrent', 'explicit'), 'O(N²·d) with d = 48, N = 36'),
+        ('z', ('soft', 'content', 'external', 'global', 'single-head', 'not recurrent', 'explicit'), 'O(N·d) with d = 48, N = 36'),
     ],
     'intra_attention': [
         ('y', ('soft', 'content', 'self', 'global', 'single-head', 'not recurrent', 'explicit'), 'O(N²·d) with d = 32'),
