@@ -243,3 +243,20 @@ def test_alignment_metric_rewards_the_anti_diagonal_on_reversal() -> None:
     logits = torch.zeros(3, 4, 12)
     assert compute_metrics(t, {"logits": logits, "attention": anti}, b)["alignment"] == 1.0
     assert compute_metrics(t, {"logits": logits, "attention": diag}, b)["alignment"] == 0.0
+
+
+def test_alignment_metric_on_soft_and_summary_alignments() -> None:
+    """A soft alignment whose mass peaks on the anti-diagonal (spread over neighbours,
+    with a head axis) scores 1 on reversal; one that always reads the last source
+    word, as a decoder leaning on the encoder's final state does, scores 1/N."""
+    t = get_task("reversal", seed=0, length=6)
+    b = t.batch(2)
+    anti = torch.eye(6).flip(-1)
+    soft = torch.softmax(3.0 * anti + torch.rand(6, 6), -1)  # peak 3 above noise < 1
+    att = soft.expand(2, 2, 6, 6)  # (B, h, T, N)
+    logits = torch.zeros(2, 6, 12)
+    assert compute_metrics(t, {"logits": logits, "attention": att}, b)["alignment"] == 1.0
+    last = torch.zeros(2, 6, 6)
+    last[..., -1] = 1.0
+    got = compute_metrics(t, {"logits": logits, "attention": last}, b)["alignment"]
+    assert got == pytest.approx(1 / 6)
