@@ -14,10 +14,11 @@ from attngraph.source import load
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml"))
 IDS = [p.stem for p in SPECS]
 #: specs known not to reach their stated target yet, with why (not run: they are slow)
-SHORT_OF_TARGET = {
-    "glimpse_hard": "the recurrent attention model stays at chance within its step "
-                    "budget (0.07 after 1500 steps); needs tuning or a longer schedule",
-}
+SHORT_OF_TARGET: dict[str, str] = {}
+#: the no-attention model of the same size that hard attention must beat
+GLIMPSE_BASELINE = Path(__file__).resolve().parent / "data" / "glimpse_hard_baseline.yaml"
+#: test accuracy of each spec trained by the slow test (reused by the baseline test)
+_TRAINED: dict[str, dict[str, float]] = {}
 
 
 def _train_params() -> list[object]:
@@ -27,6 +28,28 @@ def _train_params() -> list[object]:
         else pytest.param(p, id=p.stem)
         for p in SPECS
     ]
+
+
+@pytest.fixture
+def one_thread() -> object:
+    """Train on one torch thread (the small models are fastest so; the figures in
+    docs/training-results.md are measured so), restoring the setting after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _trained_metrics(path: Path) -> dict[str, float]:
+    """The test metrics of ``path`` trained with its train section (cached)."""
+    from attngraph.train.loop import train
+
+    key = str(path)
+    if key not in _TRAINED:
+        _TRAINED[key] = train(load_spec(path), seed=0).metrics
+    return _TRAINED[key]
 
 
 def _compile():  # noqa: ANN202
@@ -98,12 +121,41 @@ def test_spec_compiles_and_runs_on_its_task(path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", _train_params())
-def test_spec_trains_to_its_target(path: Path) -> None:
+def test_spec_trains_to_its_target(path: Path, one_thread: object) -> None:
     """Trained with its own train section, the spec reaches its stated target."""
     _compile()
-    from attngraph.train.loop import train
-
     g = load_spec(path)
-    result = train(g, seed=0)
+    metrics = _trained_metrics(path)
     target = dict(g.train.target)
-    assert result.reached(target), f"{result.metrics} < {target}"
+    assert all(metrics.get(k, float("-inf")) >= v for k, v in target.items()), \
+        f"{metrics} < {target}"
+
+
+def test_glimpse_baseline_is_the_hard_model_without_its_policy() -> None:
+    """The no-attention baseline has the hard attention model's task, options, train
+    settings, glimpse sensor and core, no policy, and about its parameter count."""
+    compile_ = _compile()
+    hard = load_spec(SPECS[IDS.index("glimpse_hard")])
+    base = load_spec(GLIMPSE_BASELINE)
+    assert base.train.model_dump() == hard.train.model_dump() | {"target": base.train.target}
+    kinds = {n.kind for _, n in base.walk()}
+    assert "policy" not in kinds and "glimpse" in kinds
+    n_hard = sum(p.numel() for p in compile_(hard, seed=0).parameters())
+    n_base = sum(p.numel() for p in compile_(base, seed=0).parameters())
+    assert 0.75 <= n_base / n_hard <= 1.25
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(run=False, reason=(
+    "measured at seed 0 (docs/training-results.md): glimpse_hard and its fixed-glimpse "
+    "baseline reach about the same accuracy; the REINFORCE policy does not learn to move "
+    "onto the digit within the CI budget (hit rate stays at chance even after 5000 steps)"))
+def test_hard_attention_beats_chance_and_the_no_attention_baseline(one_thread: object) -> None:
+    """The recurrent attention model (REINFORCE glimpses) classifies cluttered digits
+    clearly above chance (0.1) and above the same-size model whose glimpse stays
+    at the centre of the canvas."""
+    _compile()
+    hard = _trained_metrics(SPECS[IDS.index("glimpse_hard")])["accuracy"]
+    base = _trained_metrics(GLIMPSE_BASELINE)["accuracy"]
+    assert hard >= 0.3, hard
+    assert hard >= base + 0.05, (hard, base)
