@@ -25,7 +25,7 @@ CATALOG = {
         ('dec/ctx', ('soft', 'content', 'external', 'global', 'single-head', 'recurrent', 'explicit'), 'O(T·N·d) with d = 64'),
     ],
     'glimpse_hard': [
-        ('ram/g', ('hard', 'location', 'external', 'local', 'single-head', 'recurrent', 'explicit'), 'O(T·k·s²) with k = 2, s = 8, T = 6'),
+        ('ram/g', ('hard', 'location', 'external', 'local', 'single-head', 'recurrent', 'explicit'), 'O(T·k·s²) with k = 2, s = 16, T = 3'),
     ],
     'glimpse_soft': [
         ('z', ('soft', 'content', 'self', 'global', 'single-head', 'not recurrent', 'explicit'), 'O(N·d) with d = 64, N = 16'),
