@@ -101,7 +101,7 @@ def results_table(path: str | Path = RESULTS_JSON) -> str:
 
     One row per spec: task, target, the figures reached (the target's metrics
     first), whether the target is met, and the CPU seconds of its training;
-    a last line gives the total.
+    a last line gives the total. An empty string when no file was recorded yet.
 
     Examples
     --------
@@ -113,7 +113,10 @@ def results_table(path: str | Path = RESULTS_JSON) -> str:
     >>> print(results_table(f).splitlines()[2])
     | s | needle | 10 | accuracy 0.9 | accuracy 0.95 | yes | 1.5 |
     """
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    path = Path(path)
+    if not path.is_file():
+        return ""
+    data = json.loads(path.read_text(encoding="utf-8"))
     lines = [
         "| spec | task | steps | target | reached (seed {}) | met | CPU s |".format(
             data.get("seed", 0)),
