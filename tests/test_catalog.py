@@ -159,3 +159,23 @@ def test_hard_attention_beats_chance_and_the_no_attention_baseline(one_thread: o
     base = _trained_metrics(GLIMPSE_BASELINE)["accuracy"]
     assert hard >= 0.3, hard
     assert hard >= base + 0.05, (hard, base)
+
+
+def test_training_does_not_depend_on_the_global_rng() -> None:
+    """Two short trainings of the hard attention model (whose policy samples from
+    torch's global RNG) at the same seed give the same losses, even when other
+    random numbers were drawn between them."""
+    import torch
+
+    _compile()
+    from attngraph.train.loop import train
+
+    path = SPECS[IDS.index("glimpse_hard")]
+    seen: list[list[float]] = []
+    for _ in range(2):
+        losses: list[float] = []
+        train(path, steps=3, batch=4, eval_size=4, seed=1,
+              callback=lambda _step, info, out=losses: out.append(info["loss"]))
+        seen.append(losses)
+        torch.randn(7)
+    assert seen[0] == seen[1]

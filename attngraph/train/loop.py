@@ -6,6 +6,9 @@ target (:data:`~attngraph.train.tasks.IGNORE` entries skipped). A spec with
 per-example reward "every scored prediction right" (1 or 0), through
 :func:`attngraph.lower.hard.model_reinforce_loss`. Metrics are measured in eval
 mode (greedy decoding for decoder loops) on the task's fixed test batch.
+Training seeds torch's global RNG as well (inside ``fork_rng``), so that a
+policy's samples and dropout masks, and hence the figures reached, do not depend
+on what ran before in the process.
 """
 
 from __future__ import annotations
@@ -159,12 +162,31 @@ def train(
     opt_name = ts.optimizer if ts is not None else "adam"
     opt_cls = torch.optim.Adam if opt_name == "adam" else torch.optim.SGD
     opt = opt_cls(model.parameters(), lr=lr)
-    from attngraph.lower.hard import model_reinforce_loss
-
     start = time.perf_counter()
     losses: list[float] = []
     history: list[dict[str, float]] = []
     model.train()
+    # sampling inside the model (policies, dropout) draws from torch's global RNG:
+    # seed it too, so a run's figures do not depend on what ran before it
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        _steps(model, graph, task, opt, steps, batch, eval_every, eval_size,
+               losses, history, callback)
+    metrics = evaluate(model, graph, task, eval_size)
+    tail = losses[-max(1, steps // 10):]
+    metrics["loss"] = sum(tail) / len(tail)
+    history.append({"step": float(steps), **metrics})
+    return TrainResult(model=model, task=task, metrics=metrics, history=history,
+                       seconds=time.perf_counter() - start)
+
+
+def _steps(model: nn.Module, graph: Graph, task: Task, opt: Any, steps: int, batch: int,
+           eval_every: int, eval_size: int, losses: list[float],
+           history: list[dict[str, float]],
+           callback: Callable[[int, dict[str, float]], None] | None) -> None:
+    """The optimisation steps of :func:`train` (appends to ``losses``/``history``)."""
+    from attngraph.lower.hard import model_reinforce_loss
+
     for step in range(1, steps + 1):
         b = task.batch(batch)
         out = model(**bind_inputs(graph, task, b))
@@ -181,9 +203,3 @@ def train(
             history.append({"step": float(step), **info})
         if callback is not None:
             callback(step, info)
-    metrics = evaluate(model, graph, task, eval_size)
-    tail = losses[-max(1, steps // 10):]
-    metrics["loss"] = sum(tail) / len(tail)
-    history.append({"step": float(steps), **metrics})
-    return TrainResult(model=model, task=task, metrics=metrics, history=history,
-                       seconds=time.perf_counter() - start)
