@@ -114,6 +114,19 @@ class Diagram:
                 return
         self.edges.append(DEdge(src, dst, **kw))  # type: ignore[arg-type]
 
+    def cluster_tree(
+        self,
+    ) -> tuple[dict[str | None, list[DNode]], dict[str | None, list[str]], dict[str, str]]:
+        """Nodes per cluster, child clusters per cluster (``None`` is the top) and
+        cluster labels: what every serialiser walks to nest clusters."""
+        by_cluster: dict[str | None, list[DNode]] = {}
+        for n in self.nodes:
+            by_cluster.setdefault(n.cluster, []).append(n)
+        children: dict[str | None, list[str]] = {}
+        for c in self.clusters:
+            children.setdefault(c.parent, []).append(c.id)
+        return by_cluster, children, {c.id: c.label for c in self.clusters}
+
     def node(self, nid: str) -> DNode:
         """The node with id ``nid``."""
         for n in self.nodes:

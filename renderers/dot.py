@@ -89,13 +89,7 @@ def to_dot(dg: Diagram) -> str:
              "  edge [arrowsize=0.7, penwidth=1.2];"]
     if dg.title and dg.view != "unrolled":  # the figures carry no caption
         lines.append(f"  labelloc=t; label={quote(dg.title)};")
-    by_cluster: dict[str | None, list[DNode]] = defaultdict(list)
-    for n in dg.nodes:
-        by_cluster[n.cluster].append(n)
-    children: dict[str | None, list[str]] = defaultdict(list)
-    labels = {c.id: c.label for c in dg.clusters}
-    for c in dg.clusters:
-        children[c.parent].append(c.id)
+    by_cluster, children, labels = dg.cluster_tree()
 
     def emit(cid: str | None, indent: str) -> None:
         for n in by_cluster.get(cid, []):

@@ -46,13 +46,7 @@ def to_mermaid(dg: Diagram) -> str:
     """Mermaid ``flowchart`` text of ``dg`` (dashed edges for detached inputs)."""
     ids = {n.id: f"n{i}" for i, n in enumerate(dg.nodes)}
     lines = [f"flowchart {dg.direction}"]
-    by_cluster: dict[str | None, list[DNode]] = defaultdict(list)
-    for n in dg.nodes:
-        by_cluster[n.cluster].append(n)
-    children: dict[str | None, list[str]] = defaultdict(list)
-    labels = {c.id: c.label for c in dg.clusters}
-    for c in dg.clusters:
-        children[c.parent].append(c.id)
+    by_cluster, children, labels = dg.cluster_tree()
     cids = {c.id: f"c{i}" for i, c in enumerate(dg.clusters)}
 
     def emit(cid: str | None, indent: str) -> None:
