@@ -95,19 +95,29 @@ def _axes_summary(graph: Graph) -> str:
         or "no attention site"
 
 
+def _builtin_specs() -> Path:
+    """The catalog folder: ./specs when there is one, else the one beside the package."""
+    here = Path("specs")
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parent.parent.parent / "specs"
+
+
 @main.command()
 @click.option("--dir", "spec_dir", type=click.Path(file_okay=False, exists=True),
-              default="specs", show_default=True, help="Folder of catalog specs.")
+              default=None, help="Folder of catalog specs [default: ./specs, else the "
+              "catalog that comes with attngraph].")
 @run_stage
-def catalog(spec_dir: str) -> None:
+def catalog(spec_dir: str | None) -> None:
     """List the catalog: one line per spec (name, title, axes, task)."""
     from attngraph.cli import echo_error
     from attngraph.errors import AttnGraphError
     from attngraph.pipeline import load_spec
 
-    files = sorted(Path(spec_dir).glob("*.yaml"))
+    folder = Path(spec_dir) if spec_dir is not None else _builtin_specs()
+    files = sorted(folder.glob("*.yaml"))
     if not files:
-        click.echo(f"no specs in {spec_dir}", err=True)
+        click.echo(f"no specs in {folder}", err=True)
         return
     rows = []
     for f in files:
@@ -118,6 +128,8 @@ def catalog(spec_dir: str) -> None:
             continue
         task = g.train.task if g.train is not None else "-"
         rows.append((g.name, g.title or "", _axes_summary(g), task))
+    if not rows:
+        raise SystemExit(1)
     wn = max(len(r[0]) for r in rows)
     wt = max(len(r[1]) for r in rows)
     wa = max(len(r[2]) for r in rows)
