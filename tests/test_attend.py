@@ -10,7 +10,7 @@ import pytest
 from attngraph.errors import TrainingError
 from attngraph.pipeline import load_spec
 from attngraph.train.attend import draw, pick_view
-from attngraph.train.runner import make_task
+from attngraph.train.tasks import task_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -34,7 +34,7 @@ def _forward(name: str, size: int = 3) -> tuple[object, object, dict, dict]:
 
     torch.set_num_threads(1)
     graph = load_spec(ROOT / "specs" / f"{name}.yaml")
-    task = make_task(graph, None, 0)
+    task = task_for(graph, None, 0)
     model = attngraph.compile(graph, seed=0).eval()
     batch = task.batch(size, split="test")
     with torch.no_grad():

@@ -245,7 +245,6 @@ class GraphModule(nn.Module):
         self.groups = _linear_groups(schedule, self.nodes)
         inner = {nid for g in self.groups.values() for nid in g[1:]}
         self.schedule = [st for st in schedule if st[0] not in inner]
-        self.ports = {n.id: tuple(n.types) for n in graph.nodes}
         self.out_keys = tuple((name, _key(e.src, e.port), e.detach) for name, e in graph.outputs)
         self.graph_name = graph.name
 

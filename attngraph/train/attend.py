@@ -233,7 +233,7 @@ def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
     from attngraph.lower import compile as lower
     from attngraph.pipeline import load_spec
     from attngraph.train import checkpoints as ck
-    from attngraph.train.runner import make_task
+    from attngraph.train.tasks import task_for
 
     ckpt = ck.load_checkpoint(Path(run_dir))
     with tempfile.TemporaryDirectory() as tmp:
@@ -244,7 +244,7 @@ def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
         msg = f"{run_dir}: the spec text stored in the checkpoint does not match its hash"
         raise TrainingError(msg, hint="the checkpoint is damaged; train again")
     cfg = ckpt.config
-    task = make_task(graph, cfg["task"], cfg["seed"], cfg["options"])
+    task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
     model = lower(graph, seed=cfg["seed"])
     model.load_state_dict(ckpt.model)
     model.eval()

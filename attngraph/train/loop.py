@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import TrainingError
 from attngraph.ir.graph import Graph
-from attngraph.train.tasks import IGNORE, Task, bind_inputs, compute_metrics, get_task
+from attngraph.train.tasks import IGNORE, Task, bind_inputs, compute_metrics, task_for
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -147,14 +147,7 @@ def train(
     graph = _load(spec)
     ts = graph.train
     if task is None or isinstance(task, str):
-        name = task or (ts.task if ts is not None else None)
-        if name is None:
-            msg = "no task given and the spec has no 'train:' section"
-            raise TrainingError(msg,
-                                hint="pass a task name, or add train: {task: <name>}")
-        opts = dict(ts.options) if ts is not None and ts.task == name else {}
-        opts.update(options or {})
-        task = get_task(name, seed=seed, **opts)
+        task = task_for(graph, task, seed, options)
     steps = steps or (ts.steps if ts is not None else 300)
     batch = batch or (ts.batch if ts is not None else 32)
     lr = lr or (ts.lr if ts is not None else 1e-3)

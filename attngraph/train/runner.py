@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.train.tasks import Task
 
-__all__ = ["RunConfig", "RunSummary", "run", "settle", "make_task", "summary_dict",
+__all__ = ["RunConfig", "RunSummary", "run", "settle", "summary_dict",
            "METRICS_FILE", "SUMMARY_FILE"]
 
 #: File name of the metrics log inside a run's output directory.
@@ -107,21 +107,6 @@ class RunSummary:
             lines.append(f"  ranks in sync      max |Δparameter| = {self.rank_max_diff:.2e}")
         lines.extend(f"{k + ':':<11} {v}" for k, v in self.files.items())
         return "\n".join(lines)
-
-
-def make_task(graph: Graph, name: str | None, seed: int,
-              options: dict[str, Any] | None = None) -> Task:
-    """The task ``name`` (default: the spec's), with the spec's options when it is its task."""
-    from attngraph.train.tasks import get_task
-
-    ts = graph.train
-    name = name or (ts.task if ts is not None else None)
-    if name is None:
-        msg = f"{graph.file}: no task given and the spec has no 'train:' section"
-        raise TrainingError(msg, hint="pass --task NAME, or add train: {task: <name>}")
-    opts = dict(ts.options) if ts is not None and ts.task == name else {}
-    opts.update(options or {})
-    return get_task(name, seed=seed, **opts)
 
 
 def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
@@ -249,7 +234,9 @@ def settle(config: RunConfig, world: int = 1) -> tuple[Graph, RunConfig, Any]:
     if (cfg.batch or 0) % world:
         msg = f"batch {cfg.batch} does not split evenly over {world} processes"
         raise TrainingError(msg, hint=f"use a batch that is a multiple of {world}")
-    make_task(graph, cfg.task, cfg.seed, cfg.options)
+    from attngraph.train.tasks import task_for
+
+    task_for(graph, cfg.task, cfg.seed, cfg.options)  # fail before spawning ranks
     return graph, cfg, prior
 
 
@@ -282,7 +269,7 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
     from attngraph.train import checkpoints as ck
     from attngraph.train import distributed as dd
     from attngraph.train.loop import evaluate, reward_of, task_loss
-    from attngraph.train.tasks import bind_inputs
+    from attngraph.train.tasks import bind_inputs, task_for
 
     wall = time.perf_counter()
     graph, cfg, prior = settle(config, world)
@@ -290,7 +277,7 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
     out_dir = Path(cfg.out or "")
     ckpt_path = out_dir / ck.CHECKPOINT
     assert cfg.steps is not None and cfg.batch is not None and cfg.lr is not None  # noqa: S101
-    task = make_task(graph, cfg.task, cfg.seed, cfg.options)
+    task = task_for(graph, cfg.task, cfg.seed, cfg.options)
     model = lower(graph, seed=cfg.seed)
     opt = _optimizer(graph, model, cfg.lr)
     torch.manual_seed(cfg.seed)

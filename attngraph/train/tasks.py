@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IGNORE", "BOS", "TASKS", "METRICS", "Task", "register_task", "register_metric",
-    "get_task", "bind_inputs", "compute_metrics",
+    "get_task", "task_for", "bind_inputs", "compute_metrics",
 ]
 
 #: Target value meaning "no prediction is scored here" (cross-entropy's ignore_index).
@@ -159,6 +159,19 @@ class Task:
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.opts.items())
         return f"{type(self).__name__}(seed={self.seed}, {opts})"
+
+
+def task_for(graph: Graph, name: str | None, seed: int,
+             options: Mapping[str, Any] | None = None) -> Task:
+    """The task ``name`` (default: the spec's), with the spec's options when it is its task."""
+    ts = graph.train
+    name = name or (ts.task if ts is not None else None)
+    if name is None:
+        msg = f"{graph.file}: no task given and the spec has no 'train:' section"
+        raise TrainingError(msg, hint="pass --task NAME, or add train: {task: <name>}")
+    opts = dict(ts.options) if ts is not None and ts.task == name else {}
+    opts.update(options or {})
+    return get_task(name, seed=seed, **opts)
 
 
 def get_task(name: str, *, seed: int = 0, **options: Any) -> Task:
