@@ -403,3 +403,59 @@ def test_reinforce_learns_to_pick_rewarded_items() -> None:
         opt.step()
     assert before < 0.6
     assert hit_rate() > 0.9
+
+
+CELLS = """
+attngraph: 1
+name: cells
+inputs:
+  image: {type: image, channels: 1, height: 12, width: 16}
+nodes:
+  tiles:   {kind: items, from: image, patches: [4, 4]}
+  centres: {kind: position, from: tiles, encoding: xy}
+  pixels:  {kind: items, from: image}
+  dots:    {kind: position, from: pixels, encoding: xy}
+outputs: {centres: centres, dots: dots, tiles: tiles}
+"""
+
+
+def test_xy_positions_are_patch_centres_where_a_glimpse_sees_the_patch() -> None:
+    """``encoding: xy`` gives each patch's centre, row by row like the items; a glimpse
+    of the patch's size at that centre is exactly that patch, for every patch."""
+    model = _compile(CELLS)
+    img = torch.randn(2, 1, 12, 16)
+    out = model(image=img)
+    centres = out["centres"]
+    assert centres.shape == (2, 12, 2)  # 3 rows × 4 columns of 4×4 patches
+    torch.testing.assert_close(centres[0, :4, 0], torch.tensor([-0.75, -0.25, 0.25, 0.75]))
+    torch.testing.assert_close(centres[0, ::4, 1], torch.tensor([-2 / 3, 0.0, 2 / 3]))
+    for i in range(12):
+        seen = glimpse(img, centres[:, i], size=4)  # (2, 16)
+        torch.testing.assert_close(seen, out["tiles"][:, i], atol=1e-5, rtol=0)
+    assert out["dots"].shape == (2, 12 * 16, 2)
+    torch.testing.assert_close(out["dots"][0, 0], torch.tensor([-15 / 16, -11 / 12]))
+    assert sum(p.numel() for p in model.parameters()) == 0
+
+
+def test_xy_positions_need_items_cut_from_an_image() -> None:
+    """Positions of tokens have no (x, y): one located error with a hint; dim must be 2."""
+    from attngraph.errors import ShapeError
+    from attngraph.pipeline import loads_spec
+
+    bad = """
+attngraph: 1
+name: bad
+inputs:
+  src: {type: tokens, vocab: 10}
+nodes:
+  x:   {kind: items, from: src, embed: 8}
+  xy:  {kind: position, from: x, encoding: xy}
+outputs: {xy: xy}
+"""
+    with pytest.raises(ShapeError) as e:
+        loads_spec(bad, "bad.yaml")
+    d = e.value.diagnostics[0]
+    assert "centres of image patches" in d.message and d.hint and d.loc.line == 8
+    wide = CELLS.replace("encoding: xy}\n  pixels", "encoding: xy, dim: 3}\n  pixels")
+    with pytest.raises(ShapeError, match="dim is 2"):
+        loads_spec(wide, "wide.yaml")

@@ -3,7 +3,9 @@ norm, add, concat, dropout."""
 
 from __future__ import annotations
 
-from attngraph.ir.graph import TensorType
+from collections.abc import Callable
+
+from attngraph.ir.graph import Edge, Node, TensorType
 from attngraph.ir.shapes import RuleCtx
 from attngraph.kinds.registry import shape_rule
 
@@ -54,21 +56,51 @@ def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*t.dims, int(ctx.spec.dim)))}
 
 
+def image_grid(src: Node, type_of: Callable[[Edge], TensorType]) -> tuple[int, int]:
+    """``(rows, cols)`` of the items an ``items`` node cuts from an image.
+
+    ``src`` is the node that made the items; raises ``ValueError`` when it is not
+    an ``items`` node reading an image (its pixels, or its ``patches``).
+    """
+    e = src.edge("from") if src.kind == "items" else None
+    t = type_of(e) if e is not None else None
+    if t is None or t.rank != 3 or t.dtype != "float":
+        raise ValueError(src.id)
+    h, w = int(t.dims[1]), int(t.dims[2])
+    ph, pw = src.spec.patches if src.spec.patches is not None else (1, 1)
+    return h // ph, w // pw
+
+
 @shape_rule("position")
 def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """Context vectors from positions: [N, dim] for the items of ``from``."""
+    """Context vectors from positions: [N, dim] for the items of ``from``; for
+    ``encoding: xy``, the (x, y) centre of each image patch, [N, 2]."""
     t = ctx.t("from")
     if t.rank == 0:
         ctx.fail("position vectors need something with an items axis", "from")
     n = t.dims[0]
-    if ctx.spec.encoding == "learned":
-        max_len = ctx.spec.max_len or (n if isinstance(n, int) else None)
+    s = ctx.spec
+    if s.encoding == "xy":
+        try:
+            image_grid(ctx.src("from"), ctx.type_of)
+        except ValueError:
+            ctx.fail(f"xy positions are the centres of image patches, but "
+                     f"'{ctx.edge('from').ref}' is not items cut from an image", "from",
+                     "read items made by {kind: items, from: <image>, patches: [h, w]}")
+        if s.dim is not None and int(s.dim) != 2:
+            ctx.fail(f"xy positions are (x, y) pairs: dim is 2, not {s.dim}",
+                     hint="drop 'dim' (it is 2)", field="dim")
+        return {"": TensorType((n, 2))}
+    if s.dim is None:
+        ctx.fail(f"{s.encoding} positions need 'dim: <size>'", hint="e.g. dim: d")
+    if s.encoding == "learned":
+        max_len = s.max_len or (n if isinstance(n, int) else None)
         if max_len is None:
             ctx.fail("learned positions need 'max_len'", hint="add max_len: <longest N>")
-        ctx.params += int(max_len) * int(ctx.spec.dim)
-    elif int(ctx.spec.dim) % 2:
-        ctx.fail(f"sinusoidal positions need an even dim, got {ctx.spec.dim}", field="dim")
-    return {"": TensorType((n, int(ctx.spec.dim)))}
+        ctx.params += int(max_len) * int(s.dim)
+    elif int(s.dim) % 2:
+        ctx.fail(f"sinusoidal positions need an even dim, got {s.dim}", field="dim")
+    return {"": TensorType((n, int(s.dim)))}
 
 
 @shape_rule("rnn")

@@ -116,11 +116,34 @@ class Position(NodeModule):
         return pe.unsqueeze(0).expand(src.shape[0], n, self.dim)  # (B, N, dim)
 
 
+class PatchCentres(NodeModule):
+    """``encoding: xy``: the (x, y) centre of each of ``rows × cols`` image patches,
+    row by row, in the glimpse's coordinates (``[-1, 1]``, the image's corners at
+    ±1): a constant ``[N, 2]`` buffer, no parameters."""
+
+    def __init__(self, rows: int, cols: int) -> None:
+        super().__init__()
+        x = (torch.arange(cols, dtype=torch.float32) + 0.5) / cols * 2 - 1
+        y = (torch.arange(rows, dtype=torch.float32) + 0.5) / rows * 2 - 1
+        yy, xx = torch.meshgrid(y, x, indexing="ij")
+        self.register_buffer("centres", torch.stack([xx, yy], -1).reshape(-1, 2))
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        src = x["from"]
+        c = self.centres.to(src.dtype)
+        return c.unsqueeze(0).expand(src.shape[0], *c.shape)  # (B, N, 2)
+
+
 @lowering_rule("position")
 def lower_position(ctx: LowerCtx) -> NodeModule:
-    """Sinusoidal or learned position vectors [N, dim]."""
+    """Sinusoidal or learned position vectors [N, dim]; patch centres [N, 2]."""
     s = ctx.spec
     t = ctx.t("from")
+    if s.encoding == "xy":
+        from attngraph.kinds.support import image_grid
+
+        rows, cols = image_grid(ctx.graph.node(ctx.edge("from").src), ctx.type_of)
+        return PatchCentres(rows, cols)
     n = t.dims[0]
     rows = None
     if s.encoding == "learned":

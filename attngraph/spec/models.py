@@ -208,8 +208,8 @@ class EmbeddingSpec(_Node):
 class PositionSpec(_Node):
     kind: Literal["position"]
     from_: Ref = Field(alias="from")
-    dim: Size
-    encoding: Literal["sinusoidal", "learned"] = "sinusoidal"
+    dim: Size | None = None
+    encoding: Literal["sinusoidal", "learned", "xy"] = "sinusoidal"
     max_len: Size | None = None
 
 
