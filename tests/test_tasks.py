@@ -260,3 +260,32 @@ def test_alignment_metric_on_soft_and_summary_alignments() -> None:
     last[..., -1] = 1.0
     got = compute_metrics(t, {"logits": logits, "attention": last}, b)["alignment"]
     assert got == pytest.approx(1 / 6)
+
+
+def test_glimpse_hit_counts_a_glimpse_inside_the_digit_box() -> None:
+    """glimpse_hit is 1 for glimpses at the digit's centre, 0 at the canvas centre (on
+    no box's inside) and at the digit's opposite corner of the canvas."""
+    task = get_task("cluttered_digits", seed=0, canvas=32, grid=8)
+    b = task.batch(64, split="test")
+    pos = b["position"].float()
+    centre = torch.stack([(pos[:, 1] + 4) / 32 * 2 - 1, (pos[:, 0] + 4) / 32 * 2 - 1], -1)
+    start = torch.zeros(64, 1, 2)
+    on = torch.cat([start, centre[:, None]], 1)  # (B, 2, 2)
+    assert compute_metrics(task, {"locations": on}, b)["glimpse_hit"] == 1.0
+    assert compute_metrics(task, {"locations": start}, b)["glimpse_hit"] == 0.0
+    assert compute_metrics(task, {"locations": -on}, b)["glimpse_hit"] == 0.0
+
+
+def test_tile_peak_reads_attention_over_the_grid_of_tiles() -> None:
+    """tile_peak is 1 when attention peaks on the digit's 8×8 tile, 0 one tile over,
+    and does not apply when digits do not sit on whole tiles."""
+    task = get_task("cluttered_digits", seed=0, canvas=32, grid=8)
+    b = task.batch(64, split="test")
+    tile = b["position"] // 8
+    idx = tile[:, 0] * 4 + tile[:, 1]
+    att = torch.nn.functional.one_hot(idx, 16).float()
+    assert compute_metrics(task, {"attention": att}, b)["tile_peak"] == 1.0
+    other = torch.nn.functional.one_hot((idx + 1) % 16, 16).float()
+    assert compute_metrics(task, {"attention": other}, b)["tile_peak"] == 0.0
+    loose = get_task("cluttered_digits", seed=0, canvas=32, grid=1)
+    assert "tile_peak" not in compute_metrics(loose, {"attention": att}, loose.batch(64))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from attngraph.train.tasks import Task, register_task
+from attngraph.train.tasks import Task, register_metric, register_task
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy as np
 
 #: digits with index % 5 == 0 are held out for the test split
@@ -37,6 +39,7 @@ class ClutteredDigits(Task):
     """
 
     provides = {"image": "image"}
+    metrics = ("accuracy", "glimpse_hit", "tile_peak")
     defaults = {"canvas": 32, "clutter": 4, "fragment": 4, "grid": 1}
 
     def check(self) -> None:
@@ -68,3 +71,48 @@ class ClutteredDigits(Task):
             win = out[b, 0, y:y + 8, x:x + 8]
             np.maximum(win, imgs[pick[b]], out=win)
         return {"image": out, "target": labels[pick], "position": pos}
+
+
+def _digit_box(batch: Mapping[str, Any], canvas: int) -> Any:
+    """``[B, 2, 2]``: the digit's (x, y) lower and upper bounds in [-1, 1] coordinates."""
+    pos = batch["position"].float()  # (B, 2): row, col of the top-left corner
+    lo = pos.flip(-1) / canvas * 2 - 1  # (B, 2): x, y
+    return lo, lo + 16 / canvas
+
+
+@register_metric("glimpse_hit")
+def glimpse_hit(outputs: Mapping[str, Any], batch: Mapping[str, Any],
+                task: Task) -> float | None:
+    """Fraction of images with a glimpse centred on the digit.
+
+    Reads the spec's ``locations`` output ``[T, 2]``: where each glimpse was
+    taken, (x, y) in [-1, 1]. A location hits when it lies strictly inside the
+    digit's 8×8 box (the centre of the canvas, where the glimpse models start,
+    is inside none).
+    """
+    locs = outputs.get("locations")
+    if locs is None or "position" not in batch or locs.dim() != 3 or locs.shape[-1] != 2:
+        return None
+    lo, hi = _digit_box(batch, int(task.opts["canvas"]))
+    inside = ((locs > lo[:, None]) & (locs < hi[:, None])).all(-1)  # (B, T)
+    return float(inside.any(-1).float().mean())
+
+
+@register_metric("tile_peak")
+def tile_peak(outputs: Mapping[str, Any], batch: Mapping[str, Any],
+              task: Task) -> float | None:
+    """Fraction of images whose attention over tiles peaks on the digit's tile.
+
+    Reads ``attention`` ``[N]`` over a square grid of tiles (row by row); applies
+    when the digits sit on a grid of whole tiles (``grid`` = the tile side).
+    """
+    att = outputs.get("attention")
+    if att is None or "position" not in batch or att.dim() != 2:
+        return None
+    side = round(att.shape[-1] ** 0.5)
+    canvas = int(task.opts["canvas"])
+    if side * side != att.shape[-1] or canvas % side or task.opts["grid"] != canvas // side:
+        return None
+    tile = batch["position"] // (canvas // side)  # (B, 2): row, col of the digit's tile
+    want = tile[:, 0] * side + tile[:, 1]
+    return float((att.argmax(-1) == want).float().mean())
