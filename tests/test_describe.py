@@ -26,6 +26,7 @@ CATALOG = {
     ],
     'glimpse_hard': [
         ('ram/g', ('hard', 'location', 'external', 'local', 'single-head', 'recurrent', 'explicit'), 'O(T·k·s²) with k = 2, s = 16, T = 3'),
+        ('ram/next', ('hard', 'location', 'external', 'global', 'single-head', 'recurrent', 'implicit'), 'O(T·N·d) with d = 64, N = 16, T = 3'),
     ],
     'glimpse_soft': [
         ('z', ('soft', 'content', 'self', 'global', 'single-head', 'not recurrent', 'explicit'), 'O(N·d) with d = 64, N = 16'),

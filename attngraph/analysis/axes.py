@@ -299,6 +299,15 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     )
 
 
+def _glimpse_exposure(scope: Scope, le: Edge | None, loc: Node | None) -> Axis:
+    """Explicit when the glimpse's location (as read, or as made) is a declared output."""
+    for nid in (le.src if le is not None else None, loc.id if loc is not None else None):
+        out = _exposed(scope, nid) if nid is not None else None
+        if out is not None:
+            return Axis("explicit", f"the glimpse locations are the declared output '{out}'")
+    return Axis("implicit", "the location is not a declared output")
+
+
 def _glimpse_site(scope: Scope, g: Node) -> Site:
 
     le = g.edge("loc")
@@ -311,11 +320,19 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
             e = dict(scope.graph.outputs).get(carry.next)
             if e is not None and e.src in scope.graph:
                 loc, when = scope.graph.node(e.src), " at the previous step"
-    if loc is not None and loc.kind == "policy":
-        est = _ESTIMATORS[loc.spec.estimator]
-        hard = Axis("hard", f"the location is sampled by policy '{loc.id}' "
-                    f"({loc.spec.dist}, {est}){when}; the glimpse crops there")
-        where = tuple(origins(scope, loc.edge("mean") or loc.edge("scores")))
+    chooser = loc
+    if loc is not None and loc.kind == "readout":
+        # l = Σ_i w_i x_i with a policy's one-hot weights: a location chosen among items
+        we = loc.edge("weights")
+        w = scope.graph.node(we.src) if we is not None and we.src in scope.graph else None
+        chooser = w if w is not None and w.kind == "policy" else loc
+    if chooser is not None and chooser.kind == "policy":
+        est = _ESTIMATORS[chooser.spec.estimator]
+        how = "sampled" if chooser is loc else "picked among the values of readout " \
+            f"'{loc.id}'"
+        hard = Axis("hard", f"the location is {how} by policy '{chooser.id}' "
+                    f"({chooser.spec.dist}, {est}){when}; the glimpse crops there")
+        where = tuple(origins(scope, chooser.edge("mean") or chooser.edge("scores")))
     else:
         hard = Axis("hard", f"the glimpse crops the image at location '{le.ref}'"
                     if le is not None else "the glimpse crops the image")
@@ -331,11 +348,11 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
         "reach": Axis("local", f"a glimpse of {s.size}×{s.size} px at {s.scales} scale(s)"),
         "heads": _heads_axis(1, None),
         "recurrence": _recurrence(scope, where),
-        "exposure": (_exposure(scope, loc) if loc is not None else
-                     Axis("implicit", "the location is not a declared output")),
+        "exposure": _glimpse_exposure(scope, le, loc),
     }
     chain = tuple(qid(scope, x) for x in ((loc.id,) if loc is not None else ()) + (g.id,))
-    params = {qid(scope, loc.id): loc.params} if loc is not None and loc.params else {}
+    params = {qid(scope, chooser.id): chooser.params} \
+        if chooser is not None and chooser.params else {}
     return Site(
         id=qid(scope, g.id), form="glimpse", chain=chain, fn=None, formula=None, heads=1,
         query=where, keys=img, values=img, axes=axes, cost=glimpse_cost(scope, g),

@@ -141,10 +141,35 @@ What every catalog spec reaches when trained with its own `train:` section
 `python -m attngraph.train.results` at seed 0 on one torch thread. The slow
 test `tests/test_catalog.py::test_spec_trains_to_its_target` asserts every
 target; `glimpse_hard_baseline` is the same recurrent glimpse model with the
-glimpse fixed at the centre of the canvas (no attention), of the same size.
-The hard attention model does not beat it yet: its REINFORCE location policy
-does not learn to move onto the digit in this budget (the slow test comparing
-the two is an expected failure).
+glimpse fixed at the centre of the canvas (no attention), with a wider core so
+that it has as many parameters as glimpse_hard. The slow test
+`test_hard_attention_beats_chance_and_the_no_attention_baseline` asserts that
+glimpse_hard beats it by at least 0.1 accuracy and puts a glimpse on the digit
+(`glimpse_hit`) in at least 30% of the test images.
+
+## How the hard attention model got there
+
+Measured at seed 0 with glimpse_hard's sensor, core and 1200 steps:
+
+| location policy | reads | accuracy | 2nd glimpse on the digit |
+|---|---|---|---|
+| Gaussian around a predicted (x, y), std 0.2 (the paper's) | h_t, detached | 0.559 | 0.06 |
+| Gaussian, std 0.2 to 0.4 | the glimpse g_t | 0.55 | 0.03 to 0.06 |
+| categorical over the 16 cells (glimpse_hard) | the glimpse g_t | 0.906 | 0.49 |
+
+"On the digit": the glimpse's centre lies inside the digit's 8×8 box (a point
+drawn at random on the canvas does so 6% of the time).
+
+The Gaussian policy starts near the centre, and at std 0.2 it almost never
+samples the outer cells, so it never learns that looking there pays; a
+categorical policy tries every cell equally often from the first step. With
+supervised location targets (a check, not a training method) a location
+network on the detached core did not learn where the digit is at all, while one
+on the glimpse did: the core, trained only to classify, does not keep the
+location. At seeds 1 and 2 glimpse_hard reaches 0.840 and 0.902, its baseline
+0.555 and 0.621.
+
+## Every catalog spec
 
 """
 
