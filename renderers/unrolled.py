@@ -231,9 +231,9 @@ def _place_box(dg: Diagram, node: Node, d: _Drawn, level: int, author: int,
             dg.add(DNode(id=nid, base=label, sub=s, kind="loop", shape="box", rank=level,
                          order=(0, i, author)))
             d.inst[s] = nid
-        for cname in node.spec.carry:
-            dg.connect(d.inst["t-1"], d.inst["t"], label=cname)
-            dg.connect(d.inst["t"], d.inst["t+1"], label=cname)
+        carried = ", ".join(node.spec.carry)
+        dg.connect(d.inst["t-1"], d.inst["t"], label=carried)
+        dg.connect(d.inst["t"], d.inst["t+1"], label=carried)
         d.entry, d.exit = list(d.inst.values()), d.inst["t+1"]
     else:
         dg.add(DNode(id=node.id, base=label, kind="block", shape="box", rank=level,
@@ -303,6 +303,7 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
     order = [n for n in graph.order() if n.id not in folded and not _unused_input(graph, n)]
     deps = {n.id: [d for d in _deps(graph, n, folded) if d.src in {m.id for m in order}]
             for n in order}
+    order, deps = _drop_unread(graph, order, deps)
     modes = _modes(graph, order, deps)
     drawn = {nid: _Drawn(mode=m, axis=a) for nid, (m, a) in modes.items()}
     for n in order:
@@ -326,6 +327,22 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
                 dg.connect(drawn[n.id].inst[str(a)], drawn[n.id].inst[str(b)])
     _ellipses(dg, order, drawn, level, items, axes)
     return dg
+
+
+def _drop_unread(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
+                 ) -> tuple[list[Node], dict[str, list[_Dep]]]:
+    """Without the nodes whose content nothing drawn reads (image tiles cut only so
+    that a position code can count them), repeatedly; outputs always stay."""
+    keep = {n.id for n in order}
+    outs = {e.src for _, e in graph.outputs}
+    while True:
+        read = {d.src for nid in keep for d in deps[nid]}
+        gone = {nid for nid in keep if nid not in read and nid not in outs}
+        if not gone:
+            break
+        keep -= gone
+    return ([n for n in order if n.id in keep],
+            {nid: [d for d in ds if d.src in keep] for nid, ds in deps.items() if nid in keep})
 
 
 def _unused_input(graph: Graph, node: Node) -> bool:
