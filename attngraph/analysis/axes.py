@@ -328,8 +328,8 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
         chooser = w if w is not None and w.kind == "policy" else loc
     if chooser is not None and chooser.kind == "policy":
         est = _ESTIMATORS[chooser.spec.estimator]
-        how = "sampled" if chooser is loc else "picked among the values of readout " \
-            f"'{loc.id}'"
+        how = "sampled" if chooser is loc or loc is None else \
+            f"picked among the values of readout '{loc.id}'"
         hard = Axis("hard", f"the location is {how} by policy '{chooser.id}' "
                     f"({chooser.spec.dist}, {est}){when}; the glimpse crops there")
         where = tuple(origins(scope, chooser.edge("mean") or chooser.edge("scores")))

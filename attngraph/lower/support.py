@@ -121,6 +121,8 @@ class PatchCentres(NodeModule):
     row by row, in the glimpse's coordinates (``[-1, 1]``, the image's corners at
     ±1): a constant ``[N, 2]`` buffer, no parameters."""
 
+    centres: Tensor
+
     def __init__(self, rows: int, cols: int) -> None:
         super().__init__()
         x = (torch.arange(cols, dtype=torch.float32) + 0.5) / cols * 2 - 1
@@ -142,8 +144,8 @@ def lower_position(ctx: LowerCtx) -> NodeModule:
     if s.encoding == "xy":
         from attngraph.kinds.support import image_grid
 
-        rows, cols = image_grid(ctx.graph.node(ctx.edge("from").src), ctx.type_of)
-        return PatchCentres(rows, cols)
+        grid = image_grid(ctx.graph.node(ctx.edge("from").src), ctx.type_of)
+        return PatchCentres(*grid)
     n = t.dims[0]
     rows = None
     if s.encoding == "learned":
