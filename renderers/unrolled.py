@@ -11,6 +11,12 @@ Each IR node gets a *mode*: ``scalar`` (one node), ``items`` (one node per
 item), ``pairs`` (weights ``p_{q,j}`` for the drawn query ``q``), ``qonly``
 (a per-item node needed only at the drawn query, like ``z_1``) or ``box``
 (blocks, repeats and loops, drawn as labelled boxes).
+
+A loop is drawn as three steps ``t-1, t, t+1`` joined by its carries; a loop fed
+one item per step is drawn at the items' own steps ``1, 2, …, N``, step k
+reading item k (item k-1 for a decoder's fed-back tokens). Edges that carry no
+content (a position code reading its items' count, a loop reading its number of
+steps) are not drawn, nor are nodes read only through them.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ def _content_free(node: Node, role: str) -> bool:
     """Edges that carry no content: a position code reads only the length."""
     if node.kind == "position" and role == "from":
         return True
+    if node.kind == "loop" and role == "steps":
+        return True  # a loop reads only how many steps
     if node.kind == "scorer" and role == "key":
         from attngraph.kinds import SCORERS
 
@@ -225,16 +233,18 @@ def _place_box(dg: Diagram, node: Node, d: _Drawn, level: int, author: int,
         d.height = len(shown)
         d.entry, d.exit = [d.inst["1"]], prev or ""
     elif node.kind == "loop":
-        steps = ["t-1", "t", "t+1"]
+        # steps t-1, t, t+1; or, fed one item per step, the items' own steps 1, 2, …, N
+        steps = _subs("items", d.axis, items, 1) if d.axis else ["t-1", "t", "t+1"]
         for i, s in enumerate(steps):
             nid = f"{node.id}[{s}]"
             dg.add(DNode(id=nid, base=label, sub=s, kind="loop", shape="box", rank=level,
-                         order=(0, i, author)))
+                         order=(0, i, author), column=f"{d.axis}:{i}" if d.axis else None))
             d.inst[s] = nid
         carried = ", ".join(node.spec.carry)
-        dg.connect(d.inst["t-1"], d.inst["t"], label=carried)
-        dg.connect(d.inst["t"], d.inst["t+1"], label=carried)
-        d.entry, d.exit = list(d.inst.values()), d.inst["t+1"]
+        # consecutive steps only: the ellipsis stands for the steps between
+        for a, b in zip(steps[:2], steps[1:3] if not d.axis else steps[1:2], strict=False):
+            dg.connect(d.inst[a], d.inst[b], label=carried)
+        d.entry, d.exit = list(d.inst.values()), d.inst[steps[-1]]
     else:
         dg.add(DNode(id=node.id, base=label, kind="block", shape="box", rank=level,
                      order=order))
@@ -253,7 +263,21 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
         sm = "port"  # a per-item node's summary port (an rnn's final state)
     pairs: list[tuple[str, str]] = []
     dst_all = d.entry if d.mode == "box" else list(d.inst.values())
-    if sm in ("scalar", "box", "port"):
+    if d.mode == "box" and d.axis and dep.role.startswith("feed.") and sm == "items":
+        # step k reads item k; a decoder's fed-back tokens are shifted: step k+1 reads k
+        fname = dep.role.split(".")[1]
+        shift = node.spec.feed[fname].feedback is not None
+        keys = list(d.inst)
+        for k in s.inst:
+            to = keys.index(k) + shift if k in keys else len(keys)
+            # shifted, item 2 feeds step 3, which is not drawn (not step N)
+            if to < len(keys) and (not shift or keys[to].isdigit()):
+                pairs.append((s.inst[k], d.inst[keys[to]]))
+    elif d.mode == "box" and dep.role.startswith("carry.") and node.kind == "loop":
+        # a carry's initial value is read by the first step only
+        pairs = [(x, d.entry[0]) for x in ([s.exit] if sm in ("scalar", "box", "port")
+                                           else list(s.inst.values()))]
+    elif sm in ("scalar", "box", "port"):
         pairs = [(s.exit, t) for t in dst_all]
     elif d.mode in ("scalar", "box"):
         srcs = [s.inst[q]] if sm == "qonly" else list(s.inst.values())
@@ -309,6 +333,8 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
     for n in order:
         if n.kind == "repeat":
             drawn[n.id].height = 4 if int(n.spec.times) > 3 else int(n.spec.times)
+        if n.kind == "loop":
+            drawn[n.id].axis = _fed_axis(n, deps[n.id], drawn)
     level, against = _levels(graph, order, deps, drawn)
     axes: list[str] = []
     for n in order:
@@ -327,6 +353,14 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
                 dg.connect(drawn[n.id].inst[str(a)], drawn[n.id].inst[str(b)])
     _ellipses(dg, order, drawn, level, items, axes)
     return dg
+
+
+def _fed_axis(node: Node, deps: list[_Dep], drawn: dict[str, _Drawn]) -> str:
+    """The items axis a loop is fed one item per step from (drawn per item), or ''."""
+    for dep in deps:
+        if dep.role.startswith("feed.") and drawn[dep.src].mode == "items":
+            return drawn[dep.src].axis
+    return ""
 
 
 def _drop_unread(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],

@@ -135,3 +135,42 @@ def test_repeat_draws_layers_with_vertical_ellipsis() -> None:
     assert {("layer 1", "layer 2"), ("layer 2", "⋮"), ("⋮", "layer 6")} <= edges
     assert ("x_1", "layer 1") in edges and ("layer 6", "p_N") in edges
     assert [n.label for n in dg.nodes if n.ellipsis].count("⋮") == 1
+
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+
+def _spec_edges(name: str) -> tuple[list[str], set[tuple[str, str]]]:
+    data = json.loads(render(load_spec(SPECS / f"{name}.yaml"), "unrolled", "json"))
+    label = {n["id"]: n["label"] for n in data["nodes"]}
+    return ([n["label"] for n in data["nodes"]],
+            {(label[e["source"]], label[e["target"]]) for e in data["edges"]})
+
+
+def test_a_loop_fed_one_item_per_step_is_drawn_per_item() -> None:
+    """The NTM loop reads x_t at step t: its steps are drawn ntm_1, ntm_2, ntm_T under
+    x_1, x_2, x_T, each reading its own item; M_0 is read by the first step only; the
+    four carries run on one labelled edge."""
+    labels, edges = _spec_edges("memory_network")
+    assert {"ntm_1", "ntm_2", "ntm_T"} <= set(labels)
+    into = {(a, b) for a, b in edges if b.startswith("ntm_")}
+    assert into == {("x_1", "ntm_1"), ("x_2", "ntm_2"), ("x_T", "ntm_T"),
+                    ("M_0", "ntm_1"), ("ntm_1", "ntm_2")}
+
+
+def test_a_decoder_reads_the_previous_target_token() -> None:
+    """With feedback (teacher forcing), step t reads y_{t-1}: y_1 feeds dec_2 and no
+    target token feeds dec_1; every step reads every encoder state."""
+    _, edges = _spec_edges("bahdanau_translation")
+    fed = {(a, b) for a, b in edges if a.startswith("y_") and b.startswith("dec_")}
+    assert fed == {("y_1", "dec_2")}
+    for h in ("h_1", "h_2", "h_N"):
+        assert {(h, f"dec_{t}") for t in ("1", "2", "T")} <= edges
+
+
+def test_nodes_read_only_for_their_count_are_not_drawn() -> None:
+    """glimpse_hard cuts the canvas into tiles only so that position codes can count
+    them: the tiles are not drawn; the glimpse loop's two carries share one edge."""
+    labels, edges = _spec_edges("glimpse_hard")
+    assert "tiles" not in labels
+    assert ("ram_{t-1}", "ram_t") in edges and ("ram_t", "ram_{t+1}") in edges
