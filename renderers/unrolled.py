@@ -349,8 +349,11 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
             _connect(dg, graph, n, d, drawn[d.src], drawn[n.id], (d.src, n.id) in against,
                      str(query))
         if n.kind == "rnn" and drawn[n.id].mode == "items":
+            inst = drawn[n.id].inst
             for a, b in zip(range(1, items), range(2, items + 1), strict=True):
-                dg.connect(drawn[n.id].inst[str(a)], drawn[n.id].inst[str(b)])
+                dg.connect(inst[str(a)], inst[str(b)])
+                if n.spec.bidirectional:  # the backward pass: h_{i+1} feeds h_i
+                    dg.connect(inst[str(b)], inst[str(a)], constraint=False)
     _ellipses(dg, order, drawn, level, items, axes)
     return dg
 

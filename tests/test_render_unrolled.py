@@ -174,3 +174,13 @@ def test_nodes_read_only_for_their_count_are_not_drawn() -> None:
     labels, edges = _spec_edges("glimpse_hard")
     assert "tiles" not in labels
     assert ("ram_{t-1}", "ram_t") in edges and ("ram_t", "ram_{t+1}") in edges
+
+
+def test_a_bidirectional_encoder_runs_both_ways() -> None:
+    """Bahdanau's bidirectional encoder: h_1 feeds h_2 and h_2 feeds h_1; Luong local-p's
+    forward encoder only h̄_1 -> h̄_2."""
+    _, edges = _spec_edges("bahdanau_translation")
+    assert {("h_1", "h_2"), ("h_2", "h_1")} <= edges
+    labels, edges = _spec_edges("luong_local_p")
+    chain = {(a, b) for a, b in edges if a.startswith("h̄_") and b.startswith("h̄_")}
+    assert chain == {("h̄_1", "h̄_2")}, (labels, chain)
