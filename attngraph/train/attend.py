@@ -141,10 +141,41 @@ def _glimpses(ax: Any, loc: Tensor, ex: dict[str, Tensor], task: Task, graph: Gr
     xs = ((loc[:, 0].float() + 1) * w / 2 - 0.5).tolist()
     ys = ((loc[:, 1].float() + 1) * h / 2 - 0.5).tolist()
     ax.plot(xs, ys, "-", color="tab:orange", lw=1.5)
-    ax.scatter(xs, ys, c=range(len(xs)), cmap="autumn", s=60, zorder=3, edgecolors="white")
+    side = _glimpse_size(graph)
+    colours = [mpl_colour(t, len(xs)) for t in range(len(xs))]
     for t, (x, y) in enumerate(zip(xs, ys, strict=True)):
-        ax.annotate(str(t + 1), (x, y), color="white", fontsize=8, ha="center", va="center")
-    return "glimpse locations in order (1 = first)"
+        if side:  # the finest patch the glimpse saw there
+            ax.add_patch(_square(x, y, side, colours[t]))
+        ax.scatter([x], [y], color=colours[t], s=110, zorder=3, edgecolors="white")
+        ax.annotate(str(t + 1), (x, y), color="black", fontsize=8, fontweight="bold",
+                    ha="center", va="center", zorder=4)
+    ax.set_xlim(-0.5, w - 0.5)
+    ax.set_ylim(h - 0.5, -0.5)
+    box = f"; boxes: {side}×{side} px seen" if side else ""
+    return f"glimpses in order (1 = first){box}"
+
+
+def mpl_colour(t: int, n: int) -> Any:
+    """Colour of step ``t`` of ``n``: red first, through orange, to yellow."""
+    import matplotlib as mpl
+
+    return mpl.colormaps["autumn"](t / max(1, n - 1) * 0.85)
+
+
+def _square(x: float, y: float, side: int, colour: Any) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - side / 2, y - side / 2), side, side, fill=False, lw=1.5,
+                     ec=colour, zorder=2)
+
+
+def _glimpse_size(graph: Graph) -> int | None:
+    """Side of the finest patch of the spec's glimpse (the first one found)."""
+    for g in (graph, *graph.blocks.values()):
+        for n in g.nodes:
+            if n.kind == "glimpse":
+                return int(n.spec.size)
+    return None
 
 
 def _tiles(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) -> str:
