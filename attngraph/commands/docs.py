@@ -91,7 +91,13 @@ def docs(spec_dir: str, out_dir: str) -> None:
             "or comments): one row per attention site.", "", axes_table(graphs).rstrip(), ""]
     results = results_table()
     if results:
-        head += ["## Training: targets and figures reached", "", results.rstrip(), ""]
+        head += ["## Training: targets and figures reached", "",
+                 "Each spec trained with its own `train:` section; the slow tests assert "
+                 "every target. `glimpse_hard_baseline` is glimpse_hard's same-size model "
+                 "without attention (its glimpse stays at the centre of the canvas), which "
+                 "the hard attention model must beat by 0.1; "
+                 "docs/training-results.md tells how it got there.",
+                 "", results.rstrip(), ""]
     (out / "catalog.md").write_text("\n".join([*head, *sections]), encoding="utf-8")
     click.echo(f"wrote {out / 'catalog.md'} ({len(sections)} specs)")
     if bad:
