@@ -141,10 +141,8 @@ SPECS = Path(__file__).resolve().parent.parent / "specs"
 
 
 def _spec_edges(name: str) -> tuple[list[str], set[tuple[str, str]]]:
-    data = json.loads(render(load_spec(SPECS / f"{name}.yaml"), "unrolled", "json"))
-    label = {n["id"]: n["label"] for n in data["nodes"]}
-    return ([n["label"] for n in data["nodes"]],
-            {(label[e["source"]], label[e["target"]]) for e in data["edges"]})
+    data, edges = _json_edges(SPECS / f"{name}.yaml")
+    return [n["label"] for n in data["nodes"]], edges
 
 
 def test_a_loop_fed_one_item_per_step_is_drawn_per_item() -> None:

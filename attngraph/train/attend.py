@@ -142,7 +142,7 @@ def _glimpses(ax: Any, loc: Tensor, ex: dict[str, Tensor], task: Task, graph: Gr
     ys = ((loc[:, 1].float() + 1) * h / 2 - 0.5).tolist()
     ax.plot(xs, ys, "-", color="tab:orange", lw=1.5)
     side = _glimpse_size(graph)
-    colours = [mpl_colour(t, len(xs)) for t in range(len(xs))]
+    colours = [_colour(t, len(xs)) for t in range(len(xs))]
     for t, (x, y) in enumerate(zip(xs, ys, strict=True)):
         if side:  # the finest patch the glimpse saw there
             ax.add_patch(_square(x, y, side, colours[t]))
@@ -155,7 +155,7 @@ def _glimpses(ax: Any, loc: Tensor, ex: dict[str, Tensor], task: Task, graph: Gr
     return f"glimpses in order (1 = first){box}"
 
 
-def mpl_colour(t: int, n: int) -> Any:
+def _colour(t: int, n: int) -> Any:
     """Colour of step ``t`` of ``n``: red first, through orange, to yellow."""
     import matplotlib as mpl
 
