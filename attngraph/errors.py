@@ -20,6 +20,7 @@ __all__ = [
     "Diagnostic",
     "GraphError",
     "LoweringError",
+    "RegistryError",
     "RenderError",
     "ShapeError",
     "SourceLoc",
@@ -130,6 +131,10 @@ class ShapeError(AttnGraphError):
 
 class LoweringError(AttnGraphError):
     """A graph cannot become a module, or a module failed at run time."""
+
+
+class RegistryError(AttnGraphError):
+    """An unknown or duplicate name in a registry (kinds, scorers, passes, formats...)."""
 
 
 class RenderError(AttnGraphError):

@@ -1,4 +1,11 @@
-"""The front end as one function: ``load_spec(path) -> Graph`` (no torch)."""
+"""The front end as one function: ``load_spec(path) -> Graph`` (no torch).
+
+It composes the stages: :func:`~attngraph.source.load` (YAML with positions) →
+:func:`~attngraph.spec.validate.validate` (against the models of
+:data:`attngraph.kinds.KINDS`) → :func:`~attngraph.ir.build.build` →
+:func:`~attngraph.ir.verify.verify` → the :data:`~attngraph.passes.FRONT` passes
+(shape inference) → the resource guard.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,9 @@ from pathlib import Path
 from attngraph.errors import SourceLoc, SpecError
 from attngraph.ir.build import build
 from attngraph.ir.graph import Graph
-from attngraph.ir.shapes import infer_shapes
 from attngraph.ir.verify import verify
+from attngraph.kinds import spec_kinds
+from attngraph.passes import FRONT, Pipeline
 from attngraph.source import Document, load, loads
 from attngraph.spec.validate import validate
 
@@ -43,15 +51,16 @@ def check_resources(graph: Graph, doc: Document | None = None) -> None:
                     )
 
 
-def _front(doc: Document, allow_large: bool) -> Graph:
-    spec = validate(doc)
-    graph = infer_shapes(verify(build(spec, doc)))
+def _front(doc: Document, allow_large: bool, front: Pipeline) -> Graph:
+    spec = validate(doc, spec_kinds())
+    graph = front(verify(build(spec, doc)))
     if not allow_large:
         check_resources(graph, doc)
     return graph
 
 
-def load_spec(path: str | Path, *, allow_large: bool = False) -> Graph:
+def load_spec(path: str | Path, *, allow_large: bool = False,
+              front: Pipeline = FRONT) -> Graph:
     """Read, validate, build, verify and shape-check a spec file.
 
     Parameters
@@ -60,6 +69,9 @@ def load_spec(path: str | Path, *, allow_large: bool = False) -> Graph:
         A YAML spec.
     allow_large : bool, optional
         Accept specs over the parameter and dimension limits.
+    front : Pipeline, optional
+        The passes run after build and verify (default :data:`attngraph.passes.FRONT`;
+        ``FRONT.with_print_after(...)`` prints the IR after them).
 
     Returns
     -------
@@ -72,9 +84,10 @@ def load_spec(path: str | Path, *, allow_large: bool = False) -> Graph:
         A :class:`SpecError`, :class:`GraphError` or :class:`ShapeError` holding
         every problem found, each located in the file.
     """
-    return _front(load(path), allow_large)
+    return _front(load(path), allow_large, front)
 
 
-def loads_spec(text: str, file: str = "<spec>", *, allow_large: bool = False) -> Graph:
+def loads_spec(text: str, file: str = "<spec>", *, allow_large: bool = False,
+               front: Pipeline = FRONT) -> Graph:
     """Like :func:`load_spec`, from YAML text."""
-    return _front(loads(text, file), allow_large)
+    return _front(loads(text, file), allow_large, front)

@@ -36,16 +36,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar, overload
 
-from attngraph.errors import AttnGraphError, did_you_mean
+from attngraph.errors import RegistryError, did_you_mean
 
 __all__ = ["Registry", "RegistryError", "resolve"]
 
 T = TypeVar("T")
 F = TypeVar("F")
-
-
-class RegistryError(AttnGraphError):
-    """An unknown or duplicate name in a registry."""
 
 
 def resolve(ref: str) -> Any:

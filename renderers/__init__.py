@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from renderers.diagram import Diagram
 
-__all__ = ["render", "to_diagram", "show", "Show", "VIEWS", "FORMATS", "view", "format_"]
+__all__ = [
+    "render", "to_diagram", "show", "Show", "display", "VIEWS", "FORMATS", "view", "format_",
+]
 
 #: view name -> ``fn(graph, **options) -> Diagram``
 VIEWS: dict[str, Callable[..., Diagram]] = {}
@@ -158,3 +160,12 @@ class Show:
 def show(graph: Graph, view: str = "architecture", **options: Any) -> Show:
     """An object a notebook displays as the diagram of ``graph``."""
     return Show(graph, view, **options)
+
+
+def display(graph: Graph, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    """A graph's notebook display: its architecture diagram.
+
+    Registered as the ``attngraph.display`` entry point, which
+    ``Graph._repr_mimebundle_`` looks up (the IR does not import the renderers).
+    """
+    return show(graph)._repr_mimebundle_(include, exclude)

@@ -128,7 +128,7 @@ class _Builder:
             self._box(nid, n, cluster)
             return nid
         names = [i.id for i in body.inputs]
-        outer = {_bound_name(e.role): e for e in n.inputs}
+        outer = {e.role.key or e.role.field: e for e in n.inputs}
         rounds = int(n.spec.times) if n.kind == "repeat" else 1
         prev = None
         for r in range(1, rounds + 1):
@@ -161,12 +161,6 @@ class _Builder:
                         self.dg.connect(inner_exits[nxt.src], bound[cname],
                                         label=f"{cname} → t+1", constraint=False)
         return prev or nid
-
-
-def _bound_name(role: str) -> str:
-    """The body input an outer edge binds: ``inputs.enc``, ``carry.s.init``, ``from.x``."""
-    parts = role.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
 
 
 def architecture(graph: Graph, *, expand_repeats: bool = False) -> Diagram:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from attngraph.ir.graph import Graph, Node, TensorType
+from attngraph.ir.graph import Graph, Node, Role, TensorType
 from renderers.diagram import Diagram, DNode
 
 __all__ = ["unrolled"]
@@ -37,7 +37,7 @@ _BOXES = ("block", "repeat", "loop")
 class _Dep:
     src: str
     port: str
-    role: str
+    role: Role
     detach: bool
 
 
@@ -91,7 +91,7 @@ def _folded(graph: Graph) -> set[str]:
 def _deps(graph: Graph, node: Node, folded: set[str], detach: bool = False) -> list[_Dep]:
     out: list[_Dep] = []
     for e in node.inputs:
-        if _content_free(node, e.role):
+        if _content_free(node, e.role.field):
             continue
         if e.src in folded:
             out.extend(_deps(graph, graph.node(e.src), folded, detach or e.detach))
@@ -133,8 +133,8 @@ def _modes(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]]) -> dict
         us = users.get(n.id, [])
         if mode[n.id][0] == "items" and us and all(
             mode[u][0] == "qonly" and not (graph.node(u).kind == "readout"
-                                          and d.role == "values")
-            or (mode[u][0] == "pairs" and d.role == "query") for u, d in us
+                                          and d.role.field == "values")
+            or (mode[u][0] == "pairs" and d.role.field == "query") for u, d in us
         ):
             mode[n.id][0] = "qonly"
     forward()
@@ -151,7 +151,8 @@ def _levels(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
     extra: list[tuple[str, str]] = []
     for n in order:
         for d in deps[n.id]:
-            up = n.kind in _NORMALISERS and d.role == "query" and drawn[d.src].mode != "scalar"
+            up = (n.kind in _NORMALISERS and d.role.field == "query"
+                  and drawn[d.src].mode != "scalar")
             if up:
                 extra.append((n.id, d.src))
             else:
@@ -263,9 +264,9 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
         sm = "port"  # a per-item node's summary port (an rnn's final state)
     pairs: list[tuple[str, str]] = []
     dst_all = d.entry if d.mode == "box" else list(d.inst.values())
-    if d.mode == "box" and d.axis and dep.role.startswith("feed.") and sm == "items":
+    if d.mode == "box" and d.axis and dep.role.field == "feed" and sm == "items":
         # step k reads item k; a decoder's fed-back tokens are shifted: step k+1 reads k
-        fname = dep.role.split(".")[1]
+        fname = str(dep.role.key)
         shift = node.spec.feed[fname].feedback is not None
         keys = list(d.inst)
         for k in s.inst:
@@ -273,7 +274,7 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
             # shifted, item 2 feeds step 3, which is not drawn (not step N)
             if to < len(keys) and (not shift or keys[to].isdigit()):
                 pairs.append((s.inst[k], d.inst[keys[to]]))
-    elif d.mode == "box" and dep.role.startswith("carry.") and node.kind == "loop":
+    elif d.mode == "box" and dep.role.field == "carry" and node.kind == "loop":
         # a carry's initial value is read by the first step only
         pairs = [(x, d.entry[0]) for x in ([s.exit] if sm in ("scalar", "box", "port")
                                            else list(s.inst.values()))]
@@ -285,13 +286,13 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
     elif sm == "items" and d.mode == "items":
         pairs = [(s.inst[k], d.inst[k]) for k in d.inst if k in s.inst]
     elif sm == "items" and d.mode == "pairs":
-        if dep.role == "query":
+        if dep.role.field == "query":
             pairs = [(s.inst[q], t) for t in d.inst.values()] if q in s.inst else []
         else:
             pairs = [(s.inst[k.split(",")[1]], t) for k, t in d.inst.items()
                      if k.split(",")[1] in s.inst]
     elif sm == "items" and d.mode == "qonly":
-        if node.kind == "readout" and dep.role == "values":
+        if node.kind == "readout" and dep.role.field == "values":
             pairs = [(a, d.inst[q]) for a in s.inst.values()]
         elif q in s.inst:
             pairs = [(s.inst[q], d.inst[q])]
@@ -361,7 +362,7 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
 def _fed_axis(node: Node, deps: list[_Dep], drawn: dict[str, _Drawn]) -> str:
     """The items axis a loop is fed one item per step from (drawn per item), or ''."""
     for dep in deps:
-        if dep.role.startswith("feed.") and drawn[dep.src].mode == "items":
+        if dep.role.field == "feed" and drawn[dep.src].mode == "items":
             return drawn[dep.src].axis
     return ""
 

@@ -63,7 +63,7 @@ def test_validate_never_imports_torch_and_never_tracebacks(tmp_path: Path) -> No
 
 def test_schema_is_json_schema_of_every_kind(tmp_path: Path) -> None:
     """`attngraph schema -o` writes a JSON Schema whose node union covers every kind."""
-    from attngraph.spec.models import NODE_MODELS
+    from attngraph.kinds import spec_kinds
 
     out = tmp_path / "s.json"
     r = CliRunner().invoke(main, ["schema", "-o", str(out)])
@@ -71,4 +71,4 @@ def test_schema_is_json_schema_of_every_kind(tmp_path: Path) -> None:
     schema = json.loads(out.read_text())
     kinds = {d["properties"]["kind"]["const"] for d in schema["$defs"].values()
              if "kind" in d.get("properties", {}) and "const" in d["properties"]["kind"]}
-    assert kinds == set(NODE_MODELS)
+    assert kinds == set(spec_kinds())

@@ -27,7 +27,9 @@ import pytest
 from click.testing import CliRunner
 
 from attngraph.errors import AttnGraphError
-from attngraph.kinds import SCORERS
+from attngraph.kinds import SCORERS, spec_kinds
+from attngraph.kinds.attention import MaskSpec
+from attngraph.kinds.structure import CarrySpec, FeedSpec
 from attngraph.pipeline import loads_spec
 from attngraph.spec import models as m
 
@@ -125,13 +127,9 @@ def test_yaml_example_checks(block: Block) -> None:
     if block.marker == "after-python":
         i = DOC_BLOCKS.index(block)
         code = next(b for b in reversed(DOC_BLOCKS[:i]) if b.lang == "python")
-        before = dict(SCORERS)
-        try:
+        with SCORERS.scoped():
             exec(compile(code.text, where, "exec"), {})  # noqa: S102 - the doc's own example
             loads_spec(block.text, where)
-        finally:
-            SCORERS.clear()
-            SCORERS.update(before)
         return
     try:
         g = loads_spec(block.text, where)
@@ -171,16 +169,16 @@ def test_error_examples_print_what_the_doc_shows(
         assert res.stderr.strip() == shown.text.strip()
 
 
-@pytest.mark.parametrize("kind", sorted(m.NODE_MODELS))
+@pytest.mark.parametrize("kind", sorted(spec_kinds()))
 def test_every_kind_has_a_section_listing_its_fields(kind: str) -> None:
     """Each node kind has a heading, and its section names each of its fields."""
     sec = _section(_text(DOC), kind)
     assert sec, f"no heading for kind '{kind}'"
-    missing = [f for f in _field_names(m.NODE_MODELS[kind]) if f"`{f}`" not in sec]
+    missing = [f for f in _field_names(spec_kinds()[kind]) if f"`{f}`" not in sec]
     assert not missing, f"kind '{kind}': fields not documented: {missing}"
 
 
-@pytest.mark.parametrize("kind", sorted(m.NODE_MODELS))
+@pytest.mark.parametrize("kind", sorted(spec_kinds()))
 def test_every_kind_appears_in_a_checked_example(kind: str) -> None:
     """Each node kind is used by at least one example that the tests validate."""
     pat = re.compile(rf"kind:\s*{re.escape(kind)}\b")
@@ -198,7 +196,7 @@ def test_every_scorer_is_documented_and_used(fn: str) -> None:
 
 @pytest.mark.parametrize(
     "model",
-    [m.Spec, m.InputSpec, m.BlockSpec, m.TrainSpec, m.MaskSpec, m.CarrySpec, m.FeedSpec,
+    [m.Spec, m.InputSpec, m.BlockSpec, m.TrainSpec, MaskSpec, CarrySpec, FeedSpec,
      m.RefLong, m.LearnedQuery],
     ids=lambda x: x.__name__,
 )
@@ -254,6 +252,6 @@ def test_schema_command_names_every_kind_and_scorer(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     schema = json.loads(out.read_text(encoding="utf-8"))
     text = json.dumps(schema)
-    for kind in m.NODE_MODELS:
+    for kind in spec_kinds():
         assert f'"const": "{kind}"' in text or f'"enum": ["{kind}"]' in text, kind
     assert set(schema["$defs"]["ScorerSpec"]["properties"]["fn"]["enum"]) == set(SCORERS)

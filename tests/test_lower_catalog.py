@@ -11,21 +11,14 @@ from click.testing import CliRunner  # noqa: E402
 
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
-from attngraph.kinds.registry import LOWERINGS  # noqa: E402
-from attngraph.lower import load_rules  # noqa: E402
+from attngraph.kinds import KINDS  # noqa: E402
 from attngraph.lower.examples import random_inputs  # noqa: E402
 
 SPECS = sorted(Path(__file__).resolve().parents[1].glob("specs/*.yaml"))
-#: kinds lowered by the hard-attention and memory rules, which may be absent
-OPTIONAL = {"policy", "glimpse", "memory", "write", "address"}
-
-
 def _graph_or_skip(path: Path) -> attngraph.Graph:
     g = attngraph.load_spec(path)
-    load_rules()
-    missing = {n.kind for _, n in g.walk() if n.kind in OPTIONAL} - set(LOWERINGS)
-    if missing:
-        pytest.skip(f"no lowering rule yet for {', '.join(sorted(missing))}")
+    missing = {n.kind for _, n in g.walk() if not n.is_input and KINDS[n.kind].lowering is None}
+    assert not missing, f"kinds without a lowering: {sorted(missing)}"
     return g
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from attngraph.analysis.axes import Site
 from attngraph.ir.graph import Graph, Node
+from attngraph.ir.printer import without_refs
+from attngraph.spec.fields import fields_of
 
 __all__ = ["Alignment", "align", "node_fields", "MAX_EXACT_NODES", "TIME_BUDGET_S"]
 
@@ -29,30 +31,20 @@ MAX_EXACT_NODES = 10
 #: Seconds the edit-path search may take before its best path so far is used.
 TIME_BUDGET_S = 0.2
 
-_SKIP = {"kind", "label", "note"}
-
-
 def node_fields(n: Node) -> dict[str, Any]:
     """A node's own settings (no references, labels or notes) as plain values."""
     if n.spec is None:
         return {}
-    from attngraph.ir.build import REF_FIELDS
-
+    table = fields_of(type(n.spec))
     out: dict[str, Any] = {}
-    for name, info in type(n.spec).model_fields.items():
-        if name in _SKIP or name in REF_FIELDS:
+    for name, attr in table.attrs.items():
+        if name in ("kind", "label", "note") or name in table.refs:
             continue
-        v = getattr(n.spec, name)
-        if hasattr(v, "model_dump"):
-            v = v.model_dump(exclude_defaults=True)
-            if isinstance(v, dict):
-                v.pop("adjacency", None)
-        elif isinstance(v, dict):
-            v = {k: (x.model_dump(exclude_defaults=True) if hasattr(x, "model_dump") else x)
-                 for k, x in v.items()}
-        out[info.alias or name] = v
-    if getattr(n.spec, "query", None) is not None and hasattr(n.spec.query, "learned"):
-        out["query"] = {"learned": n.spec.query.learned}
+        v = getattr(n.spec, attr)
+        out[name] = without_refs(v) if name in table.nested else v
+    learned = getattr(n.spec, "query", None)
+    if learned is not None and hasattr(learned, "learned"):
+        out["query"] = {"learned": learned.learned}
     return out
 
 
@@ -93,7 +85,7 @@ def _nx(graph: Graph, sites: list[Site]) -> Any:
             src = "/".join((*path, e.src))
             if src in g:
                 prev = g.edges[src, q]["role"] + "," if g.has_edge(src, q) else ""
-                g.add_edge(src, q, role=prev + e.role.split(".")[0])
+                g.add_edge(src, q, role=prev + e.role.field)
     g.graph["order"] = order
     return g
 

@@ -33,6 +33,7 @@ Examples
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +41,9 @@ from attngraph.analysis.align import Alignment, align, node_fields
 from attngraph.analysis.axes import AXES, Site, find_sites
 from attngraph.analysis.scope import Origin
 from attngraph.ir.graph import Graph
+from attngraph.registry import Registry
 
-__all__ = ["Diff", "SiteDiff", "diff", "to_dict", "render_diff"]
+__all__ = ["Diff", "SiteDiff", "diff", "to_dict", "render_diff", "DIFF_FORMATS"]
 
 
 @dataclass(frozen=True)
@@ -236,11 +238,14 @@ def _text(d: Diff, md: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_diff(d: Diff, fmt: str = "text") -> str:
-    """``d`` as ``text``, ``json`` or ``markdown``."""
-    from attngraph.kinds.registry import lookup
+#: diff's output formats by name
+DIFF_FORMATS: Registry[Callable[[Diff], str]] = Registry("format")
+DIFF_FORMATS.register("text", lambda d: _text(d, False))
+DIFF_FORMATS.register("markdown", lambda d: _text(d, True))
+DIFF_FORMATS.register("json", lambda d: json.dumps(to_dict(d), indent=2, sort_keys=True,
+                                                   ensure_ascii=False, default=str))
 
-    forms = {"text": lambda: _text(d, False), "markdown": lambda: _text(d, True),
-             "json": lambda: json.dumps(to_dict(d), indent=2, sort_keys=True,
-                                        ensure_ascii=False, default=str)}
-    return str(lookup(forms, fmt, "format")())
+
+def render_diff(d: Diff, fmt: str = "text") -> str:
+    """``d`` in one of :data:`DIFF_FORMATS` (``text``, ``json`` or ``markdown``)."""
+    return DIFF_FORMATS[fmt](d)

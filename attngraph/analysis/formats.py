@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from attngraph.analysis.axes import AXES, Site
 from attngraph.analysis.describe import Description, describe, to_dict
 from attngraph.ir.graph import Graph
+from attngraph.registry import Registry
 
 __all__ = ["FORMATS", "render", "render_text", "render_json", "render_markdown", "axes_table"]
 
@@ -102,16 +103,16 @@ def render_markdown(desc: Description) -> str:
     return "\n".join(lines) + "\n"
 
 
-FORMATS: dict[str, Callable[[Description], str]] = {
-    "text": render_text, "json": render_json, "markdown": render_markdown,
-}
+#: describe's output formats by name
+FORMATS: Registry[Callable[[Description], str]] = Registry("format")
+FORMATS.register("text", render_text)
+FORMATS.register("json", render_json)
+FORMATS.register("markdown", render_markdown)
 
 
 def render(desc: Description, fmt: str = "text") -> str:
     """``desc`` in one of :data:`FORMATS`."""
-    from attngraph.kinds.registry import lookup
-
-    return str(lookup(FORMATS, fmt, "format")(desc))
+    return FORMATS[fmt](desc)
 
 
 def axes_table(graphs: Iterable[Graph]) -> str:

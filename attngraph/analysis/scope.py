@@ -13,14 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attngraph.ir.graph import Edge, Graph, Node
+from attngraph.kinds import KINDS
 
-__all__ = ["Scope", "Origin", "origins", "qid", "TRANSPARENT"]
+__all__ = ["Scope", "Origin", "origins", "qid"]
 
-#: Kinds that reshape or mix what flows through them without making a new source:
-#: tracing a query or key continues through them to their inputs.
-TRANSPARENT = frozenset({
-    "queries", "keys", "values", "dropout", "norm", "linear", "mlp", "add", "concat",
-})
 
 
 @dataclass(frozen=True)
@@ -85,11 +81,11 @@ def _outer_edges(scope: Scope, name: str) -> tuple[list[Edge], bool]:
     if owner.kind == "loop":
         if name in owner.spec.carry:
             return [], True
-        es = [e for e in owner.inputs if e.role in (f"inputs.{name}", f"feed.{name}.from")]
+        es = [e for e in owner.inputs if e.role.field in ("inputs", "feed") and e.role.key == name]
         return es, False
     if owner.kind == "repeat":
-        return [e for e in owner.inputs if e.role == "from"], False
-    es = [e for e in owner.inputs if e.role in ("from", f"from.{name}")]
+        return owner.edges("from"), False
+    es = [e for e in owner.edges("from") if e.role.key in (None, name)]
     return es, False
 
 
@@ -108,8 +104,10 @@ def origins(
     Returns
     -------
     list of Origin
-        Sources reached through :data:`TRANSPARENT` kinds and across body
-        boundaries; deduplicated by qualified id.
+        Sources reached through kinds marked ``transparent`` (they reshape or mix
+        what flows through them without making a new source: projections,
+        linear layers, norms, sums) and across body boundaries; deduplicated by
+        qualified id.
     """
     if edge is None:
         return []
@@ -133,7 +131,7 @@ def origins(
     if n.is_input:
         typ = n.spec.type if n.spec is not None else "input"
         return [Origin(qid(scope, n.id), "input", f"input '{n.id}' ({typ})")]
-    if n.kind in TRANSPARENT:
+    if KINDS[n.kind].transparent:
         if n.kind == "queries" and n.spec.learned is not None:
             return [Origin(qid(scope, n.id), "learned",
                            f"{n.spec.learned} learned query vector(s) '{n.id}'")]

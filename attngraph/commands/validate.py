@@ -81,7 +81,7 @@ def validate(specs: tuple[str, ...], allow_large: bool, show_ir: bool, quiet: bo
 @run_stage
 def schema(output: str | None) -> None:
     """Print the JSON Schema of the spec language (for YAML language servers)."""
-    from attngraph.spec.schema import json_schema
+    from attngraph.kinds.schema import json_schema
 
     text = json.dumps(json_schema(), indent=2)
     if output:

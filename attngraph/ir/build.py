@@ -1,8 +1,10 @@
 """``build(spec, doc) -> Graph``: resolve dims and references into the IR.
 
 Sizes written as dims names become integers; every reference becomes an
-:class:`~attngraph.ir.graph.Edge` with its role (the field it came from), port,
-``detach`` flag and source position. Dangling references and unknown dims are
+:class:`~attngraph.ir.graph.Edge` with its :class:`~attngraph.ir.graph.Role` (the
+field it came from), port, ``detach`` flag and source position. Which fields are
+sizes, references and block names is read from the models
+(:func:`attngraph.spec.fields.fields_of`). Dangling references and unknown dims are
 collected and raised together as one :class:`~attngraph.errors.GraphError`.
 Block definitions become template graphs; a ``block``, ``repeat`` or ``loop``
 node gets its body instantiated by shape inference.
@@ -16,23 +18,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from attngraph.errors import Diagnostic, GraphError, SourceLoc, did_you_mean
-from attngraph.ir.graph import INPUT, Edge, Graph, Node
+from attngraph.ir.graph import Edge, Graph, Node, Role
 from attngraph.source import Document, PathKey
 from attngraph.spec import models as m
+from attngraph.spec.fields import fields_of
 
-__all__ = ["build", "SIZE_FIELDS", "REF_FIELDS"]
-
-#: Fields holding a size (a positive integer or a dims name).
-SIZE_FIELDS = frozenset({
-    "embed", "dim", "hidden", "out", "vocab", "max_len", "slots", "width", "channels",
-    "height", "classes", "learned", "zeros", "heads", "times",
-})
-#: Fields holding references (single, list or mapping).
-REF_FIELDS = (
-    "from_", "query", "key", "scores", "weights", "values", "mean", "baseline", "image",
-    "loc", "memory", "erase", "add", "content", "prev", "control", "init", "steps",
-    "inputs",
-)
+__all__ = ["build"]
 
 
 class _Ctx:
@@ -61,8 +52,8 @@ def _resolve_size(ctx: _Ctx, where: str, path: PathKey, value: Any) -> Any:
 def _resolve_model(ctx: _Ctx, where: str, path: PathKey, model: BaseModel) -> Any:
     """A copy of ``model`` with every size field (also nested) resolved to an int."""
     update: dict[str, Any] = {}
-    for name, info in type(model).model_fields.items():
-        key = info.alias or name
+    table = fields_of(type(model))
+    for key, name in table.attrs.items():
         v = getattr(model, name)
         if isinstance(v, BaseModel):
             nv = _resolve_model(ctx, where, (*path, key), v)
@@ -71,39 +62,36 @@ def _resolve_model(ctx: _Ctx, where: str, path: PathKey, model: BaseModel) -> An
         elif isinstance(v, dict) and v and all(isinstance(x, BaseModel) for x in v.values()):
             nd = {k: _resolve_model(ctx, where, (*path, key, k), x) for k, x in v.items()}
             update[name] = nd
-        elif name in SIZE_FIELDS and isinstance(v, str):
+        elif key in table.sizes and isinstance(v, str):
             update[name] = _resolve_size(ctx, where, (*path, key), v)
     return model.model_copy(update=update) if update else model
 
 
-def _refs(spec: Any) -> Iterator[tuple[str, PathKey, Any]]:
+def _is_ref(v: object) -> bool:
+    return isinstance(v, (str, m.RefLong)) and not isinstance(v, bool)
+
+
+def _refs(spec: BaseModel) -> Iterator[tuple[Role, PathKey, Any]]:
     """(role, path below the node, reference) for every reference of a node spec."""
-    for name in REF_FIELDS:
-        if name not in type(spec).model_fields:
-            continue
-        if name == "init" and spec.kind == "memory":
-            continue  # a memory's init is a fill mode (learned/zeros/constant), not a ref
-        v = getattr(spec, name)
-        key = "from" if name == "from_" else name
-        if v is None or isinstance(v, (bool, int)) or isinstance(v, m.LearnedQuery):
-            continue
-        if isinstance(v, list):
-            for i, r in enumerate(v):
-                yield f"{key}.{i}", (key, i), r
-        elif isinstance(v, dict):
-            for k, r in v.items():
-                yield f"{key}.{k}", (key, k), r
-        else:
-            yield key, (key,), v
-    mask = getattr(spec, "mask", None)
-    if mask is not None and mask.adjacency is not None:
-        yield "mask.adjacency", ("mask", "adjacency"), mask.adjacency
-    for cname, c in (getattr(spec, "carry", None) or {}).items():
-        if c.init is not None:
-            yield f"carry.{cname}.init", ("carry", cname, "init"), c.init
-    for fname, f in (getattr(spec, "feed", None) or {}).items():
-        if f.from_ is not None:
-            yield f"feed.{fname}.from", ("feed", fname, "from"), f.from_
+    table = fields_of(type(spec))
+    for name, attr in table.attrs.items():
+        v = getattr(spec, attr)
+        if name in table.refs:
+            if isinstance(v, list):
+                for i, r in enumerate(v):
+                    yield Role(name, str(i)), (name, i), r
+            elif isinstance(v, dict):
+                for k, r in v.items():
+                    yield Role(name, k), (name, k), r
+            elif _is_ref(v):
+                yield Role(name), (name,), v
+        elif isinstance(v, BaseModel) and name in table.nested:
+            for role, sub, r in _refs(v):
+                yield Role(name, sub=role.field), (name, *sub), r
+        elif isinstance(v, dict) and name in table.nested:
+            for k, x in v.items():
+                for role, sub, r in _refs(x):
+                    yield Role(name, k, role.field), (name, k, *sub), r
 
 
 def _raw(data: Any, path: PathKey) -> Any:
@@ -114,7 +102,7 @@ def _raw(data: Any, path: PathKey) -> Any:
     return data
 
 
-def _edge(ctx: _Ctx, role: str, path: PathKey, ref: Any) -> Edge:
+def _edge(ctx: _Ctx, role: Role, path: PathKey, ref: Any) -> Edge:
     detach = False
     if isinstance(ref, m.RefLong):
         detach = ref.detach
@@ -126,7 +114,7 @@ def _edge(ctx: _Ctx, role: str, path: PathKey, ref: Any) -> Edge:
 
 def _nodes(
     ctx: _Ctx, base: PathKey, nodes: dict[str, Any], known: set[str], scope: str
-) -> list[Node]:
+) -> list[Node[Any]]:
     out = []
     for nid, spec in nodes.items():
         path = (*base, nid)
@@ -137,13 +125,13 @@ def _nodes(
             e = _edge(ctx, role, (*path, *sub), ref)
             if e.src not in known:
                 ctx.diags.append(Diagnostic(
-                    e.loc, f"{where}: {role.split('.')[0]} '{e.src}' is not a node or "
+                    e.loc, f"{where}: {role.field} '{e.src}' is not a node or "
                     f"input{scope}", did_you_mean(e.src, known - {nid}),
                 ))
             edges.append(e)
         raw = _raw(ctx.doc.data, path)
         out.append(Node(
-            id=nid, kind=spec.kind, spec=spec, inputs=tuple(edges),
+            id=nid, spec=spec, inputs=tuple(edges),
             loc=ctx.loc(path), label=spec.label or nid,
             field_locs={k: ctx.loc((*path, k)) for k in raw} if isinstance(raw, dict) else {},
         ))
@@ -155,7 +143,7 @@ def _outputs(
 ) -> tuple[tuple[str, Edge], ...]:
     res = []
     for name, ref in outputs.items():
-        e = _edge(ctx, name, (*path, name), ref)
+        e = _edge(ctx, Role(name), (*path, name), ref)
         if e.src not in known:
             ctx.diags.append(Diagnostic(
                 e.loc, f"output '{name}': '{e.src}' is not a node or input{scope}",
@@ -165,7 +153,7 @@ def _outputs(
     return tuple(res)
 
 
-def _input_nodes(ctx: _Ctx, inputs: dict[str, m.InputSpec]) -> list[Node]:
+def _input_nodes(ctx: _Ctx, inputs: dict[str, m.InputSpec]) -> list[Node[Any]]:
     out = []
     first = True
     for name, spec in inputs.items():
@@ -181,7 +169,7 @@ def _input_nodes(ctx: _Ctx, inputs: dict[str, m.InputSpec]) -> list[Node]:
             if spec.type in ("tokens", "vectors", "graph"):
                 first = False
         raw = _raw(ctx.doc.data, path)
-        out.append(Node(id=name, kind=INPUT, spec=spec, loc=ctx.loc(path),
+        out.append(Node(id=name, spec=spec, loc=ctx.loc(path),
                         label=spec.label or name,
                         field_locs={k: ctx.loc((*path, k)) for k in raw}
                         if isinstance(raw, dict) else {}))
@@ -190,7 +178,7 @@ def _input_nodes(ctx: _Ctx, inputs: dict[str, m.InputSpec]) -> list[Node]:
 
 def _block(ctx: _Ctx, name: str, block: m.BlockSpec) -> Graph:
     base: PathKey = ("blocks", name)
-    ins = [Node(id=i, kind=INPUT, spec=None, loc=ctx.loc((*base, "inputs", k)), label=i)
+    ins = [Node(id=i, spec=None, loc=ctx.loc((*base, "inputs", k)), label=i)
            for k, i in enumerate(block.inputs)]
     clash = set(block.inputs) & set(block.nodes)
     for c in sorted(clash):
@@ -207,7 +195,7 @@ def _block(ctx: _Ctx, name: str, block: m.BlockSpec) -> Graph:
     elif block.outputs is not None:
         outs = _outputs(ctx, (*base, "outputs"), block.outputs, known, scope)
     else:
-        e = _edge(ctx, "output", (*base, "output"), block.output)
+        e = _edge(ctx, Role("output"), (*base, "output"), block.output)
         if e.src not in known:
             ctx.diags.append(Diagnostic(
                 e.loc, f"block '{name}': output '{e.src}' is not a node or input{scope}",
@@ -253,11 +241,11 @@ def build(spec: m.Spec, doc: Document) -> Graph:
         (("blocks", g.name, "nodes", n.id), n) for g in blocks.values() for n in g.nodes
         if not n.is_input
     ]:
-        bname = n.field("block") if n.kind in ("block", "repeat") else n.field("body")
-        if bname is not None and bname not in blocks:
-            key = "block" if n.kind != "loop" else "body"
-            ctx.error((*path, key), f"node '{n.id}': '{bname}' is not a block",
-                      did_you_mean(bname, blocks) if blocks else "define it under blocks:")
+        for key in sorted(fields_of(type(n.spec)).blocks):
+            bname = n.field(key)
+            if bname is not None and bname not in blocks:
+                ctx.error((*path, key), f"node '{n.id}': '{bname}' is not a block",
+                          did_you_mean(bname, blocks) if blocks else "define it under blocks:")
     if ctx.diags:
         raise GraphError(ctx.diags[0].message, diagnostics=ctx.diags)
     graph = Graph(

@@ -1,7 +1,13 @@
 """The one IR: a graph of frozen nodes at the level of the spec's own kinds.
 
-Renderers, ``describe``, ``diff`` and the lowering all read this. ``str(graph)`` is
-a stable one-line-per-node dump used as golden text in tests.
+Renderers, ``describe``, ``diff`` and the lowering all read this. A node holds its
+kind's spec model (``Node[SpecT]``; the kind is the model's ``kind`` tag) and one
+:class:`Edge` per reference, each filling a typed :class:`Role`. ``str(graph)`` is
+a stable one-line-per-node dump (:mod:`attngraph.ir.printer`) used as golden text.
+
+Nothing here imports the renderers: a notebook shows a graph through the display
+function registered under the ``attngraph.display`` entry point group (the
+``renderers`` package registers one).
 """
 
 from __future__ import annotations
@@ -9,14 +15,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from attngraph.errors import SourceLoc
 
 if TYPE_CHECKING:
     import networkx as nx
+    from pydantic import BaseModel
 
-__all__ = ["Dim", "TensorType", "Edge", "Node", "Graph", "INPUT", "fmt_dim"]
+    from attngraph.spec.models import TrainSpec
+
+__all__ = ["Dim", "TensorType", "Role", "Edge", "Node", "Graph", "INPUT", "fmt_dim"]
 
 #: A size: a fixed integer, or a symbol (``N``, ``M``, ``T``) known at run time.
 Dim = int | str
@@ -61,10 +70,32 @@ class TensorType:
 
 
 @dataclass(frozen=True)
+class Role:
+    """Which field of a node an edge fills.
+
+    ``field`` is the field as written (``from``, ``query``, ``mask``); ``key`` the
+    element of a list or mapping field (``from: [a, b]`` gives keys ``0``, ``1``;
+    ``inputs: {enc: x}`` gives ``enc``; a loop's ``carry: {h: ...}`` gives ``h``);
+    ``sub`` the field of a nested model (``init`` of a carry, ``adjacency`` of a
+    mask). Its text joins the parts with dots: ``carry.h.init``, ``mask.adjacency``.
+
+    >>> str(Role("carry", "h", "init")), Role("from", "0").key
+    ('carry.h.init', '0')
+    """
+
+    field: str
+    key: str | None = None
+    sub: str | None = None
+
+    def __str__(self) -> str:
+        return ".".join(p for p in (self.field, self.key, self.sub) if p is not None)
+
+
+@dataclass(frozen=True)
 class Edge:
     """One input of a node: which field (``role``) reads which node's port."""
 
-    role: str
+    role: Role
     src: str
     port: str = ""
     detach: bool = False
@@ -79,20 +110,24 @@ class Edge:
         return ("~" if self.detach else "") + "%" + self.ref
 
 
+SpecT = TypeVar("SpecT", bound="BaseModel | None")
+
+
 @dataclass(frozen=True)
-class Node:
+class Node(Generic[SpecT]):
     """A node of the IR.
 
-    ``spec`` is the node's own pydantic model (sizes resolved to integers);
-    ``types`` maps each output port (``""`` is the default) to its type, filled
-    by shape inference; ``body`` is the instantiated subgraph of a block, repeat
-    or loop; ``params`` is the parameter count from shape inference; ``loc`` is
-    the position of the node's mapping and ``field_locs`` that of each field.
+    ``spec`` is the node's own pydantic model (sizes resolved to integers); its
+    ``kind`` tag is the node's kind (a block's inputs have no spec: kind
+    ``input``). ``types`` maps each output port (``""`` is the default) to its
+    type, filled by shape inference; ``body`` is the instantiated subgraph of a
+    block, repeat or loop; ``params`` is the parameter count from shape
+    inference; ``loc`` is the position of the node's mapping and ``field_locs``
+    that of each field.
     """
 
     id: str
-    kind: str
-    spec: Any
+    spec: SpecT
     inputs: tuple[Edge, ...] = ()
     loc: SourceLoc = field(default_factory=SourceLoc, compare=False)
     label: str = ""
@@ -100,6 +135,11 @@ class Node:
     body: Graph | None = None
     params: int = 0
     field_locs: Mapping[str, SourceLoc] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """The kind: the spec model's ``kind`` tag (``input`` for inputs)."""
+        return str(getattr(self.spec, "kind", INPUT))
 
     def where(self, name: str) -> SourceLoc:
         """Position of a spec field's value, else of the node."""
@@ -109,16 +149,17 @@ class Node:
         """Type of an output port (``""`` is the default port)."""
         return self.types[port]
 
-    def edge(self, role: str) -> Edge | None:
-        """The input edge for a field, or ``None``."""
+    def edge(self, role: Role | str) -> Edge | None:
+        """The input edge filling ``role`` (a :class:`Role` or its text), or ``None``."""
+        text = str(role)
         for e in self.inputs:
-            if e.role == role:
+            if str(e.role) == text:
                 return e
         return None
 
-    def edges(self, prefix: str) -> list[Edge]:
-        """Input edges whose role is ``prefix`` or starts with ``prefix.``."""
-        return [e for e in self.inputs if e.role == prefix or e.role.startswith(prefix + ".")]
+    def edges(self, field_name: str) -> list[Edge]:
+        """Input edges of one field (every element of a list or mapping field)."""
+        return [e for e in self.inputs if e.role.field == field_name]
 
     def field(self, name: str, default: Any = None) -> Any:
         """A spec field's value (``from`` for the ``from_`` field)."""
@@ -129,60 +170,38 @@ class Node:
         """True for graph (and block) inputs."""
         return self.kind == INPUT
 
-    def describe_fields(self) -> str:
-        """Non-default, non-reference fields as ``k=v`` text, for dumps."""
-        if self.spec is None:
-            return ""
-        skip = {"kind", "label", "note", "from_", "query", "key", "scores", "weights",
-                "values", "mean", "image", "loc", "memory", "erase", "add", "content",
-                "prev", "control", "inputs", "carry", "feed", "init", "steps"}
-        parts = []
-        for name, info in type(self.spec).model_fields.items():
-            if name in skip:
-                continue
-            v = getattr(self.spec, name)
-            if v == info.default or v is None:
-                continue
-            if hasattr(v, "model_dump"):
-                v = dict(v.model_dump(exclude_defaults=True).items())
-            parts.append(f"{info.alias or name}={v}")
-        q = getattr(self.spec, "query", None)
-        if q is not None and hasattr(q, "learned"):
-            parts.insert(0, f"query=learned[{q.learned}]")
-        return ", ".join(parts)
-
 
 @dataclass(frozen=True)
 class Graph:
     """A spec (or a block body) as nodes in author order, with named outputs."""
 
     name: str
-    nodes: tuple[Node, ...]
+    nodes: tuple[Node[Any], ...]
     outputs: tuple[tuple[str, Edge], ...]
     dims: Mapping[str, int] = field(default_factory=dict)
     file: str = "<spec>"
     title: str | None = None
     summary: str | None = None
     block: str | None = None
-    train: Any = None
+    train: TrainSpec | None = None
     blocks: Mapping[str, Graph] = field(default_factory=dict, repr=False)
 
     @functools.cached_property
-    def _index(self) -> dict[str, Node]:
+    def _index(self) -> dict[str, Node[Any]]:
         return {n.id: n for n in self.nodes}
 
-    def __iter__(self) -> Iterator[Node]:
+    def __iter__(self) -> Iterator[Node[Any]]:
         return iter(self.nodes)
 
     def __contains__(self, nid: object) -> bool:
         return nid in self._index
 
-    def node(self, nid: str) -> Node:
+    def node(self, nid: str) -> Node[Any]:
         """The node with id ``nid``."""
         return self._index[nid]
 
     @property
-    def inputs(self) -> list[Node]:
+    def inputs(self) -> list[Node[Any]]:
         """Input nodes, in author order."""
         return [n for n in self.nodes if n.is_input]
 
@@ -199,10 +218,10 @@ class Graph:
             g.add_node(n.id, kind=n.kind)
         for n in self.nodes:
             for e in n.inputs:
-                g.add_edge(e.src, n.id, role=e.role, port=e.port, detach=e.detach)
+                g.add_edge(e.src, n.id, role=str(e.role), port=e.port, detach=e.detach)
         return g
 
-    def order(self) -> list[Node]:
+    def order(self) -> list[Node[Any]]:
         """Nodes in execution order: dependencies first, author order among equals.
 
         Uses the standard library's ``graphlib`` rather than networkx: validating a
@@ -216,7 +235,7 @@ class Graph:
             ts.add(n.id, *(e.src for e in n.inputs if e.src in self._index))
         ts.prepare()
         pos = {n.id: i for i, n in enumerate(self.nodes)}
-        out: list[Node] = []
+        out: list[Node[Any]] = []
         while ts.is_active():
             ready = sorted(ts.get_ready(), key=pos.__getitem__)
             for nid in ready:
@@ -224,11 +243,11 @@ class Graph:
                 ts.done(nid)
         return out
 
-    def replace_nodes(self, nodes: list[Node] | tuple[Node, ...]) -> Graph:
+    def replace_nodes(self, nodes: list[Node[Any]] | tuple[Node[Any], ...]) -> Graph:
         """A copy of this graph with other nodes."""
         return replace(self, nodes=tuple(nodes))
 
-    def walk(self) -> Iterator[tuple[tuple[str, ...], Node]]:
+    def walk(self) -> Iterator[tuple[tuple[str, ...], Node[Any]]]:
         """Every node with its path of enclosing block/repeat/loop node ids."""
         for n in self.nodes:
             yield (), n
@@ -236,42 +255,30 @@ class Graph:
                 for path, inner in n.body.walk():
                     yield (n.id, *path), inner
 
+    def output_types(self) -> dict[str, TensorType]:
+        """Types of the declared outputs (after shape inference)."""
+        return {name: self.node(e.src).types[e.port] for name, e in self.outputs}
+
     @property
     def params(self) -> int:
         """Total parameter count (after shape inference)."""
         return sum(n.params for n in self.nodes)
 
     def __str__(self) -> str:
-        return "\n".join(self._dump(""))
+        from attngraph.ir.printer import dump
+
+        return dump(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        """Notebook display: the architecture diagram (renderers are loaded on demand)."""
-        try:
-            from renderers import show
-        except ImportError:  # renderers not installed: show the IR dump
-            return {"text/plain": str(self)}
-        bundle = show(self)._repr_mimebundle_(include, exclude)
+        """Notebook display: the first ``attngraph.display`` entry point, else the dump."""
+        from importlib.metadata import entry_points
+
+        bundle: dict[str, str] = {}
+        for ep in entry_points(group="attngraph.display"):
+            try:
+                bundle = dict(ep.load()(self, include, exclude))
+            except ImportError:
+                continue
+            break
         bundle.setdefault("text/plain", str(self))
         return bundle
-
-    def _dump(self, indent: str) -> list[str]:
-        head = f"{indent}graph {self.name}" + (f" (block {self.block})" if self.block else "")
-        lines = [head + ":"]
-        for n in self.nodes:
-            args = ", ".join(f"{e.role}={e}" for e in n.inputs)
-            fields = n.describe_fields()
-            inner = ", ".join(x for x in (fields, args) if x)
-            ports = "; ".join(
-                (f"{p}: " if p else "") + str(t) for p, t in n.types.items() if p != "out"
-            )
-            line = f"{indent}  %{n.id} = {n.kind}({inner})"
-            if ports:
-                line += f" : {ports}"
-            if n.loc.line:
-                line += f"  @{n.loc.line}:{n.loc.col}"
-            lines.append(line)
-            if n.body is not None:
-                lines.extend(n.body._dump(indent + "    "))
-        outs = ", ".join(f"{k}={e}" for k, e in self.outputs)
-        lines.append(f"{indent}  return {outs}")
-        return lines

@@ -9,20 +9,21 @@ outputs exist, and blocks do not use themselves. Violations raise
 from __future__ import annotations
 
 from attngraph.errors import Diagnostic, GraphError
-from attngraph.ir.graph import Graph
+from attngraph.ir.graph import Graph, Node
+from attngraph.spec.fields import fields_of
 
 __all__ = ["verify"]
 
 
+def _blocks_named(n: Node[object]) -> set[str]:
+    """The blocks a node uses (its fields that name blocks)."""
+    if n.spec is None:
+        return set()
+    return {str(n.field(k)) for k in fields_of(type(n.spec)).blocks if n.field(k)}
+
+
 def _block_uses(g: Graph) -> set[str]:
-    uses = set()
-    for n in g.nodes:
-        name = n.field("block") if n.kind in ("block", "repeat") else None
-        if n.kind == "loop":
-            name = n.field("body")
-        if name:
-            uses.add(name)
-    return uses
+    return {name for n in g.nodes for name in _blocks_named(n)}
 
 
 def _cycle(deps: dict[str, list[str]]) -> list[str] | None:
@@ -55,9 +56,9 @@ def verify(graph: Graph) -> Graph:
 
     Examples
     --------
-    >>> from attngraph.ir.graph import Graph, Node, Edge
-    >>> g = Graph("g", (Node("a", "norm", None, (Edge("from", "b"),)),
-    ...                 Node("b", "norm", None, (Edge("from", "a"),))), ())
+    >>> from attngraph.ir.graph import Edge, Graph, Node, Role
+    >>> g = Graph("g", (Node("a", None, (Edge(Role("from"), "b"),)),
+    ...                 Node("b", None, (Edge(Role("from"), "a"),))), ())
     >>> try:
     ...     verify(g)
     ... except GraphError as e:
@@ -93,8 +94,7 @@ def verify(graph: Graph) -> Graph:
     bpath = _cycle({name: sorted(_block_uses(b)) for name, b in graph.blocks.items()})
     if bpath is not None:
         b = graph.blocks[bpath[0]]
-        user = next((n for n in b.nodes if bpath[1] in (n.field("block"), n.field("body"))),
-                    None)
+        user = next((n for n in b.nodes if bpath[1] in _blocks_named(n)), None)
         diags.append(Diagnostic(
             user.loc if user is not None else graph.nodes[0].loc,
             "block uses itself: " + " -> ".join(bpath),

@@ -1,17 +1,38 @@
-"""Node kinds: each module registers shape rules (and lowering rules) by kind."""
+"""Node kinds: one :class:`~attngraph.kinds.base.Kind` per kind, one module per family.
 
-from attngraph.kinds import attention, inputs, memory, structure, support  # noqa: F401
-from attngraph.kinds.registry import (
-    LOWERINGS,
-    SCORERS,
-    SHAPES,
-    ScorerInfo,
-    lowering_rule,
-    register_scorer,
-    shape_rule,
+=============  ==================================================================
+module         kinds
+=============  ==================================================================
+``inputs``     input
+``attention``  items, queries, keys, values, softmax, readout, (fused) attention
+``scorers``    scorer, and every scorer function (:data:`SCORERS`)
+``hard``       policy
+``glimpse``    glimpse
+``memory``     memory, write, address
+``rnn``        rnn
+``structure``  block, repeat, loop
+``support``    linear, mlp, embedding, position, norm, add, concat, dropout
+=============  ==================================================================
+
+Each kind's lowering is in the module of the same name under :mod:`attngraph.lower`.
+Importing this package registers every built-in kind; it never imports torch.
+"""
+
+from attngraph.kinds import (  # noqa: F401  (each module registers its kinds)
+    attention,
+    glimpse,
+    hard,
+    inputs,
+    memory,
+    rnn,
+    scorers,
+    structure,
+    support,
 )
+from attngraph.kinds.base import KINDS, Kind, RuleCtx, Style, kind, spec_kinds
+from attngraph.kinds.scorers import SCORERS, ScorerInfo, register_scorer
 
 __all__ = [
-    "LOWERINGS", "SCORERS", "SHAPES", "ScorerInfo", "lowering_rule", "register_scorer",
-    "shape_rule",
+    "KINDS", "Kind", "RuleCtx", "SCORERS", "ScorerInfo", "Style", "kind", "register_scorer",
+    "spec_kinds",
 ]

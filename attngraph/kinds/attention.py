@@ -1,27 +1,87 @@
-"""Shape rules of the attention vocabulary: items, queries/keys/values, scorer,
-softmax, readout and policy; and the built-in scorer functions."""
+"""The attention vocabulary: items, queries/keys/values, softmax, readout, and the
+fused ``attention`` node of :mod:`attngraph.passes.fuse_attention`.
+
+The scorer kind and its functions are in :mod:`attngraph.kinds.scorers`; a
+policy (hard attention) in :mod:`attngraph.kinds.hard`. Lowered in
+:mod:`attngraph.lower.attention`.
+"""
 
 from __future__ import annotations
 
-from attngraph.ir.graph import Dim, TensorType
-from attngraph.ir.shapes import RuleCtx
-from attngraph.kinds.registry import SCORERS, ScorerInfo, register_scorer, shape_rule
+from typing import Annotated, Literal
 
-for _info in (
-    ScorerInfo("dot", "q·k", same_size=True),
-    ScorerInfo("scaled_dot", "q·k/√d", same_size=True),
-    ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk),
-    ScorerInfo("additive", "vᵀ tanh(W q + U k)",
-               params=lambda dq, dk, h: dq * h + dk * h + h + h),
-    ScorerInfo("cosine", "β · cos(q, k)", same_size=True),
-    ScorerInfo("mlp", "vᵀ tanh(W k)", needs_query=False, params=lambda dq, dk, h: dk * h + h + h),
-    ScorerInfo("location", "s_i = w_i (learned per position), or "
-               "-(i - p)²/(2σ²) with p = N·sigmoid(vᵀ tanh(W q))",
-               needs_query=False, content=False),
-    ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
-               params=lambda dq, dk, h: dq + dk),
-):
-    register_scorer(_info)
+from pydantic import Field
+
+from attngraph.ir.graph import TensorType
+from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.spec.models import (
+    Model,
+    NodeModel,
+    PosFloat,
+    PosInt,
+    Ref,
+    Size,
+)
+
+
+class ItemsSpec(NodeModel):
+    kind: Literal["items"]
+    from_: Ref = Field(alias="from")
+    embed: Size | None = None
+    patches: tuple[PosInt, PosInt] | None = None
+    dim: Size | None = None
+    bias: bool = True
+
+
+_PROJ = Style("#d9ead3", "box")
+
+
+class _Proj(NodeModel):
+    from_: Ref | None = Field(default=None, alias="from")
+    dim: Size | None = None
+    heads: Size | None = None
+    proj: Literal["linear", "identity", "mlp"] = "linear"
+    bias: bool = True
+    hidden: Size | None = None
+
+
+class QueriesSpec(_Proj):
+    kind: Literal["queries"]
+    learned: Size | None = None
+
+
+class KeysSpec(_Proj):
+    kind: Literal["keys"]
+
+
+class ValuesSpec(_Proj):
+    kind: Literal["values"]
+
+
+class MaskSpec(Model):
+    """Masks a softmax may apply on top of the inputs' padding."""
+
+    causal: bool = False
+    window: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+    adjacency: Ref | None = None
+    self_loops: bool = True
+
+
+class SoftmaxSpec(NodeModel):
+    kind: Literal["softmax"]
+    scores: Ref
+    mask: MaskSpec | None = None
+    temperature: PosFloat = 1.0
+    fn: Literal["softmax", "sparsemax"] = "softmax"
+
+
+class ReadoutSpec(NodeModel):
+    kind: Literal["readout"]
+    weights: Ref
+    values: Ref
+    combine: Literal["concat", "mean"] = "concat"
+    out: Size | None = None
+    bias: bool = True
 
 
 def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
@@ -40,7 +100,8 @@ def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
     return d_out
 
 
-@shape_rule("items")
+@kind("items", ItemsSpec, lowering="attngraph.lower.attention:Items", role="items",
+      style=Style("#cfe2f3", "box"))
 def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]: embedded tokens, projected vectors, image patches, graph nodes."""
     s = ctx.spec
@@ -112,112 +173,29 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     return {"": TensorType((*lead, d))}
 
 
-@shape_rule("queries")
+@kind("queries", QueriesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
+      style=_PROJ, transparent=True)
 def queries_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[M, d] or [d]; with heads h, [M, d/h] per head."""
     return _qkv(ctx, "queries")
 
 
-@shape_rule("keys")
+@kind("keys", KeysSpec, lowering="attngraph.lower.attention:Proj", role="projection",
+      style=_PROJ, transparent=True)
 def keys_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "keys")
 
 
-@shape_rule("values")
+@kind("values", ValuesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
+      style=_PROJ, transparent=True)
 def values_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "values")
 
 
-@shape_rule("scorer")
-def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """Scores [N] (one query), [M, N] (all pairs) or [N] (aligned pairs)."""
-    from attngraph.errors import did_you_mean
-
-    s = ctx.spec
-    info = SCORERS.get(s.fn)
-    if info is None:
-        ctx.fail(f"unknown scorer fn '{s.fn}'", hint=did_you_mean(s.fn, SCORERS), field="fn")
-    k = ctx.need_items("key", f"scorer fn '{s.fn}'")
-    n, dk = k.dims[0], int(k.dims[1])
-    learned_q = getattr(s.query, "learned", None)
-    if learned_q is not None:
-        q = TensorType((int(learned_q),), heads=k.heads)
-        ctx.params += int(learned_q) * (k.heads or 1)
-        qname = "learned"
-    elif ctx.has("query"):
-        q = ctx.t("query")
-        qname = ctx.edge("query").ref
-        if q.dtype != "float" or q.rank not in (1, 2):
-            ctx.fail(f"a query is a vector [d] or queries [M, d], got {q}", "query")
-    else:
-        q = None
-        qname = ""
-    if s.fn == "mlp" and q is not None:
-        ctx.fail("fn 'mlp' scores each item alone (vᵀtanh(W k)) and takes no query",
-                 "query", "drop 'query', or use fn 'additive' to score against a query")
-    if info.needs_query and q is None:
-        ctx.fail(f"scorer fn '{s.fn}' needs a query",
-                 hint="add query: <node>, or query: {learned: d} for a learned vector")
-    if q is not None and (q.heads or None) != (k.heads or None):
-        ctx.fail(f"query has {q.heads or 1} head(s) but key has {k.heads or 1}", "query",
-                 "give queries and keys the same 'heads'")
-    if s.fn == "location":
-        return _location(ctx, q, k)
-    dq = int(q.dims[-1]) if q is not None else dk
-    if info.same_size and dq != dk:
-        ctx.fail(
-            f"scorer fn '{s.fn}' needs query and key of one size "
-            f"(query {qname}: {dq}, key {ctx.edge('key').ref}: {dk})",
-            hint="make both dims equal, or use fn 'general' (q^T W k), which maps between sizes",
-        )
-    hidden = int(s.hidden) if s.hidden is not None else dk
-    ctx.params += info.params(dq, dk, hidden) * (k.heads or 1)
-    if s.fn == "cosine" and s.beta == "learned":
-        ctx.params += 1
-    return {"": _pairs(ctx, q, k, n)}
-
-
-def _pairs(ctx: RuleCtx, q: TensorType | None, k: TensorType, n: Dim) -> TensorType:
-    s = ctx.spec
-    if s.pairs == "aligned":
-        if q is None or q.rank != 2:
-            ctx.fail("pairs: aligned scores query i with key i, so it needs queries [N, d]",
-                     "query", "use pairs: all for a single query vector")
-        if q.dims[0] != n:
-            ctx.fail(f"pairs: aligned needs as many queries as keys "
-                     f"(queries {q.dims[0]}, keys {n})", "query",
-                     "use pairs: all to score every query against every key")
-        return TensorType((n,), heads=k.heads)
-    if q is None or q.rank == 1:
-        return TensorType((n,), heads=k.heads)
-    return TensorType((q.dims[0], n), heads=k.heads)
-
-
-def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, TensorType]:
-    s = ctx.spec
-    n = k.dims[0]
-    mode = s.mode or ("gaussian" if q is not None else "learned")
-    if mode == "learned":
-        max_len = s.max_len if s.max_len is not None else (n if isinstance(n, int) else None)
-        if max_len is None:
-            ctx.fail("location scores learned per position need 'max_len'",
-                     hint="add max_len: <longest N>")
-        ctx.params += int(max_len)
-        if q is not None:
-            ctx.fail("location mode 'learned' takes no query", "query",
-                     "use mode: gaussian to center a window on a position predicted from it")
-        return {"": TensorType((n,))}
-    if q is None:
-        ctx.fail("location mode 'gaussian' predicts its position from a query",
-                 hint="add query: <decoder state>")
-    hidden = int(s.hidden) if s.hidden is not None else int(q.dims[-1])
-    ctx.params += int(q.dims[-1]) * hidden + hidden
-    return {"": TensorType((n,) if q.rank == 1 else (q.dims[0], n))}
-
-
-@shape_rule("softmax")
+@kind("softmax", SoftmaxSpec, lowering="attngraph.lower.attention:Softmax", role="weights",
+      style=Style("#fce5cd", "box"))
 def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Weights of the scores' shape, summing to one over the last (items) axis."""
     s = ctx.spec
@@ -246,7 +224,8 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims, heads=t.heads, simplex=True)}
 
 
-@shape_rule("readout")
+@kind("readout", ReadoutSpec, lowering="attngraph.lower.attention:lower_readout", role="readout",
+      style=Style("#ead1dc", "box"))
 def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """z = Σ_i p_i v_i: [d] per query; heads merged by ``combine``; optional ``out``."""
     s = ctx.spec
@@ -274,37 +253,32 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*w.dims[:-1], d))}
 
 
-@shape_rule("policy")
-def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """Ports: sample (default), log_prob, entropy, baseline."""
+class FusedAttentionSpec(NodeModel):
+    """A fused attention node: what the scorer, softmax and readout it replaces said."""
+
+    kind: Literal["attention"] = "attention"
+    fused: str
+    mask: MaskSpec | None = None
+    temperature: float = 1.0
+    combine: Literal["concat", "mean"] = "concat"
+    out: int | None = None
+    bias: bool = True
+
+
+@kind("attention", FusedAttentionSpec, lowering="attngraph.lower.attention:FusedAttention",
+      role="attention", style=Style("#ead1dc", "box"), internal=True)
+def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""
+    q, k, v = ctx.t("query"), ctx.need_items("key", "fused attention"), ctx.t("values")
+    if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or q.heads != k.heads:
+        ctx.fail(f"fused attention needs queries of the keys' size and heads, got {q} and {k}",
+                 "query")
+    if v.rank != 2 or v.dims[0] != k.dims[0] or v.heads != k.heads:
+        ctx.fail(f"fused attention needs values over the keys' items, got {v} and {k}",
+                 "values")
     s = ctx.spec
-    if s.dist == "categorical":
-        if not ctx.has("scores") or ctx.has("mean"):
-            ctx.fail("a categorical policy samples from 'scores' (and takes no 'mean')",
-                     hint="give scores: <scorer>, or use dist: gaussian with mean: <node>")
-        t = ctx.t("scores")
-        if t.rank == 0:
-            ctx.fail("a categorical policy needs scores over items", "scores")
-        sample = TensorType(t.dims, heads=t.heads, simplex=True)
-        lp = TensorType(t.dims[:-1], heads=t.heads)
-    else:
-        if not ctx.has("mean") or ctx.has("scores"):
-            ctx.fail("a gaussian policy samples around 'mean' (and takes no 'scores')",
-                     hint="give mean: <node> (e.g. a location predicted by a linear)")
-        if s.estimator == "gumbel":
-            ctx.fail("estimator 'gumbel' relaxes categorical choices, not gaussian ones",
-                     hint="use reinforce for gaussian locations", field="estimator")
-        t = ctx.t("mean")
-        if t.rank != 1:
-            ctx.fail(f"a gaussian policy's mean is a vector [k], got {t}", "mean")
-        sample = TensorType(t.dims)
-        lp = TensorType(())
-    if isinstance(s.baseline, bool):
-        ctx.params += 1 if s.baseline else 0
-    else:
-        b = ctx.t("baseline")
-        if b.rank != 1:
-            ctx.fail(f"the baseline reads a vector [d], got {b}", "baseline")
-        ctx.params += int(b.dims[0]) + 1
-    return {"": sample, "sample": sample, "log_prob": lp, "entropy": lp,
-            "baseline": TensorType(())}
+    d = int(v.dims[1]) * (v.heads if v.heads and s.combine == "concat" else 1)
+    if s.out is not None:
+        ctx.params += d * int(s.out) + (int(s.out) if s.bias else 0)
+        d = int(s.out)
+    return {"": TensorType((*q.dims[:-1], d))}

@@ -1,10 +1,14 @@
-"""Shape rules of graph inputs (and of a block's inputs, bound at instantiation)."""
+"""The ``input`` kind: graph inputs (and a block's inputs, bound at instantiation).
+
+Its model is the document's :class:`~attngraph.spec.models.InputSpec`; inputs have
+no lowering rule (the compiled module binds them from ``forward``'s arguments).
+"""
 
 from __future__ import annotations
 
 from attngraph.ir.graph import TensorType
-from attngraph.ir.shapes import RuleCtx
-from attngraph.kinds.registry import shape_rule
+from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.spec.models import InputSpec
 
 
 def _need(ctx: RuleCtx, field: str, typ: str, example: str) -> int:
@@ -14,7 +18,7 @@ def _need(ctx: RuleCtx, field: str, typ: str, example: str) -> int:
     return v
 
 
-@shape_rule("input")
+@kind("input", InputSpec, role="input", style=Style("#eeeeee", "invhouse"))
 def input_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Types of each input type; ``length`` names the symbolic item count."""
     s = ctx.spec

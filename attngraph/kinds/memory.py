@@ -1,29 +1,52 @@
-"""Shape rules of glimpses and memories: glimpse, memory, write, address."""
+"""External memory (Graves et al., 2014): the ``memory``, ``write`` and ``address`` kinds.
+
+A memory is read by ordinary attention (a ``cosine`` scorer, a softmax over
+slots, a readout); lowered in :mod:`attngraph.lower.memory`.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field
+
 from attngraph.ir.graph import TensorType
-from attngraph.ir.shapes import RuleCtx
-from attngraph.kinds.registry import shape_rule
+from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.spec.models import (
+    NodeModel,
+    Ref,
+    Size,
+)
 
 
-@shape_rule("glimpse")
-def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """Image [C, H, W] at loc [2] in [-1, 1] -> [scales·C·size·size]."""
-    img, loc = ctx.t("image"), ctx.t("loc")
-    if img.rank != 3:
-        ctx.fail(f"glimpse reads an image [C, H, W], got {img}", "image")
-    if loc.rank != 1 or loc.dims[0] != 2:
-        ctx.fail(f"glimpse location is [2] (x, y in [-1, 1]), got {loc}", "loc")
-    c = int(img.dims[0])
-    s = ctx.spec
-    if s.size * (2 ** (s.scales - 1)) > 4 * max(int(img.dims[1]), int(img.dims[2])):
-        ctx.fail(f"glimpse of {s.size} px at {s.scales} scales is far larger than the image",
-                 field="size")
-    return {"": TensorType((s.scales * c * s.size * s.size,))}
+class MemorySpec(NodeModel):
+    kind: Literal["memory"]
+    slots: Size
+    width: Size
+    init: Literal["learned", "zeros", "constant"] = "constant"
+    from_: Ref | None = Field(default=None, alias="from")
 
 
-@shape_rule("memory")
+class WriteSpec(NodeModel):
+    kind: Literal["write"]
+    memory: Ref
+    weights: Ref
+    erase: Ref
+    add: Ref
+
+
+class AddressSpec(NodeModel):
+    """NTM location addressing: interpolate, shift and sharpen content weights."""
+
+    kind: Literal["address"]
+    content: Ref
+    prev: Ref
+    control: Ref
+    shifts: Annotated[int, Field(ge=1, le=8)] = 1
+
+
+@kind("memory", MemorySpec, lowering="attngraph.lower.memory:MemoryNode", role="memory",
+      style=Style("#d0e0e3", "cylinder"))
 def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Slots [S, width]; learned, zero or small-constant initial contents."""
     s = ctx.spec
@@ -32,7 +55,8 @@ def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((int(s.slots), int(s.width)))}
 
 
-@shape_rule("write")
+@kind("write", WriteSpec, lowering="attngraph.lower.memory:WriteNode", role="memory",
+      style=Style("#d0e0e3", "box"))
 def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """M' = M ⊙ (1 - w eᵀ) + w aᵀ with erase e = sigmoid(.), add a."""
     mem, w = ctx.t("memory"), ctx.t("weights")
@@ -49,7 +73,8 @@ def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": mem}
 
 
-@shape_rule("address")
+@kind("address", AddressSpec, lowering="attngraph.lower.memory:AddressNode", role="memory",
+      style=Style("#d0e0e3", "box"))
 def address_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """NTM location addressing of content weights [S]: gate, shift, sharpen."""
     c, p, ctl = ctx.t("content"), ctx.t("prev"), ctx.t("control")

@@ -1,28 +1,87 @@
-"""Shape rules of structure: block, repeat and loop instantiate a block's body."""
+"""Structure: ``block``, ``repeat`` and ``loop`` instantiate a block's body.
+
+A loop runs its body once per step: ``carry`` entries are state passed from one
+step to the next, ``feed`` entries give the body one element per step (teacher
+forcing) or the previous step's prediction. Lowered in :mod:`attngraph.lower.structure`.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field
+
 from attngraph.ir.graph import Dim, Graph, TensorType
-from attngraph.ir.shapes import RuleCtx, output_types
-from attngraph.kinds.registry import shape_rule
+from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.spec.models import (
+    SIZE,
+    BlockName,
+    Ident,
+    Model,
+    NodeModel,
+    PosInt,
+    Ref,
+    Size,
+)
+
+
+class BlockUseSpec(NodeModel):
+    kind: Literal["block"]
+    block: BlockName
+    from_: Ref | dict[Ident, Ref] = Field(alias="from")
+
+
+class RepeatSpec(NodeModel):
+    kind: Literal["repeat"]
+    block: BlockName
+    times: Annotated[Annotated[int, Field(ge=1, le=1024)] | Ident, SIZE]
+    from_: Ref = Field(alias="from")
+    share: bool = False
+
+
+class CarrySpec(Model):
+    """Carried loop state: starts from ``init``, then takes body output ``next``."""
+
+    init: Ref | None = None
+    zeros: Size | None = None
+    next: Ident
+
+
+class FeedSpec(Model):
+    """Per-step input: ``from``[t] (teacher forcing) or the previous step's output."""
+
+    from_: Ref | None = Field(default=None, alias="from")
+    feedback: Ident | None = None
+    start: Annotated[int, Field(ge=0)] = 0
+    teacher_forcing: bool = True
+
+
+class LoopSpec(NodeModel):
+    kind: Literal["loop"]
+    body: BlockName
+    steps: PosInt | Ref
+    inputs: dict[Ident, Ref] = Field(default_factory=dict)
+    carry: dict[Ident, CarrySpec] = Field(default_factory=dict)
+    feed: dict[Ident, FeedSpec] = Field(default_factory=dict)
 
 
 def _ports(body: Graph) -> dict[str, TensorType]:
-    outs = output_types(body)
+    outs = body.output_types()
     if "" in outs:
         return {"": outs[""]}
     first = next(iter(outs.values()))
     return {"": first, **outs}
 
 
-@shape_rule("block")
+@kind("block", BlockUseSpec, lowering="attngraph.lower.structure:Block", role="structure",
+      style=Style("#ffffff", "box"))
 def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The block's output(s), with its inputs bound to ``from``."""
     name = ctx.spec.block
     tmpl = ctx.graph.blocks[name]
     names = [n.id for n in tmpl.inputs]
     if isinstance(ctx.spec.from_, dict):
-        bound = {e.role.split(".", 1)[1]: ctx.type_of(e) for e in ctx.node.edges("from")}
+        bound = {str(e.role.key): ctx.type_of(e) for e in ctx.node.edges("from")}
     else:
         if len(names) != 1:
             ctx.fail(f"block '{name}' takes inputs ({', '.join(names)}); give from as a "
@@ -35,7 +94,8 @@ def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return _ports(body)
 
 
-@shape_rule("repeat")
+@kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat", role="structure",
+      style=Style("#ffffff", "box3d"))
 def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """K rounds of a one-input block whose output has its input's type."""
     name = ctx.spec.block
@@ -45,7 +105,7 @@ def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  f"{len(tmpl.inputs)} and {len(tmpl.outputs)}")
     t = ctx.t("from")
     body = ctx.infer_block(name, {tmpl.inputs[0].id: t})
-    out = output_types(body)[tmpl.outputs[0][0]]
+    out = body.output_types()[tmpl.outputs[0][0]]
     if out.dims != t.dims or out.heads != t.heads:
         ctx.fail(f"repeat feeds each round's output to the next, but block '{name}' maps "
                  f"{t} to {out}", hint="make the block return its input's shape")
@@ -54,7 +114,7 @@ def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": out}
 
 
-@shape_rule("loop")
+@kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop", role="structure")
 def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Runs the body once per step; each body output is stacked to [T, ...]."""
     s = ctx.spec
@@ -70,7 +130,7 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         steps = st.dims[0]
     bound: dict[str, TensorType] = {}
     for e in ctx.node.edges("inputs"):
-        bound[e.role.split(".", 1)[1]] = ctx.type_of(e)
+        bound[str(e.role.key)] = ctx.type_of(e)
     outs = dict(tmpl.outputs)
     for cname, c in s.carry.items():
         if c.init is not None:
@@ -98,7 +158,7 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail(f"feed '{fname}': body '{name}' has no output '{f.feedback}'",
                      field="feed")
     body = ctx.infer_block(name, bound)
-    body_out = output_types(body)
+    body_out = body.output_types()
     for cname, c in s.carry.items():
         got = body_out[c.next]
         if got.dims != bound[cname].dims:

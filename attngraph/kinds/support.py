@@ -1,13 +1,77 @@
-"""Shape rules of the supporting kinds: linear, mlp, embedding, position, rnn,
-norm, add, concat, dropout."""
+"""The supporting kinds: linear, mlp, embedding, position, norm, add, concat, dropout.
+
+Lowered in :mod:`attngraph.lower.support`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from attngraph.ir.graph import Edge, Node, TensorType
-from attngraph.ir.shapes import RuleCtx
-from attngraph.kinds.registry import shape_rule
+from attngraph.kinds.base import RuleCtx, kind
+from attngraph.spec.models import (
+    NodeModel,
+    Prob,
+    Ref,
+    Size,
+)
+
+
+class LinearSpec(NodeModel):
+    kind: Literal["linear"]
+    from_: Ref = Field(alias="from")
+    out: Size
+    bias: bool = True
+    act: Literal["none", "relu", "tanh", "sigmoid", "gelu", "leaky_relu"] = "none"
+
+
+class MlpSpec(NodeModel):
+    kind: Literal["mlp"]
+    from_: Ref = Field(alias="from")
+    hidden: Size
+    out: Size
+    act: Literal["relu", "tanh", "gelu", "sigmoid"] = "relu"
+    layers: Annotated[int, Field(ge=1, le=16)] = 1
+
+
+class EmbeddingSpec(NodeModel):
+    kind: Literal["embedding"]
+    from_: Ref = Field(alias="from")
+    dim: Size
+    vocab: Size | None = None
+
+
+class PositionSpec(NodeModel):
+    kind: Literal["position"]
+    from_: Ref = Field(alias="from")
+    dim: Size | None = None
+    encoding: Literal["sinusoidal", "learned", "xy"] = "sinusoidal"
+    max_len: Size | None = None
+
+
+class NormSpec(NodeModel):
+    kind: Literal["norm"]
+    from_: Ref = Field(alias="from")
+    fn: Literal["layer", "rms"] = "layer"
+
+
+class AddSpec(NodeModel):
+    kind: Literal["add"]
+    from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
+
+
+class ConcatSpec(NodeModel):
+    kind: Literal["concat"]
+    from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
+
+
+class DropoutSpec(NodeModel):
+    kind: Literal["dropout"]
+    from_: Ref = Field(alias="from")
+    p: Prob = 0.1
 
 
 def _float(ctx: RuleCtx, role: str = "from") -> TensorType:
@@ -18,7 +82,7 @@ def _float(ctx: RuleCtx, role: str = "from") -> TensorType:
     return t
 
 
-@shape_rule("linear")
+@kind("linear", LinearSpec, lowering="attngraph.lower.support:lower_linear", transparent=True)
 def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> [..., out]."""
     t = _float(ctx)
@@ -30,7 +94,7 @@ def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": t.with_dims(*t.dims[:-1], out)}
 
 
-@shape_rule("mlp")
+@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp", transparent=True)
 def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> hidden (× layers) -> [..., out]."""
     t = _float(ctx)
@@ -39,7 +103,7 @@ def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*t.dims[:-1], out))}
 
 
-@shape_rule("embedding")
+@kind("embedding", EmbeddingSpec, lowering="attngraph.lower.support:lower_embedding")
 def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids [...] -> [..., dim]."""
     t = ctx.t("from")
@@ -71,7 +135,7 @@ def image_grid(src: Node, type_of: Callable[[Edge], TensorType]) -> tuple[int, i
     return h // ph, w // pw
 
 
-@shape_rule("position")
+@kind("position", PositionSpec, lowering="attngraph.lower.support:lower_position")
 def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Context vectors from positions: [N, dim] for the items of ``from``; for
     ``encoding: xy``, the (x, y) centre of each image patch, [N, 2]."""
@@ -103,32 +167,7 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((n, int(s.dim)))}
 
 
-@shape_rule("rnn")
-def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
-    s = ctx.spec
-    t = _float(ctx)
-    if t.rank not in (1, 2):
-        ctx.fail(f"rnn reads a sequence [N, d] or one step [d], got {t}", "from")
-    d, h = int(t.dims[-1]), int(s.hidden)
-    dirs = 2 if s.bidirectional else 1
-    if t.rank == 1 and (s.bidirectional or s.layers > 1):
-        ctx.fail("one rnn step (input [d]) is a single unidirectional layer", "from")
-    gates = 3 if s.cell == "gru" else 4
-    for layer in range(s.layers):
-        d_in = d if layer == 0 else h * dirs
-        ctx.params += dirs * gates * (d_in * h + h * h + 2 * h)
-    if ctx.has("init"):
-        it = ctx.t("init")
-        want = h if t.rank == 1 else h * dirs
-        if it.rank != 1 or int(it.dims[0]) not in (h, want):
-            ctx.fail(f"init state must be [{h}], got {it}", "init")
-    state = TensorType((h * dirs,))
-    out = TensorType((t.dims[0], h * dirs)) if t.rank == 2 else state
-    return {"": out, "out": out, "state": state}
-
-
-@shape_rule("norm")
+@kind("norm", NormSpec, lowering="attngraph.lower.support:lower_norm", transparent=True)
 def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same shape; learned scale (and shift for layer norm)."""
     t = _float(ctx)
@@ -149,7 +188,7 @@ def _broadcast(ctx: RuleCtx, ts: list[TensorType]) -> tuple:
     return tuple(dims)
 
 
-@shape_rule("add")
+@kind("add", AddSpec, lowering="attngraph.lower.support:lower_add", transparent=True)
 def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Residual sum; shapes must match (a vector broadcasts over items)."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -159,7 +198,7 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(_broadcast(ctx, ts), heads=ts[0].heads)}
 
 
-@shape_rule("concat")
+@kind("concat", ConcatSpec, lowering="attngraph.lower.support:lower_concat", transparent=True)
 def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Join on the feature axis; other axes must match."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -170,7 +209,7 @@ def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*ts[0].dims[:-1], sum(int(t.dims[-1]) for t in ts)))}
 
 
-@shape_rule("dropout")
+@kind("dropout", DropoutSpec, lowering="attngraph.lower.support:lower_dropout", transparent=True)
 def dropout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same type (attention weights stay weights)."""
     return {"": ctx.t("from")}

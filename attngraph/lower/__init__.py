@@ -1,36 +1,23 @@
 """Lowering: ``compile(spec) -> nn.Module`` (imports torch).
 
-The rules for each kind live in the modules of this package and register
-themselves with :func:`attngraph.kinds.registry.lowering_rule`; see
-:mod:`attngraph.lower.module` for the rule interface.
+Each kind's lowering is named by its :class:`~attngraph.kinds.base.Kind` and lives
+in the module of this package with its family's name (``attention``, ``scorers``,
+``hard``, ``glimpse``, ``memory``, ``rnn``, ``structure``, ``support``);
+:mod:`attngraph.lower.module` holds the rule interface and the module that walks
+the schedule; ``masks``, ``banded`` and ``sparsemax`` the shared numerics.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attngraph.ir.graph import Graph
 
-__all__ = ["compile", "load_rules"]
+if TYPE_CHECKING:
+    from attngraph.passes import Pipeline
 
-#: Modules holding lowering rules; optional ones may be absent.
-_RULES = ("attention", "support", "rnn", "structure")
-_OPTIONAL_RULES = ("hard", "memory", "glimpse")
-
-
-def load_rules() -> None:
-    """Import every module of lowering rules (idempotent)."""
-    for name in _RULES:
-        importlib.import_module(f"attngraph.lower.{name}")
-    for name in _OPTIONAL_RULES:
-        try:
-            importlib.import_module(f"attngraph.lower.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"attngraph.lower.{name}":
-                raise
-
+__all__ = ["compile"]
 
 def _graph(spec: Any, allow_large: bool) -> Graph:
     from attngraph.pipeline import load_spec, loads_spec
@@ -55,6 +42,7 @@ def compile(  # noqa: A001 - the public name the contract gives
     seed: int | None = None,
     allow_large: bool = False,
     fuse: bool = True,
+    optimize: Pipeline | None = None,
 ) -> Any:
     """Lower a spec to a trainable ``torch.nn.Module``.
 
@@ -69,8 +57,12 @@ def compile(  # noqa: A001 - the public name the contract gives
     allow_large : bool, optional
         Accept specs over the size limits.
     fuse : bool, optional
-        Run the attention fusion pass (scaled-dot scorer -> softmax -> readout
-        whose weights are not needed becomes one fused kernel call).
+        Run the optimising passes (the attention fusion: scaled-dot scorer ->
+        softmax -> readout whose weights are not needed becomes one fused kernel
+        call).
+    optimize : Pipeline, optional
+        Those passes (default :data:`attngraph.passes.OPTIMIZE`), e.g. one that
+        prints the IR after a pass.
 
     Returns
     -------
@@ -88,10 +80,9 @@ def compile(  # noqa: A001 - the public name the contract gives
 
     graph = _graph(spec, allow_large)
     if fuse:
-        from attngraph.passes.fuse_attention import fuse_attention
+        from attngraph.passes import OPTIMIZE
 
-        graph = fuse_attention(graph)
-    load_rules()
+        graph = (optimize or OPTIMIZE)(graph)
     if seed is None:
         return AttnModel(graph)
     with torch.random.fork_rng(devices=[]):

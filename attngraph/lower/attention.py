@@ -1,5 +1,6 @@
-"""Lowering rules of the attention vocabulary: items, queries/keys/values, scorer,
-softmax, readout, and the fused ``attention`` node made by the fusion pass."""
+"""Lowerings of the attention vocabulary (:mod:`attngraph.kinds.attention`): items,
+queries/keys/values, softmax, readout, and the fused ``attention`` node made by the
+fusion pass. Scorers are lowered in :mod:`attngraph.lower.scorers`."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.registry import lowering_rule
 from attngraph.lower.banded import banded_attention, use_banded
 from attngraph.lower.masks import attention_mask, masked_softmax, padding_mask, row_any
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
-from attngraph.lower.scorers import Scorer, _param, make_scorer
 from attngraph.lower.sparsemax import masked_sparsemax
 
 
@@ -53,12 +52,6 @@ class Items(NodeModule):
         if self.proj is not None:
             v = self.proj(v)  # (B, N, dim)
         return v
-
-
-@lowering_rule("items")
-def lower_items(ctx: LowerCtx) -> NodeModule:
-    """Embedded tokens, (projected) vectors, image pixels or patches as items."""
-    return Items(ctx)
 
 
 def split_heads(v: Tensor, heads: int) -> Tensor:
@@ -119,89 +112,6 @@ class Proj(NodeModule):
         return split_heads(v, self.heads) if self.heads else v
 
 
-def lower_proj(ctx: LowerCtx) -> NodeModule:
-    """A projection node (queries, keys, values)."""
-    return Proj(ctx)
-
-
-for _kind in ("queries", "keys", "values"):
-    lowering_rule(_kind)(lower_proj)
-
-
-def _bind_scorer(mod: Scorer, ctx: LowerCtx) -> Scorer:
-    """Attach how the scorer reads its query: learned, vector, aligned or all pairs."""
-    s = ctx.spec
-    k = ctx.t("key")
-    learned = getattr(s.query, "learned", None)
-    mod.pairs = s.pairs
-    mod.has_query = learned is not None or ctx.has("query")
-    mod.vector_query = learned is not None or (ctx.has("query") and ctx.t("query").rank == 1)
-    if learned is not None:
-        mod.query = _param(k.heads, int(learned))
-    return mod
-
-
-class Location(Scorer):
-    """Position scores: a learned score per position, or a Gaussian window around
-    p = L·sigmoid(vᵀ tanh(W q)) where L is each row's number of real items."""
-
-    def __init__(self, ctx: LowerCtx) -> None:
-        super().__init__()
-        s = ctx.spec
-        k = ctx.t("key")
-        self.gaussian = (s.mode or ("gaussian" if ctx.has("query") else "learned")) == "gaussian"
-        self.sigma = float(s.sigma) if s.sigma is not None else 1.0
-        self.key_type = k
-        if self.gaussian:
-            dq = int(ctx.t("query").dims[-1])
-            hidden = int(s.hidden) if s.hidden is not None else dq
-            self.W = _param(None, dq, hidden)
-            self.v = _param(None, hidden)
-        else:
-            n = k.dims[0]
-            max_len = s.max_len if s.max_len is not None else n
-            self.weight = nn.Parameter(torch.zeros(int(max_len)))
-
-    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
-        k = x["key"]
-        n = k.shape[-2]
-        if not self.gaussian:
-            return self.weight[:n].expand(k.shape[0], n)  # (B, N)
-        q = x["query"]  # (B, [M,] dq)
-        p = torch.sigmoid(torch.tanh(q @ self.W) @ self.v)  # (B, [M])
-        mask = padding_mask(rt, self.key_type.with_dims(self.key_type.dims[0]))
-        if mask is not None:
-            length = mask.sum(-1).to(q.dtype)  # (B,) real items per row
-        else:
-            length = torch.full((q.shape[0],), float(n), dtype=q.dtype, device=q.device)
-        centre = (length.reshape(-1, *([1] * (p.dim() - 1))) * p).unsqueeze(-1)  # (B, [M,] 1)
-        i = torch.arange(n, device=k.device, dtype=q.dtype)
-        return -((i - centre) ** 2) / (2 * self.sigma**2)  # (B, [M,] N)
-
-
-@lowering_rule("scorer")
-def lower_scorer(ctx: LowerCtx) -> NodeModule:
-    """Scores [N] or [M, N] by the registered scorer function ``fn``."""
-    s = ctx.spec
-    if s.fn == "location":
-        return Location(ctx)
-    k = ctx.t("key")
-    dk = int(k.dims[-1])
-    learned = getattr(s.query, "learned", None)
-    if learned is not None:
-        dq = int(learned)
-    elif ctx.has("query"):
-        dq = int(ctx.t("query").dims[-1])
-    else:
-        dq = dk
-    hidden = int(s.hidden) if s.hidden is not None else dk
-    mod = make_scorer(s.fn, dq, dk, hidden, k.heads, s)
-    if mod is None:
-        ctx.fail(f"scorer fn '{s.fn}' has no lowering",
-                 hint="give its ScorerInfo a make(dq, dk, hidden) -> nn.Module")
-    return _bind_scorer(mod, ctx)
-
-
 class Softmax(NodeModule):
     """Weights over the last axis, with padding, causal, window and adjacency masks."""
 
@@ -233,12 +143,6 @@ class Softmax(NodeModule):
         if self.sparse:
             return masked_sparsemax(s, mask)
         return masked_softmax(s, mask)  # (B, [h,] [M,] N)
-
-
-@lowering_rule("softmax")
-def lower_softmax(ctx: LowerCtx) -> NodeModule:
-    """Softmax or sparsemax over items, masks applied, fully masked rows zero."""
-    return Softmax(ctx)
 
 
 class _ReadoutOut(NodeModule):
@@ -278,7 +182,6 @@ class Readout(_ReadoutOut):
         return self.finish(z)
 
 
-@lowering_rule("readout")
 def lower_readout(ctx: LowerCtx) -> NodeModule:
     """Weighted average of the values."""
     return Readout(ctx, int(ctx.t("values").dims[-1]))
@@ -335,9 +238,3 @@ class FusedAttention(_ReadoutOut):
         if self.vector_query:
             z = z.squeeze(-2)  # (B, [h,] d)
         return self.finish(z)
-
-
-@lowering_rule("attention")
-def lower_fused(ctx: LowerCtx) -> NodeModule:
-    """The fused node of :mod:`attngraph.passes.fuse_attention`."""
-    return FusedAttention(ctx)

@@ -19,8 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attngraph.kinds.registry import lowering_rule
-from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+from attngraph.lower.module import LowerCtx, Runtime
 
 __all__ = ["Glimpse", "GlimpseNode", "glimpse"]
 
@@ -93,9 +92,3 @@ class GlimpseNode(Glimpse):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:  # type: ignore[override]
         return glimpse(x["image"], x["loc"], self.size, self.scales)  # (B, scales*C*size*size)
-
-
-@lowering_rule("glimpse")
-def lower_glimpse(ctx: LowerCtx) -> NodeModule:
-    """Multi-resolution patches of an image at a location."""
-    return GlimpseNode(ctx)  # type: ignore[return-value]

@@ -49,10 +49,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.errors import LoweringError
-from attngraph.kinds.registry import lowering_rule
 from attngraph.lower import glimpse as _glimpse  # noqa: F401  (registers the glimpse rule)
 from attngraph.lower.masks import padding_mask
-from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+from attngraph.lower.module import LowerCtx, Runtime
 
 __all__ = ["Policy", "PolicyNode", "reinforce_loss", "model_reinforce_loss", "masked_logits"]
 
@@ -297,12 +296,6 @@ class PolicyNode(Policy):
             _aux_append(rt, f"{self.node_id}.log_prob", out["log_prob"])
             _aux_append(rt, f"{self.node_id}.baseline", out["baseline"])
         return {"": out["sample"], **out}
-
-
-@lowering_rule("policy")
-def lower_policy(ctx: LowerCtx) -> NodeModule:
-    """Hard attention: categorical over items, or gaussian around a location."""
-    return PolicyNode(ctx)  # type: ignore[return-value]
 
 
 def model_reinforce_loss(model: nn.Module, reward: Tensor, *,

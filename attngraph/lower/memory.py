@@ -16,7 +16,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attngraph.kinds.registry import lowering_rule
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
 __all__ = [
@@ -187,6 +186,9 @@ class MemoryNode(Memory):
 class WriteNode(NodeModule):
     """A ``write`` node: :func:`write_memory` on its ``memory``, ``weights``, ``erase``, ``add``."""
 
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         return write_memory(x["memory"], x["weights"], x["erase"], x["add"])  # (B, S, width)
 
@@ -199,21 +201,3 @@ class AddressNode(Address):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:  # type: ignore[override]
         return super().forward(x["content"], x["prev"], x["control"])  # (B, S)
-
-
-@lowering_rule("memory")
-def lower_memory(ctx: LowerCtx) -> NodeModule:
-    """Initial memory slots."""
-    return MemoryNode(ctx)  # type: ignore[return-value]
-
-
-@lowering_rule("write")
-def lower_write(ctx: LowerCtx) -> NodeModule:
-    """Erase/add write of a memory."""
-    return WriteNode()
-
-
-@lowering_rule("address")
-def lower_address(ctx: LowerCtx) -> NodeModule:
-    """NTM location addressing."""
-    return AddressNode(ctx)  # type: ignore[return-value]

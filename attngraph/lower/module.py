@@ -2,15 +2,13 @@
 
 Rule interface
 --------------
-A lowering rule turns one IR node into one ``nn.Module``. Rules are registered by
-kind with :func:`attngraph.kinds.registry.lowering_rule`::
+A lowering rule turns one IR node into one ``nn.Module``. It is the ``lowering``
+of the node's :class:`~attngraph.kinds.base.Kind`: a callable, or a lazy
+``"module:attribute"`` reference that is imported the first time a spec with
+that kind is compiled (the built-in kinds name a class or function of the module
+of their family's name in this package)::
 
-    from attngraph.kinds.registry import lowering_rule
-    from attngraph.lower.module import LowerCtx, NodeModule
-
-    @lowering_rule("policy")
-    def lower_policy(ctx: LowerCtx) -> NodeModule:
-        return Policy(ctx)
+    @kind("policy", PolicySpec, lowering="attngraph.lower.hard:PolicyNode", ...)
 
 What a rule receives: a :class:`LowerCtx` with
 
@@ -66,6 +64,8 @@ from torch import Tensor, nn
 
 from attngraph.errors import AttnGraphError, LoweringError
 from attngraph.ir.graph import Edge, Graph, Node, TensorType
+from attngraph.kinds import KINDS
+from attngraph.registry import resolve
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -110,7 +110,7 @@ class NodeModule(nn.Module):
 class LowerCtx:
     """What a lowering rule may read: the node, its graph, its inputs' types."""
 
-    node: Node
+    node: Node[Any]
     graph: Graph
 
     @property
@@ -149,14 +149,15 @@ class LowerCtx:
         return lower_graph(graph)
 
 
-def _lower_node(node: Node, graph: Graph) -> nn.Module:
-    from attngraph.kinds.registry import LOWERINGS
-
-    rule = LOWERINGS.get(node.kind)
+def _lower_node(node: Node[Any], graph: Graph) -> nn.Module:
+    definition = KINDS[node.kind]
+    rule = definition.lowering
     if rule is None:
-        known = ", ".join(sorted(LOWERINGS))
+        known = ", ".join(n for n, k in KINDS.items() if k.lowering is not None)
         msg = f"node '{node.id}': no lowering rule for kind '{node.kind}'"
         raise LoweringError(msg, node.loc, f"kinds with lowering rules: {known}")
+    if isinstance(rule, str):
+        rule = resolve(rule)
     mod = rule(LowerCtx(node, graph))
     if not isinstance(mod, nn.Module):
         msg = (f"node '{node.id}': the lowering rule of '{node.kind}' returned "
@@ -171,7 +172,7 @@ Step = tuple[str, str, tuple[tuple[str, str, bool], ...]]
 
 def _port(e: Edge, graph: Graph) -> str:
     """The port an edge reads; ``adjacency: g`` names a graph input's adjacency."""
-    if e.role == "mask.adjacency" and not e.port and "adjacency" in graph.node(e.src).types:
+    if e.role.field == "mask" and not e.port and "adjacency" in graph.node(e.src).types:
         return "adjacency"
     return e.port
 
@@ -239,7 +240,7 @@ class GraphModule(nn.Module):
             if node.is_input:
                 continue
             self.nodes[node.id] = _lower_node(node, graph)
-            ins = tuple((e.role, _key(e.src, _port(e, graph)), e.detach) for e in node.inputs)
+            ins = tuple((str(e.role), _key(e.src, _port(e, graph)), e.detach) for e in node.inputs)
             schedule.append((node.id, node.kind, ins))
             self._locs[node.id] = node.loc
         self.groups = _linear_groups(schedule, self.nodes)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attngraph.kinds.registry import lowering_rule
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
@@ -122,9 +121,3 @@ class Rnn(NodeModule):
                 finals.append(h)
             layer_in = torch.cat(outs, -1)  # (B, N, h·dirs)
         return layer_in, torch.stack(finals, 0)
-
-
-@lowering_rule("rnn")
-def lower_rnn(ctx: LowerCtx) -> NodeModule:
-    """GRU/LSTM over items (ports out, state) or one step on a vector."""
-    return Rnn(ctx)

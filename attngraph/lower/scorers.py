@@ -1,25 +1,33 @@
-"""Scorer functions as modules: ``all(q, k)`` scores every query against every key.
+"""The ``scorer`` kind's lowering: each scorer function of :mod:`attngraph.kinds.scorers`
+as a module, ``all(q, k)`` scoring every query against every key.
 
 ``q`` is ``(B, [h,] M, dq)``, ``k`` is ``(B, [h,] N, dk)``; ``all`` returns
 ``(B, [h,] M, N)`` and ``aligned(q, k)`` (M = N) returns ``(B, [h,] N)``.
 Parameters carry a leading head axis only when the scorer works per head, so the
-matmuls below broadcast the same way with and without heads. A user-registered
-:class:`~attngraph.kinds.registry.ScorerInfo` with ``make`` is wrapped in
-:class:`UserScorer`.
+matmuls below broadcast the same way with and without heads. A module is built
+as ``cls(dq, dk, hidden, heads, spec, read)``: subclasses make their parameters
+in :meth:`Scorer.make_params`; :class:`QueryRead` says how the node reads its
+query. A user-registered :class:`~attngraph.kinds.scorers.ScorerInfo` with
+``make`` is wrapped in :class:`UserScorer`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attngraph.lower.module import NodeModule, Runtime
+from attngraph.ir.graph import TensorType
+from attngraph.kinds.scorers import SCORERS
+from attngraph.lower.masks import padding_mask
+from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+from attngraph.registry import resolve
 
-__all__ = ["Scorer", "SCORER_MODULES", "make_scorer"]
+__all__ = ["QueryRead", "Scorer", "lower_scorer"]
 
 
 def _param(heads: int | None, *shape: int, scale: float | None = None) -> nn.Parameter:
@@ -34,20 +42,57 @@ def _vec(p: Tensor) -> Tensor:
     return p.unsqueeze(-2).unsqueeze(-2)
 
 
-class Scorer(NodeModule):
-    """Base: reads the query as the node's spec says; ``aligned`` defaults to the
-    diagonal of ``all``. ``items(k)`` scores items without a query (fn mlp)."""
+@dataclass(frozen=True)
+class QueryRead:
+    """How a scorer node reads its query.
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.pairs = "all"
-        self.has_query = True
-        self.vector_query = False
-        self.query: nn.Parameter | None = None
+    ``pairs``: all pairs or aligned (query i with key i); ``has_query``: whether
+    there is one; ``vector_query``: one query vector ``[d]`` rather than ``[M, d]``;
+    ``learned``: the size of a learned query vector (a parameter ``query``), or None;
+    ``key``: the keys' type (for scorers that read positions).
+    """
+
+    pairs: str = "all"
+    has_query: bool = True
+    vector_query: bool = False
+    learned: int | None = None
+    heads: int | None = None
+    key: TensorType | None = None
+
+    @classmethod
+    def of(cls, ctx: LowerCtx) -> QueryRead:
+        """How the scorer node of ``ctx`` reads its query."""
+        s = ctx.spec
+        learned = getattr(s.query, "learned", None)
+        has = ctx.has("query")
+        return cls(pairs=s.pairs, has_query=learned is not None or has,
+                   vector_query=learned is not None or (has and ctx.t("query").rank == 1),
+                   learned=int(learned) if learned is not None else None,
+                   heads=ctx.t("key").heads, key=ctx.t("key"))
+
+
+class Scorer(NodeModule):
+    """Base: reads the query as :class:`QueryRead` says; ``aligned`` defaults to the
+    diagonal of ``all``. ``items(k)`` scores items without a query (fn mlp)."""
 
     #: whether ``all``/``aligned`` broadcast a batch-1 query against B keys (a
     #: learned query is then scored once, not once per batch row)
     broadcasts_batch = True
+
+    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                 read: QueryRead | None = None) -> None:
+        super().__init__()
+        read = read if read is not None else QueryRead()
+        self.pairs = read.pairs
+        self.has_query = read.has_query
+        self.vector_query = read.vector_query
+        self.make_params(dq, dk, hidden, heads, spec, read)
+        # made after the function's own parameters (the order seeds depend on)
+        self.query = _param(read.heads, read.learned) if read.learned is not None else None
+
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
+        """Create the function's parameters (none by default)."""
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         k = x["key"]  # (B, [h,] N, dk)
@@ -81,8 +126,8 @@ class Scorer(NodeModule):
 class Dot(Scorer):
     """q·k."""
 
-    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: object) -> None:
-        super().__init__()
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
         self.scale = 1.0
 
     def all(self, q: Tensor, k: Tensor) -> Tensor:
@@ -95,16 +140,16 @@ class Dot(Scorer):
 class ScaledDot(Dot):
     """q·k/√d."""
 
-    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: object) -> None:
-        super().__init__(dq, dk, hidden, heads, spec)
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
         self.scale = 1.0 / math.sqrt(dk)
 
 
 class General(Scorer):
     """qᵀ W k (Luong): ``W`` ([h,] dq, dk)."""
 
-    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: object) -> None:
-        super().__init__()
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
         self.W = _param(heads, dq, dk)
 
     def all(self, q: Tensor, k: Tensor) -> Tensor:
@@ -117,8 +162,8 @@ class General(Scorer):
 class Additive(Scorer):
     """vᵀ tanh(W q + U k + b) (Bahdanau): ``W`` (dq, H), ``U`` (dk, H), ``b``, ``v`` (H)."""
 
-    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: object) -> None:
-        super().__init__()
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
         self.W = _param(heads, dq, hidden)
         self.U = _param(heads, dk, hidden)
         self.b = nn.Parameter(torch.zeros(((heads,) if heads else ()) + (hidden,)))
@@ -146,8 +191,8 @@ class Additive(Scorer):
 class Cosine(Scorer):
     """β·cos(q, k); β fixed or a learned ``beta``."""
 
-    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: object) -> None:
-        super().__init__()
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
         beta = getattr(spec, "beta", None)
         self.beta_value = 1.0 if beta in (None, "learned") else float(beta)
         self.beta = nn.Parameter(torch.ones(())) if beta == "learned" else None
@@ -167,8 +212,8 @@ class Cosine(Scorer):
 class MlpScore(Scorer):
     """vᵀ tanh(W k + b): each item scored alone; ``W`` (dk, H), ``b``, ``v`` (H)."""
 
-    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: object) -> None:
-        super().__init__()
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
         self.W = _param(heads, dk, hidden)
         self.b = nn.Parameter(torch.zeros(((heads,) if heads else ()) + (hidden,)))
         self.v = _param(heads, hidden)
@@ -181,8 +226,8 @@ class MlpScore(Scorer):
 class Gat(Scorer):
     """LeakyReLU_0.2(aᵀ[q_i ‖ k_j]) (graph attention): ``a_q`` (dq), ``a_k`` (dk)."""
 
-    def __init__(self, dq: int, dk: int, hidden: int, heads: int | None, spec: object) -> None:
-        super().__init__()
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
         self.a_q = _param(heads, dq)
         self.a_k = _param(heads, dk)
 
@@ -202,29 +247,72 @@ class UserScorer(Scorer):
 
     broadcasts_batch = False
 
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
+    def __init__(self, inner: nn.Module, read: QueryRead) -> None:
+        super().__init__(0, 0, 0, None, None, read)
         self.inner = inner
 
     def all(self, q: Tensor, k: Tensor) -> Tensor:
         return self.inner(q, k)
 
 
-SCORER_MODULES: dict[str, Callable[..., Scorer]] = {
-    "dot": Dot, "scaled_dot": ScaledDot, "general": General, "additive": Additive,
-    "cosine": Cosine, "mlp": MlpScore, "gat": Gat,
-}
+class Location(Scorer):
+    """Position scores: a learned score per position, or a Gaussian window around
+    p = L·sigmoid(vᵀ tanh(W q)) where L is each row's number of real items."""
+
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
+        s = spec
+        if read.key is None:
+            msg = "a location scorer needs the keys' type"
+            raise ValueError(msg)
+        k = read.key
+        self.gaussian = (s.mode or ("gaussian" if read.has_query else "learned")) == "gaussian"
+        self.sigma = float(s.sigma) if s.sigma is not None else 1.0
+        self.key_type = k
+        if self.gaussian:
+            hid = int(s.hidden) if s.hidden is not None else dq
+            self.W = _param(None, dq, hid)
+            self.v = _param(None, hid)
+        else:
+            n = k.dims[0]
+            max_len = s.max_len if s.max_len is not None else n
+            self.weight = nn.Parameter(torch.zeros(int(max_len)))
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        k = x["key"]
+        n = k.shape[-2]
+        if not self.gaussian:
+            return self.weight[:n].expand(k.shape[0], n)  # (B, N)
+        q = x["query"]  # (B, [M,] dq)
+        p = torch.sigmoid(torch.tanh(q @ self.W) @ self.v)  # (B, [M])
+        mask = padding_mask(rt, self.key_type.with_dims(self.key_type.dims[0]))
+        if mask is not None:
+            length = mask.sum(-1).to(q.dtype)  # (B,) real items per row
+        else:
+            length = torch.full((q.shape[0],), float(n), dtype=q.dtype, device=q.device)
+        centre = (length.reshape(-1, *([1] * (p.dim() - 1))) * p).unsqueeze(-1)  # (B, [M,] 1)
+        i = torch.arange(n, device=k.device, dtype=q.dtype)
+        return -((i - centre) ** 2) / (2 * self.sigma**2)  # (B, [M,] N)
 
 
-def make_scorer(fn: str, dq: int, dk: int, hidden: int, heads: int | None,
-                spec: object) -> Scorer | None:
-    """The module of a content scorer ``fn``, or None when it has no built-in module."""
-    from attngraph.kinds.registry import SCORERS
-
-    cls = SCORER_MODULES.get(fn)
-    if cls is not None:
-        return cls(dq, dk, hidden, heads, spec)
-    info = SCORERS.get(fn)
-    if info is not None and info.make is not None:
-        return UserScorer(info.make(dq, dk, hidden))
-    return None
+def lower_scorer(ctx: LowerCtx) -> NodeModule:
+    """Scores [N] or [M, N] by the registered scorer function ``fn``."""
+    s = ctx.spec
+    info = SCORERS[s.fn]
+    k = ctx.t("key")
+    dk = int(k.dims[-1])
+    read = QueryRead.of(ctx)
+    if read.learned is not None:
+        dq = read.learned
+    elif ctx.has("query"):
+        dq = int(ctx.t("query").dims[-1])
+    else:
+        dq = dk
+    hidden = int(s.hidden) if s.hidden is not None else dk
+    if info.module is not None:
+        cls = resolve(info.module)
+        return cls(dq, dk, hidden, k.heads, s, read)  # type: ignore[no-any-return]
+    if info.make is not None:
+        return UserScorer(info.make(dq, dk, hidden), read)
+    ctx.fail(f"scorer fn '{s.fn}' has no module",
+             hint="give its ScorerInfo a make(dq, dk, hidden) -> nn.Module")

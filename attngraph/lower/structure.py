@@ -26,7 +26,6 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
-from attngraph.kinds.registry import lowering_rule
 from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime
 
 
@@ -49,18 +48,12 @@ class Block(GraphModule):
         super().__init__(body)
         names = [n.id for n in body.inputs]
         if isinstance(ctx.spec.from_, dict):
-            self.bind = [(e.role, e.role.split(".", 1)[1]) for e in ctx.node.edges("from")]
+            self.bind = [(str(e.role), str(e.role.key)) for e in ctx.node.edges("from")]
         else:
             self.bind = [("from", names[0])]
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
         return _result(self.run({name: x[role] for role, name in self.bind}, rt))
-
-
-@lowering_rule("block")
-def lower_block(ctx: LowerCtx) -> NodeModule:
-    """A named subgraph used once."""
-    return Block(ctx)  # type: ignore[return-value]
 
 
 class Repeat(NodeModule):
@@ -85,12 +78,6 @@ class Repeat(NodeModule):
             body = cast(GraphModule, self.rounds[i if len(self.rounds) > 1 else 0])
             v = body.run({self.input: v}, rt)[self.output]
         return v
-
-
-@lowering_rule("repeat")
-def lower_repeat(ctx: LowerCtx) -> NodeModule:
-    """Stacked rounds of a block."""
-    return Repeat(ctx)
 
 
 class Loop(GraphModule):
@@ -143,9 +130,3 @@ class Loop(GraphModule):
             res[f"final_{c}"] = state[c]
         res.setdefault("", next(iter(res.values())))
         return res
-
-
-@lowering_rule("loop")
-def lower_loop(ctx: LowerCtx) -> NodeModule:
-    """A body run per step: decoders, glimpse sequences."""
-    return Loop(ctx)  # type: ignore[return-value]

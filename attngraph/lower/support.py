@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attngraph.kinds.registry import lowering_rule
 from attngraph.lower.masks import expand_to
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
@@ -33,7 +32,6 @@ class Linear(NodeModule):
         return self.act(F.linear(x["from"], self.weight, self.bias))  # (B, ..., out)
 
 
-@lowering_rule("linear")
 def lower_linear(ctx: LowerCtx) -> NodeModule:
     """A dense layer on the last axis."""
     s = ctx.spec
@@ -55,7 +53,6 @@ class Mlp(NodeModule):
         return self.net(x["from"])  # (B, ..., out)
 
 
-@lowering_rule("mlp")
 def lower_mlp(ctx: LowerCtx) -> NodeModule:
     """A multi-layer perceptron on the last axis."""
     s = ctx.spec
@@ -73,7 +70,6 @@ class Embedding(NodeModule):
         return F.embedding(x["from"], self.weight)  # (B, ..., dim)
 
 
-@lowering_rule("embedding")
 def lower_embedding(ctx: LowerCtx) -> NodeModule:
     """A lookup table; ``vocab`` from the spec or the tokens input."""
     s = ctx.spec
@@ -136,7 +132,6 @@ class PatchCentres(NodeModule):
         return c.unsqueeze(0).expand(src.shape[0], *c.shape)  # (B, N, 2)
 
 
-@lowering_rule("position")
 def lower_position(ctx: LowerCtx) -> NodeModule:
     """Sinusoidal or learned position vectors [N, dim]; patch centres [N, 2]."""
     s = ctx.spec
@@ -173,7 +168,6 @@ class Norm(NodeModule):
         return F.rms_norm(v, (self.d,), self.weight)
 
 
-@lowering_rule("norm")
 def lower_norm(ctx: LowerCtx) -> NodeModule:
     """Normalisation over features."""
     return Norm(int(ctx.t("from").dims[-1]), ctx.spec.fn)
@@ -184,7 +178,7 @@ class Add(NodeModule):
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
-        self.roles = [e.role for e in ctx.node.edges("from")]
+        self.roles = [str(e.role) for e in ctx.node.edges("from")]
         self.out_type = ctx.node.types[""]
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
@@ -195,7 +189,6 @@ class Add(NodeModule):
         return out
 
 
-@lowering_rule("add")
 def lower_add(ctx: LowerCtx) -> NodeModule:
     """Residual sum."""
     return Add(ctx)
@@ -206,13 +199,12 @@ class Concat(NodeModule):
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
-        self.roles = [e.role for e in ctx.node.edges("from")]
+        self.roles = [str(e.role) for e in ctx.node.edges("from")]
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         return torch.cat([x[r] for r in self.roles], dim=-1)
 
 
-@lowering_rule("concat")
 def lower_concat(ctx: LowerCtx) -> NodeModule:
     """Concatenate on the feature axis."""
     return Concat(ctx)
@@ -229,7 +221,6 @@ class Dropout(NodeModule):
         return F.dropout(x["from"], self.p, self.training)
 
 
-@lowering_rule("dropout")
 def lower_dropout(ctx: LowerCtx) -> NodeModule:
     """Dropout with probability ``p``."""
     return Dropout(ctx.spec.p)

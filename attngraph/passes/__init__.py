@@ -1,1 +1,22 @@
-"""Passes ``Graph -> Graph`` on the IR, one file per pass."""
+"""Passes ``Graph -> Graph`` on the IR, one file per pass, run by pipelines that are data.
+
+- :mod:`attngraph.passes.base`: :class:`Pass`, :class:`Pipeline` (verify after each
+  pass, print the IR after any), the :data:`PASSES` registry;
+- :mod:`attngraph.passes.shape_inference`: ``infer_shapes``, every node's types;
+- :mod:`attngraph.passes.fuse_attention`: scaled-dot scorer → softmax → readout
+  becomes one fused ``attention`` node.
+
+:data:`FRONT` is what :func:`attngraph.load_spec` runs after building the graph;
+:data:`OPTIMIZE` what :func:`attngraph.compile` runs before lowering.
+"""
+
+from attngraph.passes.base import PASSES, Pass, Pipeline
+from attngraph.passes.fuse_attention import FuseAttention
+from attngraph.passes.shape_inference import ShapeInference
+
+__all__ = ["FRONT", "OPTIMIZE", "PASSES", "Pass", "Pipeline"]
+
+#: After build and verify: every node's types and parameter count.
+FRONT = Pipeline((ShapeInference(),))
+#: Before lowering: fusions.
+OPTIMIZE = Pipeline((FuseAttention(),))

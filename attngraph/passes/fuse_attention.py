@@ -6,21 +6,24 @@ every intermediate value (the scores, the weights) is used by the next link only
 and is not a declared output. The fused node keeps the readout's id, reads the
 scorer's ``query``/``key``, the readout's ``values`` and the softmax's adjacency
 mask, and is lowered to one ``torch.nn.functional.scaled_dot_product_attention``
-call. The pass recurses into block, repeat and loop bodies.
+call. The pass recurses into block, repeat and loop bodies. After it, the
+pipeline checks that inferring the fused graph's shapes again gives the same
+types (the fused kind has a shape rule of its own, in :mod:`attngraph.kinds.attention`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from attngraph.errors import LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
-from attngraph.spec.models import MaskSpec
+from attngraph.kinds.attention import FusedAttentionSpec
+from attngraph.passes.base import PASSES, Pass
+from attngraph.passes.shape_inference import infer_shapes
 
-__all__ = ["Link", "ATTENTION", "FusedAttentionSpec", "fuse_attention", "match_chain"]
+__all__ = ["Link", "ATTENTION", "FuseAttention", "fuse_attention", "match_chain"]
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,10 @@ class Link:
 
     kind: str
     via: str | None = None
-    where: Callable[[Node], bool] = lambda n: True
+    where: Callable[[Node[Any]], bool] = lambda n: True
 
 
-def _scaled_dot(n: Node) -> bool:
+def _scaled_dot(n: Node[Any]) -> bool:
     s = n.spec
     learned = getattr(s.query, "learned", None)
     has_query = n.edge("query") is not None
@@ -48,21 +51,6 @@ ATTENTION = (
 )
 
 
-class FusedAttentionSpec(BaseModel):
-    """Spec of a fused attention node: what the three fused nodes specified."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: Literal["attention"] = "attention"
-    fused: str
-    mask: MaskSpec | None = None
-    temperature: float = 1.0
-    combine: Literal["concat", "mean"] = "concat"
-    out: int | None = None
-    bias: bool = True
-    label: str | None = None
-
-
 def _uses(graph: Graph) -> dict[str, int]:
     """How many edges (and outputs) read each node."""
     count: dict[str, int] = {}
@@ -74,7 +62,7 @@ def _uses(graph: Graph) -> dict[str, int]:
     return count
 
 
-def match_chain(graph: Graph, chain: tuple[Link, ...]) -> list[list[Node]]:
+def match_chain(graph: Graph, chain: tuple[Link, ...]) -> list[list[Node[Any]]]:
     """Every match of ``chain`` in ``graph``, as lists of nodes in chain order."""
     uses = _uses(graph)
     outputs = {e.src for _, e in graph.outputs}
@@ -100,19 +88,18 @@ def match_chain(graph: Graph, chain: tuple[Link, ...]) -> list[list[Node]]:
     return matches
 
 
-def _fuse(score: Node, soft: Node, read: Node) -> Node:
+def _fuse(score: Node[Any], soft: Node[Any], read: Node[Any]) -> Node[Any]:
     """The fused node replacing one match."""
-    ins: list[Edge] = [e for e in score.inputs if e.role in ("query", "key")]
-    ins += [e for e in read.inputs if e.role == "values"]
-    ins += [e for e in soft.inputs if e.role == "mask.adjacency"]
+    ins: list[Edge] = [e for e in score.inputs if e.role.field in ("query", "key")]
+    ins += [e for e in read.inputs if e.role.field == "values"]
+    ins += [e for e in soft.inputs if e.role.field == "mask"]
     r = read.spec
     spec = FusedAttentionSpec(
         fused=f"{score.id}+{soft.id}+{read.id}", mask=soft.spec.mask,
         temperature=soft.spec.temperature, combine=r.combine,
         out=int(r.out) if r.out is not None else None, bias=r.bias, label=r.label,
     )
-    return replace(read, kind="attention", spec=spec, inputs=tuple(ins),
-                   params=score.params + read.params)
+    return replace(read, spec=spec, inputs=tuple(ins), params=score.params + read.params)
 
 
 def fuse_attention(graph: Graph) -> Graph:
@@ -145,3 +132,26 @@ def fuse_attention(graph: Graph) -> Graph:
     drop = {m.id for match in matches for m in match[:-1]}
     fused = {match[-1].id: _fuse(*match) for match in matches}
     return graph.replace_nodes([fused.get(n.id, n) for n in graph.nodes if n.id not in drop])
+
+
+@dataclass(frozen=True)
+class FuseAttention(Pass):
+    """The pass form of :func:`fuse_attention`."""
+
+    name = "fuse_attention"
+
+    def run(self, graph: Graph) -> Graph:
+        return fuse_attention(graph)
+
+    def check(self, graph: Graph) -> None:
+        """Inferring the fused graph again gives every node the types it has."""
+        again = infer_shapes(graph.replace_nodes(
+            [replace(n, types={}) if not n.is_input else n for n in graph.nodes]))
+        for n, m in zip(graph.nodes, again.nodes, strict=True):
+            if dict(n.types) != dict(m.types) or n.params != m.params:
+                msg = (f"node '{n.id}' ({n.kind}) has types {dict(n.types)} after fusion but "
+                       f"{dict(m.types)} when inferred again")
+                raise LoweringError(msg, n.loc)
+
+
+PASSES.register(FuseAttention.name, FuseAttention())

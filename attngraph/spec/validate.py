@@ -1,13 +1,16 @@
-"""``validate(doc) -> Spec``: check a document against the schema, with positions.
+"""``validate(doc, kinds) -> Spec``: check a document against the schema, with positions.
 
 Every problem found becomes one :class:`~attngraph.errors.Diagnostic` located at
 the offending key or value; all of them are raised together as one
 :class:`~attngraph.errors.SpecError`. Nodes are validated one at a time by the
-model of their own ``kind``, so unknown kinds and fields get a "did you mean".
+model of their own ``kind`` (``kinds`` maps a kind's name to its model; the
+pipeline passes :func:`attngraph.kinds.spec_kinds`), so unknown kinds and fields
+get a "did you mean".
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -15,8 +18,12 @@ from pydantic import BaseModel, ValidationError
 from attngraph.errors import Diagnostic, SpecError, did_you_mean
 from attngraph.source import Document, PathKey
 from attngraph.spec import models as m
+from attngraph.spec.fields import fields_of, nested_models
 
 __all__ = ["validate"]
+
+#: Node models by kind name.
+KindModels = Mapping[str, type[BaseModel]]
 
 _WHAT = {
     "from": "a reference (node, node.port, or {ref: node, detach: true})",
@@ -29,10 +36,6 @@ _WHAT = {
     "steps": "a positive integer, or a reference whose length gives the steps",
     "baseline": "true, false, or a reference to the baseline's input",
     "beta": "a positive number, or 'learned'",
-}
-_SIZE_FIELDS = {
-    "embed", "dim", "hidden", "out", "vocab", "max_len", "slots", "width", "channels",
-    "height", "classes", "learned", "zeros", "heads", "times",
 }
 
 
@@ -74,7 +77,7 @@ def _doc_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathKey, Any, bool]:
     return tuple(path), cur, found
 
 
-def _model_for(path: PathKey, data: Any) -> type[BaseModel] | None:
+def _model_for(path: PathKey, data: Any, kinds: KindModels) -> type[BaseModel] | None:
     """The model whose fields apply at ``path`` (for did-you-mean on unknown fields)."""
     node_path: PathKey | None = None
     if len(path) >= 2 and path[0] == "nodes":
@@ -84,18 +87,8 @@ def _model_for(path: PathKey, data: Any) -> type[BaseModel] | None:
     if node_path is not None:
         node = _get(data, node_path)
         kind = node.get("kind") if isinstance(node, dict) else None
-        model = m.NODE_MODELS.get(kind) if isinstance(kind, str) else None
-        if model is None:
-            return None
-        if rest == ("mask",):
-            return m.MaskSpec
-        if len(rest) == 2 and rest[0] == "carry":
-            return m.CarrySpec
-        if len(rest) == 2 and rest[0] == "feed":
-            return m.FeedSpec
-        if rest and rest[-1] in ("query", "from", "key", "scores", "weights", "values"):
-            return m.RefLong
-        return model if not rest else None
+        model = kinds.get(kind) if isinstance(kind, str) else None
+        return _below(model, rest) if model is not None else None
     if len(path) == 2 and path[0] == "inputs":
         return m.InputSpec
     if len(path) == 2 and path[0] == "blocks":
@@ -104,6 +97,21 @@ def _model_for(path: PathKey, data: Any) -> type[BaseModel] | None:
         return m.TrainSpec
     if path == ():
         return m.Spec
+    return None
+
+
+def _below(model: type[BaseModel], rest: PathKey) -> type[BaseModel] | None:
+    """The model at ``rest`` below a node's model: a nested model, or a long reference."""
+    if not rest:
+        return model
+    table = fields_of(model)
+    name = str(rest[0])
+    if name in table.nested:
+        # a nested model (``mask: {...}``) or a mapping of them (``carry: {h: {...}}``)
+        skip = 2 if name in table.mappings else 1
+        return _below(table.nested[name][0], rest[skip:]) if len(rest) >= skip else None
+    if name in table.refs and len(rest) <= 2:
+        return m.RefLong
     return None
 
 
@@ -123,7 +131,8 @@ def _field_names(model: type[BaseModel]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()]
 
 
-def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any]) -> list[Diagnostic]:
+def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any],
+              kinds: KindModels) -> list[Diagnostic]:
     """Turn one model's pydantic errors (at ``base`` in the doc) into diagnostics."""
     groups: dict[PathKey, list[Any]] = {}
     for err in errors:
@@ -138,17 +147,17 @@ def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any]) -> lis
         groups.setdefault(key, []).append(err)
     out = []
     for key, errs in groups.items():
-        out.append(_one(doc, key, errs))
+        out.append(_one(doc, key, errs, kinds))
     return out
 
 
-def _one(doc: Document, path: PathKey, errs: list[Any]) -> Diagnostic:
+def _one(doc: Document, path: PathKey, errs: list[Any], kinds: KindModels) -> Diagnostic:
     where = _where(path)
     first = errs[0]
     typ = first["type"]
     if typ == "extra_forbidden":
         name = first["_name"]
-        model = _model_for(path[:-1], doc.data)
+        model = _model_for(path[:-1], doc.data, kinds)
         hint = did_you_mean(name, _field_names(model)) if model else None
         return Diagnostic(doc.loc(path, key=True), f"{where}: unknown field '{name}'", hint)
     if typ == "missing":
@@ -160,7 +169,6 @@ def _one(doc: Document, path: PathKey, errs: list[Any]) -> Diagnostic:
     field = str(path[-1]) if path else "spec"
     value = _get(doc.data, path) if path else doc.data
     if typ in ("union_tag_invalid", "union_tag_not_found"):
-        kinds = sorted(m.NODE_MODELS)
         return Diagnostic(doc.loc(path), f"{where}: unknown kind {value!r}",
                           did_you_mean(str(value), kinds))
     if typ == "literal_error":
@@ -177,12 +185,19 @@ def _one(doc: Document, path: PathKey, errs: list[Any]) -> Diagnostic:
             return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(best[0])}")
         if field in _WHAT:
             expect = _WHAT[field]
-        elif field in _SIZE_FIELDS:
+        elif field in _size_fields(kinds):
             expect = "a positive integer or a dims name"
         else:
             expect = "; ".join(sorted({_msg(e) for e in errs}))
         return Diagnostic(doc.loc(path), f"{where}: {field} must be {expect}, found {value!r}")
     return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(first)}")
+
+
+def _size_fields(kinds: KindModels) -> set[str]:
+    """Names of size fields in any model (for "must be a positive integer or a dims name")."""
+    models = {mm for k in kinds.values() for mm in nested_models(k)}
+    models |= {m.InputSpec, m.LearnedQuery}
+    return {name for mm in models for name in fields_of(mm).sizes}
 
 
 def _msg(err: Any) -> str:
@@ -198,17 +213,18 @@ def _msg(err: Any) -> str:
 
 
 def _validate_model(
-    doc: Document, base: PathKey, model: type[BaseModel], data: Any, diags: list[Diagnostic]
+    doc: Document, base: PathKey, model: type[BaseModel], data: Any, diags: list[Diagnostic],
+    kinds: KindModels,
 ) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        diags.extend(_diagnose(doc, base, data, exc.errors(include_url=False)))
+        diags.extend(_diagnose(doc, base, data, exc.errors(include_url=False), kinds))
         return None
 
 
 def _validate_nodes(
-    doc: Document, base: PathKey, nodes: Any, diags: list[Diagnostic]
+    doc: Document, base: PathKey, nodes: Any, diags: list[Diagnostic], kinds: KindModels,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if not isinstance(nodes, dict):
@@ -225,29 +241,31 @@ def _validate_nodes(
         if kind is None:
             diags.append(Diagnostic(
                 doc.loc(path), f"{_where(path)}: missing field 'kind'",
-                "known kinds: " + ", ".join(sorted(m.NODE_MODELS)),
+                "known kinds: " + ", ".join(sorted(kinds)),
             ))
             continue
-        model = m.NODE_MODELS.get(kind) if isinstance(kind, str) else None
+        model = kinds.get(kind) if isinstance(kind, str) else None
         if model is None:
             diags.append(Diagnostic(
                 doc.loc((*path, "kind")), f"{_where(path)}: unknown kind {kind!r}",
-                did_you_mean(str(kind), m.NODE_MODELS),
+                did_you_mean(str(kind), kinds),
             ))
             continue
-        node = _validate_model(doc, path, model, raw, diags)
+        node = _validate_model(doc, path, model, raw, diags, kinds)
         if node is not None:
             out[nid] = node
     return out
 
 
-def validate(doc: Document) -> m.Spec:
+def validate(doc: Document, kinds: KindModels) -> m.Spec:
     """Check ``doc`` against the spec language's schema.
 
     Parameters
     ----------
     doc : Document
         A document from :func:`attngraph.source.load`.
+    kinds : mapping of str to model
+        The model of each node kind a spec may use (:func:`attngraph.kinds.spec_kinds`).
 
     Returns
     -------
@@ -285,16 +303,16 @@ def validate(doc: Document) -> m.Spec:
     elif "blocks" in data:
         top["blocks"] = blocks_raw
     if "attngraph" not in data or data["attngraph"] == 1:
-        spec = _validate_model(doc, (), m.Spec, top, diags)
+        spec = _validate_model(doc, (), m.Spec, top, diags, kinds)
     else:
         spec = None
-    nodes = _validate_nodes(doc, ("nodes",), data.get("nodes"), diags)
+    nodes = _validate_nodes(doc, ("nodes",), data.get("nodes"), diags, kinds)
     blocks: dict[str, m.BlockSpec] = {}
     if isinstance(blocks_raw, dict):
         for bname, braw in blocks_raw.items():
             bnodes = _validate_nodes(
                 doc, ("blocks", bname, "nodes"),
-                braw.get("nodes") if isinstance(braw, dict) else None, diags,
+                braw.get("nodes") if isinstance(braw, dict) else None, diags, kinds,
             )
             if spec is not None:
                 blocks[bname] = spec.blocks[bname].model_copy(update={"nodes": bnodes})

@@ -1,11 +1,17 @@
-"""The JSON Schema of the spec language, for editors' YAML language servers."""
+"""The JSON Schema of the spec language, for editors' YAML language servers.
+
+Node models come from the kind registry (:func:`attngraph.kinds.spec_kinds`); the
+scorer ``fn`` enumerates :data:`attngraph.kinds.SCORERS`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Union
 
 from pydantic import ConfigDict, Field, create_model
 
+from attngraph.kinds.base import spec_kinds
+from attngraph.kinds.scorers import SCORERS
 from attngraph.spec import models as m
 
 __all__ = ["json_schema"]
@@ -20,10 +26,10 @@ def json_schema() -> dict[str, Any]:
     >>> sorted(s["properties"])[:3]
     ['attngraph', 'blocks', 'dims']
     """
-    from attngraph.kinds import SCORERS
-
     cfg = ConfigDict(extra="forbid")
-    nodes_t = dict[m.Ident, m.NodeSpec]  # type: ignore[valid-type]
+    models = tuple(spec_kinds().values())
+    node_t = Annotated[Union[models], Field(discriminator="kind")]  # type: ignore[valid-type]
+    nodes_t = dict[m.Ident, node_t]  # type: ignore[valid-type]
     block = create_model(  # type: ignore[call-overload]
         "Block", __config__=cfg, __doc__=m.BlockSpec.__doc__,
         **{
@@ -48,5 +54,5 @@ def json_schema() -> dict[str, Any]:
     schema["title"] = "attngraph spec (language version 1)"
     scorer = schema.get("$defs", {}).get("ScorerSpec")
     if scorer is not None:
-        scorer["properties"]["fn"]["enum"] = sorted(SCORERS)
+        scorer["properties"]["fn"]["enum"] = SCORERS.names()
     return schema

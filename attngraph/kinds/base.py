@@ -1,0 +1,205 @@
+"""What a node kind is: one :class:`Kind` per kind, in the :data:`KINDS` registry.
+
+A kind is defined in one place, by one call of :func:`kind` on its shape rule::
+
+    @kind("glimpse", GlimpseSpec, lowering="attngraph.lower.glimpse:GlimpseNode",
+          role="sensor", style=Style("#f9cb9c", "box"))
+    def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+        ...
+
+which holds its spec model (validation and the JSON Schema read it; which fields
+are sizes and references is derived from it), its shape rule, its lowering (a
+callable ``(LowerCtx) -> nn.Module``, or a lazy ``"module:attribute"`` reference
+so that nothing imports torch before a spec is compiled) and the traits the
+renderers and ``describe`` read: its *role* in a mechanism, its diagram style,
+and whether tracing a query or key back to its origin passes through it.
+
+The built-in kinds live in one module per family (``attention``, ``scorers``,
+``hard``, ``glimpse``, ``memory``, ``rnn``, ``structure``, ``support``,
+``inputs``); their lowerings in the module of the same name under
+:mod:`attngraph.lower`. A user's package defines a kind the same way.
+
+A shape rule gets a :class:`RuleCtx` and returns ``{port: TensorType}`` (``""`` is
+the default port); it may add to ``ctx.params`` and fail with ``ctx.fail``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Literal, NoReturn, TypeVar
+
+from attngraph.errors import AttnGraphError, ShapeError, did_you_mean
+from attngraph.ir.graph import Edge, Graph, Node, TensorType
+from attngraph.registry import Registry
+from attngraph.spec.models import Model
+
+__all__ = [
+    "Kind", "KINDS", "Style", "RuleCtx", "ShapeRule", "KindRole", "kind", "DEFAULT_STYLE",
+    "spec_kinds",
+]
+
+SpecT = TypeVar("SpecT", bound=Model)
+
+#: What a kind does in an attention mechanism (read by the renderers and describe):
+#: ``items`` makes items; ``projection`` queries, keys or values; ``scorer`` scores;
+#: ``weights`` normalises scores into weights (softmax, policy); ``readout`` reads
+#: values with weights; ``attention`` the fused scorer-softmax-readout; ``sensor``
+#: crops an input where it looks (glimpse); ``memory`` holds or addresses slots;
+#: ``recurrent`` carries state over items; ``structure`` instantiates a block body;
+#: ``support`` everything else (linear layers, norms, sums).
+KindRole = Literal["input", "items", "projection", "scorer", "weights", "readout",
+                   "attention", "sensor", "memory", "recurrent", "structure", "support"]
+
+
+@dataclass(frozen=True)
+class Style:
+    """How the architecture view draws a kind: fill colour and Graphviz shape."""
+
+    fill: str = "#ffffff"
+    shape: str = "box"
+
+
+DEFAULT_STYLE = Style()
+
+
+class RuleCtx:
+    """What a shape rule may read: the node, its inputs' types, dims, blocks.
+
+    ``infer`` is the shape inference of a whole graph, given by the pass that runs
+    the rules (block bodies are inferred with it).
+    """
+
+    def __init__(self, node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
+                 infer: Callable[[Graph], Graph]) -> None:
+        self.node = node
+        self.spec: Any = node.spec
+        self.graph = graph
+        self.done = done
+        self.infer = infer
+        self.params = 0
+        self.body: Graph | None = None
+
+    # reading inputs -------------------------------------------------------
+    def edge(self, role: str) -> Edge:
+        """The input edge of ``role`` (a located error if missing)."""
+        e = self.node.edge(role)
+        if e is None:
+            self.fail(f"missing field '{role}'")
+        return e
+
+    def has(self, role: str) -> bool:
+        """Whether the node has an input edge for ``role``."""
+        return self.node.edge(role) is not None
+
+    def src(self, role: str) -> Node[Any]:
+        """The node the edge of ``role`` reads."""
+        return self.done[self.edge(role).src]
+
+    def t(self, role: str) -> TensorType:
+        """Type arriving on the edge of ``role`` (its source node's port)."""
+        return self.type_of(self.edge(role))
+
+    def type_of(self, e: Edge) -> TensorType:
+        """Type arriving on edge ``e``; a located error for an unknown port."""
+        src = self.done[e.src]
+        if e.port not in src.types:
+            ports = sorted(p for p in src.types if p)
+            hint = did_you_mean(e.port, ports) if ports else f"'{e.src}' has no named ports"
+            msg = f"node '{self.node.id}': '{e.src}' ({src.kind}) has no port '{e.port}'"
+            raise ShapeError(msg, e.loc, hint)
+        return src.types[e.port]
+
+    def size(self, name: str) -> int | None:
+        """A size field's value as an int, or None."""
+        v = self.node.field(name)
+        return int(v) if v is not None else None
+
+    # reporting ------------------------------------------------------------
+    def fail(
+        self, msg: str, role: str | None = None, hint: str | None = None, *,
+        field: str | None = None,
+    ) -> NoReturn:
+        """Raise a ShapeError at the edge of ``role``, the ``field``'s value, or the node."""
+        e = self.node.edge(role) if role else None
+        loc = e.loc if e is not None else self.node.where(field) if field else self.node.loc
+        msg_0 = f"node '{self.node.id}': {msg}"
+        raise ShapeError(msg_0, loc, hint)
+
+    def need_items(self, role: str, what: str) -> TensorType:
+        """The input's type, which must be float ``[L, d]`` (a set of items)."""
+        t = self.t(role)
+        if t.dtype != "float" or t.rank != 2:
+            self.fail(f"{what} needs items [N, d], but '{self.edge(role).ref}' is {t}", role,
+                      "make items first, e.g. {kind: items, from: <input>}")
+        return t
+
+    def infer_block(self, name: str, bound: dict[str, TensorType]) -> Graph:
+        """Instantiate block ``name`` with its inputs bound to ``bound`` types."""
+        tmpl = self.graph.blocks[name]
+        missing = [n.id for n in tmpl.inputs if n.id not in bound]
+        extra = sorted(set(bound) - {n.id for n in tmpl.inputs})
+        if missing or extra:
+            want = ", ".join(n.id for n in tmpl.inputs) or "none"
+            self.fail(f"block '{name}' takes inputs ({want}); "
+                      + (f"missing {', '.join(missing)}" if missing else
+                         f"unknown {', '.join(extra)}"))
+        nodes = [replace(n, types={"": bound[n.id]}) if n.is_input else n for n in tmpl.nodes]
+        sub = replace(tmpl, nodes=tuple(nodes), blocks=self.graph.blocks)
+        try:
+            return self.infer(sub)
+        except AttnGraphError as exc:
+            d = exc.diagnostics[0]
+            msg = f"in block '{name}' (used by node '{self.node.id}'): {d.message}"
+            raise ShapeError(msg, d.loc, d.hint) from None
+
+
+#: A shape rule: ``rule(ctx) -> {port: type}``.
+ShapeRule = Callable[[RuleCtx], dict[str, TensorType]]
+
+
+@dataclass(frozen=True)
+class Kind(Generic[SpecT]):
+    """Everything attngraph knows about one node kind (see the module docstring)."""
+
+    name: str
+    spec: type[SpecT]
+    shape: ShapeRule
+    lowering: str | Callable[..., Any] | None = None
+    role: KindRole = "support"
+    style: Style = field(default=DEFAULT_STYLE)
+    #: tracing where a query or key comes from passes through this kind
+    transparent: bool = False
+    #: made by a pass, never written in a spec (not in the schema or validation)
+    internal: bool = False
+
+    @property
+    def doc(self) -> str:
+        """First line of the shape rule's docstring: what the kind computes."""
+        return (self.shape.__doc__ or "").strip().splitlines()[0] if self.shape.__doc__ else ""
+
+
+#: Every node kind by name (graph inputs are kind ``input``).
+KINDS: Registry[Kind[Any]] = Registry("node kind")
+
+
+def spec_kinds() -> dict[str, type[Model]]:
+    """The models of the kinds a spec may write under ``nodes:`` (by kind name)."""
+    return {name: k.spec for name, k in KINDS.items() if k.role != "input" and not k.internal}
+
+
+def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | None = None,
+         role: KindRole = "support", style: Style = DEFAULT_STYLE,
+         transparent: bool = False, internal: bool = False,
+         ) -> Callable[[ShapeRule], Kind[SpecT]]:
+    """Define and register kind ``name`` whose shape rule is the decorated function.
+
+    Returns the :class:`Kind` (so the module-level name refers to the definition).
+    """
+
+    def deco(rule: ShapeRule) -> Kind[SpecT]:
+        k = Kind(name, spec, rule, lowering, role, style, transparent, internal)
+        KINDS.register(name, k)
+        return k
+
+    return deco

@@ -1,0 +1,64 @@
+"""The ``policy`` kind: hard attention, a sampled choice among items or of a location.
+
+Lowered (with the REINFORCE loss) in :mod:`attngraph.lower.hard`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from attngraph.ir.graph import TensorType
+from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.spec.models import (
+    NodeModel,
+    PosFloat,
+    Ref,
+)
+
+
+class PolicySpec(NodeModel):
+    kind: Literal["policy"]
+    scores: Ref | None = None
+    mean: Ref | None = None
+    dist: Literal["categorical", "gaussian"] = "categorical"
+    std: PosFloat = 0.1
+    estimator: Literal["reinforce", "straight_through", "gumbel"] = "reinforce"
+    baseline: Ref | bool = True
+    tau: PosFloat = 1.0
+
+
+@kind("policy", PolicySpec, lowering="attngraph.lower.hard:PolicyNode", role="weights",
+      style=Style("#f4cccc", "doubleoctagon"))
+def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Ports: sample (default), log_prob, entropy, baseline."""
+    s = ctx.spec
+    if s.dist == "categorical":
+        if not ctx.has("scores") or ctx.has("mean"):
+            ctx.fail("a categorical policy samples from 'scores' (and takes no 'mean')",
+                     hint="give scores: <scorer>, or use dist: gaussian with mean: <node>")
+        t = ctx.t("scores")
+        if t.rank == 0:
+            ctx.fail("a categorical policy needs scores over items", "scores")
+        sample = TensorType(t.dims, heads=t.heads, simplex=True)
+        lp = TensorType(t.dims[:-1], heads=t.heads)
+    else:
+        if not ctx.has("mean") or ctx.has("scores"):
+            ctx.fail("a gaussian policy samples around 'mean' (and takes no 'scores')",
+                     hint="give mean: <node> (e.g. a location predicted by a linear)")
+        if s.estimator == "gumbel":
+            ctx.fail("estimator 'gumbel' relaxes categorical choices, not gaussian ones",
+                     hint="use reinforce for gaussian locations", field="estimator")
+        t = ctx.t("mean")
+        if t.rank != 1:
+            ctx.fail(f"a gaussian policy's mean is a vector [k], got {t}", "mean")
+        sample = TensorType(t.dims)
+        lp = TensorType(())
+    if isinstance(s.baseline, bool):
+        ctx.params += 1 if s.baseline else 0
+    else:
+        b = ctx.t("baseline")
+        if b.rank != 1:
+            ctx.fail(f"the baseline reads a vector [d], got {b}", "baseline")
+        ctx.params += int(b.dims[0]) + 1
+    return {"": sample, "sample": sample, "log_prob": lp, "entropy": lp,
+            "baseline": TensorType(())}

@@ -1,0 +1,59 @@
+"""The ``rnn`` kind: a GRU or LSTM over items, or one cell step on a vector.
+
+Lowered in :mod:`attngraph.lower.rnn`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from attngraph.ir.graph import TensorType
+from attngraph.kinds.base import RuleCtx, kind
+from attngraph.spec.models import (
+    NodeModel,
+    Ref,
+    Size,
+)
+
+
+class RnnSpec(NodeModel):
+    kind: Literal["rnn"]
+    from_: Ref = Field(alias="from")
+    cell: Literal["gru", "lstm"] = "gru"
+    hidden: Size
+    bidirectional: bool = False
+    layers: Annotated[int, Field(ge=1, le=16)] = 1
+    init: Ref | None = None
+
+
+@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn", role="recurrent")
+def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
+    s = ctx.spec
+    t = ctx.t("from")
+    if t.dtype != "float" or t.rank == 0:
+        ctx.fail(f"'{ctx.edge('from').ref}' is {t}; an rnn reads float features", "from",
+                 "token ids become vectors through items (embed:) or embedding")
+    if t.rank not in (1, 2):
+        ctx.fail(f"rnn reads a sequence [N, d] or one step [d], got {t}", "from")
+    d, h = int(t.dims[-1]), int(s.hidden)
+    dirs = 2 if s.bidirectional else 1
+    if t.rank == 1 and (s.bidirectional or s.layers > 1):
+        ctx.fail("one rnn step (input [d]) is a single unidirectional layer", "from")
+    gates = 3 if s.cell == "gru" else 4
+    for layer in range(s.layers):
+        d_in = d if layer == 0 else h * dirs
+        ctx.params += dirs * gates * (d_in * h + h * h + 2 * h)
+    if ctx.has("init"):
+        it = ctx.t("init")
+        want = h if t.rank == 1 else h * dirs
+        if it.rank != 1 or int(it.dims[0]) not in (h, want):
+            ctx.fail(f"init state must be [{h}], got {it}", "init")
+    state = TensorType((h * dirs,))
+    out = TensorType((t.dims[0], h * dirs)) if t.rank == 2 else state
+    return {"": out, "out": out, "state": state}
+
+
+

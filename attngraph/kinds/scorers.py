@@ -1,0 +1,207 @@
+"""The ``scorer`` kind and its scorer functions, one :class:`ScorerInfo` each.
+
+A scorer turns a query and keys into scores: ``[N]`` for one query, ``[M, N]`` for
+all pairs, ``[N]`` for aligned pairs (query i with key i). Which function it
+applies is ``fn:``, an entry of :data:`SCORERS`. A definition holds what every
+part of attngraph needs of the function: its formula (``describe``, diagrams),
+whether it needs a query and one size for query and key, its parameter count,
+whether it reads content or positions only, and its module: ``module`` for the
+built-ins (a lazy ``"attngraph.lower.scorers:Name"`` reference, so nothing imports
+torch before compiling) or ``make`` for a user's (see :func:`register_scorer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import field_validator
+
+from attngraph.errors import did_you_mean
+from attngraph.ir.graph import Dim, TensorType
+from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.registry import Registry
+from attngraph.spec.models import Ident, LearnedQuery, NodeModel, PosFloat, Ref, Size
+
+__all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec"]
+
+
+@dataclass(frozen=True)
+class ScorerInfo:
+    """A scorer function: formula text, what it needs, its parameters and module.
+
+    ``same_size`` means query and key must have one size; ``params(dq, dk, hidden)``
+    counts its parameters (per head); ``content`` is False for scores of positions
+    only; ``takes_query`` is False for a function that scores each item alone and
+    refuses a query. ``module`` names the built-in module class (constructed as
+    ``cls(dq, dk, hidden, heads, spec, read)``); ``make`` (optional) builds the
+    torch module of a user-registered function: ``make(dq, dk, hidden) -> nn.Module``
+    whose ``forward(q, k)`` returns scores for ``q [.., M, dq]`` and ``k [.., N, dk]``.
+    """
+
+    name: str
+    formula: str
+    needs_query: bool = True
+    same_size: bool = False
+    params: Callable[[int, int, int], int] = lambda dq, dk, h: 0
+    content: bool = True
+    make: Callable[..., Any] | None = None
+    module: str | None = None
+    takes_query: bool = True
+    #: parameters that depend on the spec's settings (a learned temperature)
+    spec_params: Callable[[Any], int] = lambda spec: 0
+    #: a shape rule of its own, ``shape(ctx, query type or None, key type)``, for
+    #: functions whose scores are not one per (query, key) pair of content
+    shape: Callable[[RuleCtx, TensorType | None, TensorType], dict[str, TensorType]] | None \
+        = None
+
+
+#: Every scorer function by name; ``fn: <name>`` in a spec refers to an entry.
+SCORERS: Registry[ScorerInfo] = Registry("scorer fn")
+
+
+def register_scorer(info: ScorerInfo) -> ScorerInfo:
+    """Add a scorer function; ``fn: <info.name>`` in specs then refers to it.
+
+    Raises
+    ------
+    RegistryError
+        When a function of that name is registered already.
+    """
+    SCORERS.register(info.name, info)
+    return info
+
+
+def _mod(name: str) -> str:
+    return f"attngraph.lower.scorers:{name}"
+
+
+for _info in (
+    ScorerInfo("dot", "q·k", same_size=True, module=_mod("Dot")),
+    ScorerInfo("scaled_dot", "q·k/√d", same_size=True, module=_mod("ScaledDot")),
+    ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk, module=_mod("General")),
+    ScorerInfo("additive", "vᵀ tanh(W q + U k)",
+               params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive")),
+    ScorerInfo("cosine", "β · cos(q, k)", same_size=True, module=_mod("Cosine"),
+               spec_params=lambda spec: 1 if spec.beta == "learned" else 0),
+    ScorerInfo("mlp", "vᵀtanh(W k)", needs_query=False, takes_query=False,
+               params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore")),
+    ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
+               params=lambda dq, dk, h: dq + dk, module=_mod("Gat")),
+):
+    register_scorer(_info)
+
+
+class ScorerSpec(NodeModel):
+    kind: Literal["scorer"]
+    #: a registered scorer function (an entry of SCORERS; users may add their own)
+    fn: Ident
+    query: Ref | LearnedQuery | None = None
+    key: Ref | None = None
+    pairs: Literal["all", "aligned"] = "all"
+    hidden: Size | None = None
+    beta: PosFloat | Literal["learned"] | None = None
+    mode: Literal["learned", "gaussian"] | None = None
+    max_len: Size | None = None
+    sigma: PosFloat | None = None
+
+    @field_validator("fn")
+    @classmethod
+    def _known_fn(cls, v: str) -> str:
+        if v not in SCORERS:
+            msg = f"'{v}' is not a scorer function; {did_you_mean(v, SCORERS)}"
+            raise ValueError(msg)
+        return v
+
+
+@kind("scorer", ScorerSpec, lowering="attngraph.lower.scorers:lower_scorer", role="scorer",
+      style=Style("#fff2cc", "box"))
+def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Scores [N] (one query), [M, N] (all pairs) or [N] (aligned pairs)."""
+    s = ctx.spec
+    info = SCORERS.get(s.fn)
+    if info is None:
+        ctx.fail(f"unknown scorer fn '{s.fn}'", hint=did_you_mean(s.fn, SCORERS), field="fn")
+    k = ctx.need_items("key", f"scorer fn '{s.fn}'")
+    n, dk = k.dims[0], int(k.dims[1])
+    learned_q = getattr(s.query, "learned", None)
+    if learned_q is not None:
+        q = TensorType((int(learned_q),), heads=k.heads)
+        ctx.params += int(learned_q) * (k.heads or 1)
+        qname = "learned"
+    elif ctx.has("query"):
+        q = ctx.t("query")
+        qname = ctx.edge("query").ref
+        if q.dtype != "float" or q.rank not in (1, 2):
+            ctx.fail(f"a query is a vector [d] or queries [M, d], got {q}", "query")
+    else:
+        q = None
+        qname = ""
+    if not info.takes_query and q is not None:
+        ctx.fail(f"fn '{s.fn}' scores each item alone ({info.formula}) and takes no query",
+                 "query", "drop 'query', or use fn 'additive' to score against a query")
+    if info.needs_query and q is None:
+        ctx.fail(f"scorer fn '{s.fn}' needs a query",
+                 hint="add query: <node>, or query: {learned: d} for a learned vector")
+    if q is not None and (q.heads or None) != (k.heads or None):
+        ctx.fail(f"query has {q.heads or 1} head(s) but key has {k.heads or 1}", "query",
+                 "give queries and keys the same 'heads'")
+    if info.shape is not None:
+        return info.shape(ctx, q, k)
+    dq = int(q.dims[-1]) if q is not None else dk
+    if info.same_size and dq != dk:
+        ctx.fail(
+            f"scorer fn '{s.fn}' needs query and key of one size "
+            f"(query {qname}: {dq}, key {ctx.edge('key').ref}: {dk})",
+            hint="make both dims equal, or use fn 'general' (q^T W k), which maps between sizes",
+        )
+    hidden = int(s.hidden) if s.hidden is not None else dk
+    ctx.params += info.params(dq, dk, hidden) * (k.heads or 1)
+    ctx.params += info.spec_params(s)
+    return {"": _pairs(ctx, q, k, n)}
+
+
+def _pairs(ctx: RuleCtx, q: TensorType | None, k: TensorType, n: Dim) -> TensorType:
+    s = ctx.spec
+    if s.pairs == "aligned":
+        if q is None or q.rank != 2:
+            ctx.fail("pairs: aligned scores query i with key i, so it needs queries [N, d]",
+                     "query", "use pairs: all for a single query vector")
+        if q.dims[0] != n:
+            ctx.fail(f"pairs: aligned needs as many queries as keys "
+                     f"(queries {q.dims[0]}, keys {n})", "query",
+                     "use pairs: all to score every query against every key")
+        return TensorType((n,), heads=k.heads)
+    if q is None or q.rank == 1:
+        return TensorType((n,), heads=k.heads)
+    return TensorType((q.dims[0], n), heads=k.heads)
+
+
+def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, TensorType]:
+    s = ctx.spec
+    n = k.dims[0]
+    mode = s.mode or ("gaussian" if q is not None else "learned")
+    if mode == "learned":
+        max_len = s.max_len if s.max_len is not None else (n if isinstance(n, int) else None)
+        if max_len is None:
+            ctx.fail("location scores learned per position need 'max_len'",
+                     hint="add max_len: <longest N>")
+        ctx.params += int(max_len)
+        if q is not None:
+            ctx.fail("location mode 'learned' takes no query", "query",
+                     "use mode: gaussian to center a window on a position predicted from it")
+        return {"": TensorType((n,))}
+    if q is None:
+        ctx.fail("location mode 'gaussian' predicts its position from a query",
+                 hint="add query: <decoder state>")
+    hidden = int(s.hidden) if s.hidden is not None else int(q.dims[-1])
+    ctx.params += int(q.dims[-1]) * hidden + hidden
+    return {"": TensorType((n,) if q.rank == 1 else (q.dims[0], n))}
+
+
+register_scorer(ScorerInfo(
+    "location", "s_i = w_i (learned per position), or "
+    "-(i - p)²/(2σ²) with p = N·sigmoid(vᵀ tanh(W q))",
+    needs_query=False, content=False, module=_mod("Location"), shape=_location,
+))
