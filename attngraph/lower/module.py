@@ -57,7 +57,7 @@ its YAML line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import torch
 from torch import Tensor, nn
@@ -166,8 +166,21 @@ def _lower_node(node: Node[Any], graph: Graph) -> nn.Module:
     return mod
 
 
-#: One scheduled step: node id, kind, input edges as (role, value key, detach).
-Step = tuple[str, str, tuple[tuple[str, str, bool], ...]]
+class StepInput(NamedTuple):
+    """One input of a scheduled node: the role it fills, the value it reads
+    (``id`` or ``id.port``), and whether the gradient stops there."""
+
+    role: str
+    key: str
+    detach: bool
+
+
+class Step(NamedTuple):
+    """One scheduled node: its id, its kind, and its inputs."""
+
+    node: str
+    kind: str
+    inputs: tuple[StepInput, ...]
 
 
 def _port(e: Edge, graph: Graph) -> str:
@@ -186,15 +199,14 @@ def _linear_groups(schedule: list[Step], nodes: nn.ModuleDict) -> dict[str, tupl
     size and bias use, keyed by the first one's id (only groups of two or more)."""
     found: dict[tuple[str, bool, int, bool], list[str]] = {}
     for nid, _, ins in schedule:
-        if len(ins) != 1 or ins[0][0] != "from":
+        if len(ins) != 1 or ins[0].role != "from":
             continue
         mod = nodes[nid]
         lin = mod.fusable_linear() if isinstance(mod, NodeModule) else None
         if lin is None:
             continue
         weight, bias = lin
-        _, key, det = ins[0]
-        found.setdefault((key, det, int(weight.shape[1]), bias is not None), []).append(nid)
+        found.setdefault((ins[0].key, ins[0].detach, int(weight.shape[1]), bias is not None), []).append(nid)
     return {g[0]: tuple(g) for g in found.values() if len(g) > 1}
 
 
@@ -240,12 +252,13 @@ class GraphModule(nn.Module):
             if node.is_input:
                 continue
             self.nodes[node.id] = _lower_node(node, graph)
-            ins = tuple((str(e.role), _key(e.src, _port(e, graph)), e.detach) for e in node.inputs)
-            schedule.append((node.id, node.kind, ins))
+            ins = tuple(StepInput(str(e.role), _key(e.src, _port(e, graph)), e.detach)
+                        for e in node.inputs)
+            schedule.append(Step(node.id, node.kind, ins))
             self._locs[node.id] = node.loc
         self.groups = _linear_groups(schedule, self.nodes)
         inner = {nid for g in self.groups.values() for nid in g[1:]}
-        self.schedule = [st for st in schedule if st[0] not in inner]
+        self.schedule = [st for st in schedule if st.node not in inner]
         self.out_keys = tuple((name, _key(e.src, e.port), e.detach) for name, e in graph.outputs)
         self.graph_name = graph.name
 

@@ -21,7 +21,7 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 
 from __future__ import annotations
 
-from typing import cast
+from typing import NamedTuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -80,6 +80,28 @@ class Repeat(NodeModule):
         return v
 
 
+class Carry(NamedTuple):
+    """A loop's carried state: the input that starts it (else ``zeros`` of that size),
+    and the body output that becomes it at the next step."""
+
+    name: str
+    init: str | None
+    zeros: int
+    next: str
+
+
+class Feed(NamedTuple):
+    """A loop's per-step input: element t of ``source``, or (``feedback``) the argmax
+    of the previous step's output, starting from id ``start``; with
+    ``teacher_forcing``, training reads ``source`` shifted by one instead."""
+
+    name: str
+    source: str | None
+    feedback: str | None
+    start: int
+    teacher_forcing: bool
+
+
 class Loop(GraphModule):
     """A body run once per step with carried state and fed inputs (see module doc)."""
 
@@ -91,10 +113,12 @@ class Loop(GraphModule):
         s = ctx.spec
         self.steps = s.steps if isinstance(s.steps, int) else None
         self.inputs_ = list(s.inputs)
-        self.carry = [(c, c_spec.init is not None, int(c_spec.zeros or 0), c_spec.next)
+        self.carry = [Carry(c, f"carry.{c}.init" if c_spec.init is not None else None,
+                            int(c_spec.zeros or 0), c_spec.next)
                       for c, c_spec in s.carry.items()]
-        self.feed = [(f, f_spec.from_ is not None, f_spec.feedback, f_spec.start,
-                      f_spec.teacher_forcing) for f, f_spec in s.feed.items()]
+        self.feed = [Feed(f, f"feed.{f}.from" if f_spec.from_ is not None else None,
+                          f_spec.feedback, f_spec.start, f_spec.teacher_forcing)
+                     for f, f_spec in s.feed.items()]
         outs = dict(body.outputs)
         self.stack_axis = {k: 2 if body.node(e.src).types[e.port].heads else 1
                            for k, e in outs.items()}
@@ -105,24 +129,25 @@ class Loop(GraphModule):
         b = rt.batch
         dev = next(iter(x.values())).device if x else torch.device("cpu")
         state: dict[str, Tensor] = {}
-        for c, has_init, zeros, _ in self.carry:
-            state[c] = x[f"carry.{c}.init"] if has_init else torch.zeros(b, zeros, device=dev)
+        for c in self.carry:
+            state[c.name] = x[c.init] if c.init is not None \
+                else torch.zeros(b, c.zeros, device=dev)
         stacks: dict[str, list[Tensor]] = {k: [] for k in self.stack_axis}
         prev: dict[str, Tensor] = {}
         for t in range(steps):
             vals = {**fixed, **state}
-            for f, has_from, feedback, start, tf in self.feed:
-                if feedback is None:
-                    vals[f] = x[f"feed.{f}.from"][:, t]
+            for f in self.feed:
+                if f.feedback is None and f.source is not None:
+                    vals[f.name] = x[f.source][:, t]
                 elif t == 0:
-                    vals[f] = torch.full((b,), start, dtype=torch.long, device=dev)
-                elif has_from and tf and self.training:
-                    vals[f] = x[f"feed.{f}.from"][:, t - 1]
+                    vals[f.name] = torch.full((b,), f.start, dtype=torch.long, device=dev)
+                elif f.source is not None and f.teacher_forcing and self.training:
+                    vals[f.name] = x[f.source][:, t - 1]
                 else:
-                    vals[f] = prev[feedback].argmax(-1)
+                    vals[f.name] = prev[str(f.feedback)].argmax(-1)
             prev = self.run(vals, rt)
-            for c, _, _, nxt in self.carry:
-                state[c] = prev[nxt]
+            for c in self.carry:
+                state[c.name] = prev[c.next]
             for k in stacks:
                 stacks[k].append(prev[k])
         res = {k: torch.stack(v, dim=self.stack_axis[k]) for k, v in stacks.items()}
