@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from attngraph.cli import main, run_stage, spec_argument
+
+if TYPE_CHECKING:
+    from attngraph.passes import Pipeline
 
 
 def param_table(model: object) -> str:
@@ -23,6 +28,10 @@ def param_table(model: object) -> str:
     return "\n".join(lines)
 
 
+def _names(pipeline: Pipeline) -> set[str]:
+    return {p.name for p in pipeline.passes}
+
+
 @main.command("compile")
 @spec_argument
 @click.option("--seed", type=int, default=0, show_default=True, help="Initialisation seed.")
@@ -31,21 +40,31 @@ def param_table(model: object) -> str:
               help="Size given to every symbolic length (N, T, ...).")
 @click.option("--no-fuse", is_flag=True, help="Keep scorer/softmax/readout unfused.")
 @click.option("--module", "show_module", is_flag=True, help="Also print the nn.Module tree.")
+@click.option("--print-after", "print_after", multiple=True, metavar="PASS",
+              help="Print the IR after this pass (infer_shapes, fuse_attention); repeatable.")
 @click.option("--allow-large", is_flag=True, help="Accept specs over the size limits.")
 @run_stage
 def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
-                show_module: bool, allow_large: bool) -> None:
+                show_module: bool, print_after: tuple[str, ...], allow_large: bool) -> None:
     """Lower SPEC to a PyTorch module, list parameters per node, run one forward.
 
     The forward runs on random inputs of the declared types; errors at run time
-    name the node and its line in SPEC.
+    name the node and its line in SPEC. ``--print-after PASS`` prints the IR as
+    that pass leaves it (the pipelines verify the graph after every pass).
     """
     import torch
 
     from attngraph.lower import compile as lower
     from attngraph.lower.examples import random_inputs
+    from attngraph.passes import FRONT, OPTIMIZE, PASSES
+    from attngraph.pipeline import load_spec
 
-    model = lower(spec, seed=seed, allow_large=allow_large, fuse=not no_fuse)
+    for name in print_after:
+        PASSES[name]  # noqa: B018 - an unknown pass fails with the known names
+    front = FRONT.with_print_after([p for p in print_after if p in _names(FRONT)], click.echo)
+    optimize = OPTIMIZE.with_print_after([p for p in print_after if p in _names(OPTIMIZE)], click.echo)
+    graph = load_spec(spec, allow_large=allow_large, front=front)
+    model = lower(graph, seed=seed, fuse=not no_fuse, optimize=optimize)
     click.echo(f"{spec}: {model.graph.name}")
     if show_module:
         click.echo(str(model))
