@@ -89,7 +89,7 @@ class Registry(Generic[T]):
         """
         if entry is None:
             def deco(fn: F) -> F:
-                self.register(name, fn)
+                self.register(name, fn)  # type: ignore[arg-type]
                 return fn
 
             return deco

@@ -61,8 +61,10 @@ def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
 
     for name in print_after:
         PASSES[name]  # noqa: B018 - an unknown pass fails with the known names
-    front = FRONT.with_print_after([p for p in print_after if p in _names(FRONT)], click.echo)
-    optimize = OPTIMIZE.with_print_after([p for p in print_after if p in _names(OPTIMIZE)], click.echo)
+    front, optimize = (
+        pipe.with_print_after([p for p in print_after if p in _names(pipe)], click.echo)
+        for pipe in (FRONT, OPTIMIZE)
+    )
     graph = load_spec(spec, allow_large=allow_large, front=front)
     model = lower(graph, seed=seed, fuse=not no_fuse, optimize=optimize)
     click.echo(f"{spec}: {model.graph.name}")

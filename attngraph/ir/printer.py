@@ -69,7 +69,7 @@ def settings(node: Node[Any]) -> dict[str, Any]:
 
 
 def _fields_text(node: Node[Any]) -> str:
-    parts = []
+    parts: list[str] = []
     for name, v in settings(node).items():
         if name == "query" and isinstance(v, dict) and "learned" in v:
             parts.insert(0, f"query=learned[{v['learned']}]")

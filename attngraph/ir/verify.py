@@ -8,6 +8,8 @@ outputs exist, and blocks do not use themselves. Violations raise
 
 from __future__ import annotations
 
+from typing import Any
+
 from attngraph.errors import Diagnostic, GraphError
 from attngraph.ir.graph import Graph, Node
 from attngraph.spec.fields import fields_of
@@ -15,7 +17,7 @@ from attngraph.spec.fields import fields_of
 __all__ = ["verify"]
 
 
-def _blocks_named(n: Node[object]) -> set[str]:
+def _blocks_named(n: Node[Any]) -> set[str]:
     """The blocks a node uses (its fields that name blocks)."""
     if n.spec is None:
         return set()

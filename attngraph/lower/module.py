@@ -206,7 +206,8 @@ def _linear_groups(schedule: list[Step], nodes: nn.ModuleDict) -> dict[str, tupl
         if lin is None:
             continue
         weight, bias = lin
-        found.setdefault((ins[0].key, ins[0].detach, int(weight.shape[1]), bias is not None), []).append(nid)
+        group = (ins[0].key, ins[0].detach, int(weight.shape[1]), bias is not None)
+        found.setdefault(group, []).append(nid)
     return {g[0]: tuple(g) for g in found.values() if len(g) > 1}
 
 

@@ -151,7 +151,7 @@ class Loop(GraphModule):
             for k in stacks:
                 stacks[k].append(prev[k])
         res = {k: torch.stack(v, dim=self.stack_axis[k]) for k, v in stacks.items()}
-        for c in state:
-            res[f"final_{c}"] = state[c]
+        for name, value in state.items():
+            res[f"final_{name}"] = value
         res.setdefault("", next(iter(res.values())))
         return res

@@ -16,7 +16,6 @@ Examples
 
 from __future__ import annotations
 
-import functools
 import typing
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ __all__ = ["Fields", "fields_of", "nested_models"]
 
 def _marks(annotation: object, metadata: tuple[object, ...] = ()) -> set[object]:
     """Every marker inside an annotation (through Annotated, unions and containers)."""
-    found = {m for m in metadata if m in (SIZE, REF, BLOCK)}
+    found: set[object] = {m for m in metadata if m in (SIZE, REF, BLOCK)}
     if typing.get_origin(annotation) is typing.Annotated:
         found |= {m for m in getattr(annotation, "__metadata__", ()) if m in (SIZE, REF, BLOCK)}
     for arg in typing.get_args(annotation):
@@ -76,9 +75,18 @@ class Fields:
         return self.attrs.get(name, name)
 
 
-@functools.cache
+_TABLES: dict[type[BaseModel], Fields] = {}
+
+
 def fields_of(model: type[BaseModel]) -> Fields:
     """The :class:`Fields` of ``model``, computed once per model."""
+    table = _TABLES.get(model)
+    if table is None:
+        table = _TABLES[model] = _table(model)
+    return table
+
+
+def _table(model: type[BaseModel]) -> Fields:
     sizes: set[str] = set()
     refs: list[str] = []
     blocks: set[str] = set()
