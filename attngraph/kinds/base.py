@@ -35,8 +35,8 @@ from attngraph.registry import Registry
 from attngraph.spec.models import Model
 
 __all__ = [
-    "Kind", "KINDS", "Style", "RuleCtx", "ShapeRule", "KindRole", "kind", "DEFAULT_STYLE",
-    "spec_kinds",
+    "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
+    "DEFAULT_STYLE", "spec_kinds",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
@@ -63,24 +63,24 @@ class Style:
 DEFAULT_STYLE = Style()
 
 
-class RuleCtx:
-    """What a shape rule may read: the node, its inputs' types, dims, blocks.
+class NodeCtx:
+    """What a rule may read about one node: its spec, its input edges and their types.
 
-    ``infer`` is the shape inference of a whole graph, given by the pass that runs
-    the rules (block bodies are inferred with it).
+    The base of :class:`RuleCtx` (shape rules) and of the lowering's ``LowerCtx``;
+    ``error`` is the error class its located failures raise.
     """
 
-    def __init__(self, node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
-                 infer: Callable[[Graph], Graph]) -> None:
-        self.node = node
-        self.spec: Any = node.spec
-        self.graph = graph
-        self.done = done
-        self.infer = infer
-        self.params = 0
-        self.body: Graph | None = None
+    error: type[AttnGraphError] = AttnGraphError
 
-    # reading inputs -------------------------------------------------------
+    def __init__(self, node: Node[Any], graph: Graph) -> None:
+        self.node = node
+        self.graph = graph
+
+    @property
+    def spec(self) -> Any:
+        """The node's spec model (sizes resolved to integers)."""
+        return self.node.spec
+
     def edge(self, role: str) -> Edge:
         """The input edge of ``role`` (a located error if missing)."""
         e = self.node.edge(role)
@@ -92,13 +92,52 @@ class RuleCtx:
         """Whether the node has an input edge for ``role``."""
         return self.node.edge(role) is not None
 
-    def src(self, role: str) -> Node[Any]:
-        """The node the edge of ``role`` reads."""
-        return self.done[self.edge(role).src]
-
     def t(self, role: str) -> TensorType:
         """Type arriving on the edge of ``role`` (its source node's port)."""
         return self.type_of(self.edge(role))
+
+    def type_of(self, e: Edge) -> TensorType:
+        """Type arriving on edge ``e``."""
+        return self.graph.node(e.src).types[e.port]
+
+    def body(self) -> Graph:
+        """The instantiated body of a block, repeat or loop node."""
+        if self.node.body is None:
+            self.fail(f"{self.node.kind} has no instantiated body (run shape inference first)")
+        return self.node.body
+
+    def fail(
+        self, msg: str, role: str | None = None, hint: str | None = None, *,
+        field: str | None = None,
+    ) -> NoReturn:
+        """Raise ``error`` at the edge of ``role``, the ``field``'s value, or the node."""
+        e = self.node.edge(role) if role else None
+        loc = e.loc if e is not None else self.node.where(field) if field else self.node.loc
+        msg_0 = f"node '{self.node.id}': {msg}"
+        raise self.error(msg_0, loc, hint)
+
+
+class RuleCtx(NodeCtx):
+    """What a shape rule may read: the node, its inputs' types, dims, blocks.
+
+    ``done`` holds the nodes inferred so far; ``infer`` is the shape inference of a
+    whole graph, given by the pass that runs the rules (block bodies are inferred
+    with it). A rule adds to ``params`` and may set ``body``.
+    """
+
+    error = ShapeError
+
+    def __init__(self, node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
+                 infer: Callable[[Graph], Graph]) -> None:
+        super().__init__(node, graph)
+        self.done = done
+        self.infer = infer
+        self.params = 0
+        self.body_graph: Graph | None = None
+
+    def src(self, role: str) -> Node[Any]:
+        """The node the edge of ``role`` reads."""
+        return self.done[self.edge(role).src]
 
     def type_of(self, e: Edge) -> TensorType:
         """Type arriving on edge ``e``; a located error for an unknown port."""
@@ -114,17 +153,6 @@ class RuleCtx:
         """A size field's value as an int, or None."""
         v = self.node.field(name)
         return int(v) if v is not None else None
-
-    # reporting ------------------------------------------------------------
-    def fail(
-        self, msg: str, role: str | None = None, hint: str | None = None, *,
-        field: str | None = None,
-    ) -> NoReturn:
-        """Raise a ShapeError at the edge of ``role``, the ``field``'s value, or the node."""
-        e = self.node.edge(role) if role else None
-        loc = e.loc if e is not None else self.node.where(field) if field else self.node.loc
-        msg_0 = f"node '{self.node.id}': {msg}"
-        raise ShapeError(msg_0, loc, hint)
 
     def need_items(self, role: str, what: str) -> TensorType:
         """The input's type, which must be float ``[L, d]`` (a set of items)."""

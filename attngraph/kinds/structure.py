@@ -89,7 +89,7 @@ def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                      + "}")
         bound = {names[0]: ctx.t("from")}
     body = ctx.infer_block(name, bound)
-    ctx.body = body
+    ctx.body_graph = body
     ctx.params += body.params
     return _ports(body)
 
@@ -109,7 +109,7 @@ def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if out.dims != t.dims or out.heads != t.heads:
         ctx.fail(f"repeat feeds each round's output to the next, but block '{name}' maps "
                  f"{t} to {out}", hint="make the block return its input's shape")
-    ctx.body = body
+    ctx.body_graph = body
     ctx.params += body.params * (1 if ctx.spec.share else ctx.spec.times)
     return {"": out}
 
@@ -167,7 +167,7 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     for f in s.feed.values():
         if f.feedback is not None and body_out[f.feedback].rank != 1:
             ctx.fail(f"feedback '{f.feedback}' must be logits [V] to pick the next id")
-    ctx.body = body
+    ctx.body_graph = body
     ctx.params += body.params
     ports = {k: TensorType((steps, *t.dims), heads=t.heads, dtype=t.dtype, simplex=t.simplex)
              for k, t in body_out.items()}

@@ -57,14 +57,15 @@ its YAML line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
 
 from attngraph.errors import AttnGraphError, LoweringError
-from attngraph.ir.graph import Edge, Graph, Node, TensorType
+from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import KINDS
+from attngraph.kinds.base import NodeCtx
 from attngraph.registry import resolve
 
 if TYPE_CHECKING:
@@ -106,43 +107,11 @@ class NodeModule(nn.Module):
         return y
 
 
-@dataclass
-class LowerCtx:
-    """What a lowering rule may read: the node, its graph, its inputs' types."""
+class LowerCtx(NodeCtx):
+    """What a lowering rule may read: the node, its graph, its inputs' types
+    (:class:`~attngraph.kinds.base.NodeCtx`); failures are ``LoweringError``s."""
 
-    node: Node[Any]
-    graph: Graph
-
-    @property
-    def spec(self) -> Any:
-        """The node's spec model."""
-        return self.node.spec
-
-    def edge(self, role: str) -> Edge:
-        """The input edge of ``role`` (a located error if missing)."""
-        e = self.node.edge(role)
-        if e is None:
-            self.fail(f"missing input '{role}'")
-        return e
-
-    def has(self, role: str) -> bool:
-        """Whether the node has an input edge for ``role``."""
-        return self.node.edge(role) is not None
-
-    def type_of(self, e: Edge) -> TensorType:
-        """Type arriving on edge ``e``."""
-        return self.graph.node(e.src).types[e.port]
-
-    def t(self, role: str) -> TensorType:
-        """Type arriving on the input edge of ``role``."""
-        return self.type_of(self.edge(role))
-
-    def fail(self, msg: str, role: str | None = None, hint: str | None = None) -> NoReturn:
-        """Raise a :class:`LoweringError` at the node (or at the edge of ``role``)."""
-        e = self.node.edge(role) if role else None
-        loc = e.loc if e is not None else self.node.loc
-        msg_0 = f"node '{self.node.id}': {msg}"
-        raise LoweringError(msg_0, loc, hint)
+    error = LoweringError
 
     def lower_graph(self, graph: Graph) -> GraphModule:
         """Lower a subgraph (a block body) to a :class:`GraphModule`."""

@@ -42,9 +42,7 @@ class Block(GraphModule):
     """One use of a block: binds ``from`` to the body's inputs and runs it."""
 
     def __init__(self, ctx: LowerCtx) -> None:
-        body = ctx.node.body
-        if body is None:
-            ctx.fail("block has no instantiated body (run shape inference first)")
+        body = ctx.body()
         super().__init__(body)
         names = [n.id for n in body.inputs]
         if isinstance(ctx.spec.from_, dict):
@@ -62,9 +60,7 @@ class Repeat(NodeModule):
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
         s = ctx.spec
-        body = ctx.node.body
-        if body is None:
-            ctx.fail("repeat has no instantiated body (run shape inference first)")
+        body = ctx.body()
         self.times = s.times
         self.input = body.inputs[0].id
         self.output = body.outputs[0][0]
@@ -106,9 +102,7 @@ class Loop(GraphModule):
     """A body run once per step with carried state and fed inputs (see module doc)."""
 
     def __init__(self, ctx: LowerCtx) -> None:
-        body = ctx.node.body
-        if body is None:
-            ctx.fail("loop has no instantiated body (run shape inference first)")
+        body = ctx.body()
         super().__init__(body)
         s = ctx.spec
         self.steps = s.steps if isinstance(s.steps, int) else None

@@ -31,7 +31,7 @@ def _infer_node(node: Node[Any], graph: Graph, done: dict[str, Node[Any]]) -> No
         raise ShapeError(msg, node.loc, did_you_mean(node.kind, KINDS))
     ctx = RuleCtx(node, graph, done, infer_shapes)
     types = rule.shape(ctx)
-    return replace(node, types=types, params=ctx.params, body=ctx.body)
+    return replace(node, types=types, params=ctx.params, body=ctx.body_graph)
 
 
 def infer_shapes(graph: Graph) -> Graph:

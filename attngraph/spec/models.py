@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
 
 __all__ = [
     "IDENT", "Ident", "Size", "RefStr", "RefLong", "Ref", "BlockName", "LearnedQuery",
@@ -158,18 +165,11 @@ class Spec(Model):
     outputs: dict[Ident, Ref]
     train: TrainSpec | None = None
 
-    @field_validator("nodes")
+    @field_validator("nodes", "outputs")
     @classmethod
-    def _some_nodes(cls, v: dict[str, object]) -> dict[str, object]:
+    def _not_empty(cls, v: dict[str, object], info: ValidationInfo) -> dict[str, object]:
         if not v:
-            msg = "a spec needs at least one node"
-            raise ValueError(msg)
-        return v
-
-    @field_validator("outputs")
-    @classmethod
-    def _some_outputs(cls, v: dict[str, object]) -> dict[str, object]:
-        if not v:
-            msg = "a spec needs at least one output"
+            what = {"nodes": "node", "outputs": "output"}[str(info.field_name)]
+            msg = f"a spec needs at least one {what}"
             raise ValueError(msg)
         return v
