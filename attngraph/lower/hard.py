@@ -49,7 +49,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.errors import LoweringError
-from attngraph.lower import glimpse as _glimpse  # noqa: F401  (registers the glimpse rule)
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, Runtime
 
