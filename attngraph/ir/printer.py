@@ -58,7 +58,7 @@ def settings(node: Node[Any]) -> dict[str, Any]:
         v = getattr(spec, attr)
         if name in _SKIP or v is None or v == type(spec).model_fields[attr].default:
             continue
-        if name in table.refs and not isinstance(v, (LearnedQuery, bool)):
+        if name in table.refs and not isinstance(v, (LearnedQuery, int)):
             continue  # references are the node's edges
         if name in table.nested:
             v = without_refs(v)
