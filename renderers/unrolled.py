@@ -26,11 +26,9 @@ from dataclasses import dataclass, field
 
 from attngraph.ir.graph import Graph, Node, Role, TensorType
 from renderers.diagram import Diagram, DNode
+from renderers.traits import role_of
 
 __all__ = ["unrolled"]
-
-_NORMALISERS = ("softmax", "policy")
-_BOXES = ("block", "repeat", "loop")
 
 
 @dataclass(frozen=True)
@@ -66,25 +64,26 @@ def _content_free(node: Node, role: str) -> bool:
         return True
     if node.kind == "loop" and role == "steps":
         return True  # a loop reads only how many steps
-    if node.kind == "scorer" and role == "key":
+    if role_of(node) == "scorer" and role == "key":
         from attngraph.kinds import SCORERS
 
-        info = SCORERS.get(node.spec.fn)
+        fn = node.field("fn")
+        info = SCORERS.get(fn) if isinstance(fn, str) else None
         return info is not None and not info.content
     return False
 
 
 def _folded(graph: Graph) -> set[str]:
-    """Scorers read only by softmaxes/policies: drawn as part of their weights."""
-    readers: dict[str, list[str]] = {}
+    """Scorers read only by weights (softmaxes, policies): drawn as part of them."""
+    readers: dict[str, list[str | None]] = {}
     for n in graph.nodes:
         for e in n.inputs:
-            readers.setdefault(e.src, []).append(n.kind)
+            readers.setdefault(e.src, []).append(role_of(n))
     outs = {e.src for _, e in graph.outputs}
     return {
         n.id for n in graph.nodes
-        if n.kind == "scorer" and readers.get(n.id)
-        and all(k in _NORMALISERS for k in readers[n.id]) and n.id not in outs
+        if role_of(n) == "scorer" and readers.get(n.id)
+        and all(r == "weights" for r in readers[n.id]) and n.id not in outs
     }
 
 
@@ -101,12 +100,12 @@ def _deps(graph: Graph, node: Node, folded: set[str], detach: bool = False) -> l
 
 
 def _base_mode(node: Node) -> tuple[str, str]:
-    if node.kind in _BOXES:
+    if role_of(node) == "structure":
         return "box", ""
     t = _main_type(node)
     if t is None or t.rank == 0 or not isinstance(t.dims[0], str):
         return "scalar", ""
-    if node.kind in ("scorer", *_NORMALISERS) and t.rank >= 2 and isinstance(t.dims[1], str):
+    if role_of(node) in ("scorer", "weights") and t.rank >= 2 and isinstance(t.dims[1], str):
         return "pairs", str(t.dims[1])
     return "items", str(t.dims[0])
 
@@ -125,14 +124,14 @@ def _modes(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]]) -> dict
                 continue
             for d in deps[n.id]:
                 m = mode[d.src][0]
-                if m == "qonly" or (m == "pairs" and n.kind == "readout"):
+                if m == "qonly" or (m == "pairs" and role_of(n) == "readout"):
                     mode[n.id][0] = "qonly"
 
     forward()
     for n in reversed(order):
         us = users.get(n.id, [])
         if mode[n.id][0] == "items" and us and all(
-            mode[u][0] == "qonly" and not (graph.node(u).kind == "readout"
+            mode[u][0] == "qonly" and not (role_of(graph.node(u)) == "readout"
                                           and d.role.field == "values")
             or (mode[u][0] == "pairs" and d.role.field == "query") for u, d in us
         ):
@@ -151,13 +150,13 @@ def _levels(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
     extra: list[tuple[str, str]] = []
     for n in order:
         for d in deps[n.id]:
-            up = (n.kind in _NORMALISERS and d.role.field == "query"
+            up = (role_of(n) == "weights" and d.role.field == "query"
                   and drawn[d.src].mode != "scalar")
             if up:
                 extra.append((n.id, d.src))
             else:
                 c.add_edge(d.src, n.id)
-        if n.kind == "readout":
+        if role_of(n) == "readout":
             w, v = n.edge("weights"), n.edge("values")
             if w and v and drawn.get(v.src) and drawn[v.src].mode == "items":
                 extra.append((w.src, v.src))
@@ -247,7 +246,7 @@ def _place_box(dg: Diagram, node: Node, d: _Drawn, level: int, author: int,
             dg.connect(d.inst[a], d.inst[b], label=carried)
         d.entry, d.exit = list(d.inst.values()), d.inst[steps[-1]]
     else:
-        dg.add(DNode(id=node.id, base=label, kind="block", shape="box", rank=level,
+        dg.add(DNode(id=node.id, base=label, kind=node.kind, shape="box", rank=level,
                      order=order))
         d.inst[""] = node.id
         d.entry, d.exit = [node.id], node.id
@@ -292,7 +291,7 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
             pairs = [(s.inst[k.split(",")[1]], t) for k, t in d.inst.items()
                      if k.split(",")[1] in s.inst]
     elif sm == "items" and d.mode == "qonly":
-        if node.kind == "readout" and dep.role.field == "values":
+        if role_of(node) == "readout" and dep.role.field == "values":
             pairs = [(a, d.inst[q]) for a in s.inst.values()]
         elif q in s.inst:
             pairs = [(s.inst[q], d.inst[q])]
@@ -349,11 +348,11 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
         for d in deps[n.id]:
             _connect(dg, graph, n, d, drawn[d.src], drawn[n.id], (d.src, n.id) in against,
                      str(query))
-        if n.kind == "rnn" and drawn[n.id].mode == "items":
+        if role_of(n) == "recurrent" and drawn[n.id].mode == "items":
             inst = drawn[n.id].inst
             for a, b in zip(range(1, items), range(2, items + 1), strict=True):
                 dg.connect(inst[str(a)], inst[str(b)])
-                if n.spec.bidirectional:  # the backward pass: h_{i+1} feeds h_i
+                if n.field("bidirectional"):  # the backward pass: h_{i+1} feeds h_i
                     dg.connect(inst[str(b)], inst[str(a)], constraint=False)
     _ellipses(dg, order, drawn, level, items, axes)
     return dg
@@ -398,7 +397,7 @@ def _ellipses(dg: Diagram, order: list[Node], drawn: dict[str, _Drawn],
                 and drawn[n.id].mode in ("items", "pairs")]
         if not rows:
             continue
-        weights = [n for n in rows if n.kind in _NORMALISERS]
+        weights = [n for n in rows if role_of(n) == "weights"]
         pick = weights[0] if weights else rows[len(rows) // 2]
         dg.add(DNode(id=f"...{axis}", base="…", kind="ellipsis", shape="ellipsis",
                      rank=level[pick.id], order=(ai, items, -1), column=f"{axis}:{items}",
