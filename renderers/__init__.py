@@ -9,10 +9,13 @@ filled by the decorators :func:`view` and :func:`format_`: a taken name is refus
 an unknown one is a :class:`~attngraph.errors.RenderError` with a "did you mean".
 
 Where things are: the views in :mod:`renderers.architecture` and
-:mod:`renderers.unrolled`; the diagram model in :mod:`renderers.diagram`; the
-formats in :mod:`renderers.dot`, :mod:`renderers.mermaid` and :mod:`renderers.json`.
-Only :mod:`renderers.backend` runs the ``dot`` program (svg, png, pdf). What a
-kind looks like (its style, its role) is read from :data:`attngraph.kinds.KINDS`.
+:mod:`renderers.unrolled` (its boxes for blocks, repeats and loops in
+:mod:`renderers.boxes`, what it draws of one node in :mod:`renderers.drawn`); the
+diagram model in :mod:`renderers.diagram`; the formats in :mod:`renderers.dot`,
+:mod:`renderers.mermaid` and :mod:`renderers.json`. Only :mod:`renderers.backend`
+runs the ``dot`` program (svg, png, pdf). A kind's style and role are read from
+:data:`attngraph.kinds.KINDS` through :mod:`renderers.traits`; no view keeps a
+table of kinds.
 """
 
 from __future__ import annotations
