@@ -4,16 +4,27 @@
 >>> svg = render(graph, view="unrolled", format="svg")        # doctest: +SKIP
 
 Views build a :class:`~renderers.diagram.Diagram`; formats serialise it. Both are
-registries (:data:`VIEWS`, :data:`FORMATS`) filled by :func:`view` and :func:`format_`.
-Only :mod:`renderers.backend` runs the ``dot`` program (svg, png, pdf).
+:class:`~attngraph.registry.Registry` instances (:data:`VIEWS`, :data:`FORMATS`),
+filled by the decorators :func:`view` and :func:`format_`: a taken name is refused,
+an unknown one is a :class:`~attngraph.errors.RenderError` with a "did you mean".
+
+Where things are: the views in :mod:`renderers.architecture` and
+:mod:`renderers.unrolled` (its boxes for blocks, repeats and loops in
+:mod:`renderers.boxes`, what it draws of one node in :mod:`renderers.drawn`); the
+diagram model in :mod:`renderers.diagram`; the formats in :mod:`renderers.dot`,
+:mod:`renderers.mermaid` and :mod:`renderers.json`. Only :mod:`renderers.backend`
+runs the ``dot`` program (svg, png, pdf). A kind's style and role are read from
+:data:`attngraph.kinds.KINDS` through :mod:`renderers.traits`; no view keeps a
+table of kinds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from attngraph.errors import RenderError, did_you_mean
+from attngraph.errors import RegistryError, RenderError
+from attngraph.registry import Registry
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
@@ -24,29 +35,29 @@ __all__ = [
 ]
 
 #: view name -> ``fn(graph, **options) -> Diagram``
-VIEWS: dict[str, Callable[..., Diagram]] = {}
+VIEWS: Registry[Callable[..., Diagram]] = Registry("view")
 #: format name -> ``fn(diagram) -> str | bytes``
-FORMATS: dict[str, Callable[[Diagram], str | bytes]] = {}
+FORMATS: Registry[Callable[[Diagram], str | bytes]] = Registry("format")
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def view(name: str) -> Callable[[Callable[..., Diagram]], Callable[..., Diagram]]:
-    """Register a view builder under ``name``."""
-
-    def deco(fn: Callable[..., Diagram]) -> Callable[..., Diagram]:
-        VIEWS[name] = fn
-        return fn
-
-    return deco
+def view(name: str) -> Callable[[_F], _F]:
+    """Register a view builder under ``name`` (a taken name raises ``RegistryError``)."""
+    return VIEWS.register(name)
 
 
-def format_(name: str) -> Callable[[Callable[[Diagram], Any]], Callable[[Diagram], Any]]:
-    """Register a serialiser under ``name``."""
+def format_(name: str) -> Callable[[_F], _F]:
+    """Register a serialiser under ``name`` (a taken name raises ``RegistryError``)."""
+    return FORMATS.register(name)
 
-    def deco(fn: Callable[[Diagram], Any]) -> Callable[[Diagram], Any]:
-        FORMATS[name] = fn
-        return fn
 
-    return deco
+def _lookup(registry: Registry[Any], name: str) -> Any:
+    """``registry[name]``; an unknown name is a RenderError with the registry's hint."""
+    try:
+        return registry[name]
+    except RegistryError as exc:
+        raise RenderError(exc.message, hint=exc.hint) from None
 
 
 @view("unrolled")
@@ -95,15 +106,13 @@ def _binary(fmt: str) -> Callable[[Diagram], bytes]:
 
 
 for _fmt in ("svg", "png", "pdf"):
-    FORMATS[_fmt] = _binary(_fmt)
+    FORMATS.register(_fmt, _binary(_fmt))
 
 
 def to_diagram(graph: Graph, view: str = "architecture", **options: Any) -> Diagram:
     """The diagram model of ``graph`` in ``view`` (before serialisation)."""
-    if view not in VIEWS:
-        msg = f"unknown view '{view}'"
-        raise RenderError(msg, hint=did_you_mean(view, VIEWS))
-    return VIEWS[view](graph, **options)
+    build: Callable[..., Diagram] = _lookup(VIEWS, view)
+    return build(graph, **options)
 
 
 def render(graph: Graph, view: str = "architecture", format: str = "svg",  # noqa: A002
@@ -131,10 +140,8 @@ def render(graph: Graph, view: str = "architecture", format: str = "svg",  # noq
     RenderError
         Unknown view or format, or ``dot`` missing for svg/png/pdf.
     """
-    if format not in FORMATS:
-        msg = f"unknown format '{format}'"
-        raise RenderError(msg, hint=did_you_mean(format, FORMATS))
-    out = FORMATS[format](to_diagram(graph, view, **options))
+    serialise: Callable[[Diagram], str | bytes] = _lookup(FORMATS, format)
+    out = serialise(to_diagram(graph, view, **options))
     return out.decode("utf-8") if format == "svg" and isinstance(out, bytes) else out
 
 

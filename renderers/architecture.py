@@ -1,4 +1,8 @@
-"""The architecture view: one box per spec node, coloured and shaped by kind.
+"""The architecture view: one box per spec node, in its kind's style.
+
+Fill and shape are the kind's :class:`~attngraph.kinds.Style` (read through
+:mod:`renderers.traits`), so a user's kind draws in its own style and joins the
+legend.
 
 Edges carry the inferred type of what flows along them (``[N, 64]``, ``[N, 8] ×8``
 for heads); detached edges are dashed. Blocks and loops are clusters holding
@@ -10,29 +14,11 @@ octagon; a softmax's mask is its own grey note feeding the softmax.
 from __future__ import annotations
 
 from attngraph.ir.graph import Edge, Graph, Node
+from attngraph.kinds import Style
 from renderers.diagram import Cluster, Diagram, DNode
+from renderers.traits import role_of, style_of
 
-__all__ = ["architecture", "STYLE_BY_KIND"]
-
-#: kind -> (fill colour, Graphviz shape)
-STYLE_BY_KIND: dict[str, tuple[str, str]] = {
-    "input": ("#eeeeee", "invhouse"),
-    "items": ("#cfe2f3", "box"),
-    "queries": ("#d9ead3", "box"),
-    "keys": ("#d9ead3", "box"),
-    "values": ("#d9ead3", "box"),
-    "scorer": ("#fff2cc", "box"),
-    "softmax": ("#fce5cd", "box"),
-    "readout": ("#ead1dc", "box"),
-    "policy": ("#f4cccc", "doubleoctagon"),
-    "mask": ("#d9d9d9", "note"),
-    "block": ("#ffffff", "box"),
-    "repeat": ("#ffffff", "box3d"),
-    "memory": ("#d0e0e3", "cylinder"),
-    "write": ("#d0e0e3", "box"),
-    "address": ("#d0e0e3", "box"),
-}
-_DEFAULT = ("#ffffff", "box")
+__all__ = ["architecture"]
 
 
 def _detail(n: Node) -> str:
@@ -44,7 +30,7 @@ def _detail(n: Node) -> str:
         bits.append(f"{fn}" + (f" · {n.field('pairs')}" if n.field("pairs") != "all" else ""))
     elif n.kind == "repeat":
         bits.append(f"{n.spec.block} ×{n.spec.times}" + (" shared" if n.spec.share else ""))
-    elif n.kind in ("block", "loop"):
+    elif role_of(n) == "structure" and (n.field("block") or n.field("body")):
         bits.append(str(n.field("block") or n.field("body")))
     elif n.kind == "policy":
         bits.append(f"{n.spec.dist} · {n.spec.estimator}")
@@ -56,13 +42,13 @@ def _detail(n: Node) -> str:
 
 
 def _mask_text(n: Node) -> str:
-    m = n.spec.mask
+    m = n.field("mask")
     parts = []
-    if m.causal:
+    if getattr(m, "causal", False):
         parts.append("causal")
-    if m.window is not None:
+    if getattr(m, "window", None) is not None:
         parts.append(f"window {m.window}")
-    if m.adjacency is not None:
+    if getattr(m, "adjacency", None) is not None:
         parts.append("adjacency")
     return "mask: " + (", ".join(parts) or "padding")
 
@@ -79,11 +65,15 @@ class _Builder:
     def _box(self, nid: str, n: Node, cluster: str | None, kind: str | None = None,
              base: str | None = None) -> None:
         kind = kind or n.kind
-        fill, shape = STYLE_BY_KIND.get(kind, _DEFAULT)
+        style = self._styled(kind)
+        self.dg.add(DNode(id=nid, base=base or n.id, kind=kind, detail=_detail(n),
+                          shape=style.shape, fill=style.fill, cluster=cluster))
+
+    def _styled(self, kind: str) -> Style:
+        """The style of ``kind``, which joins the legend."""
         if kind not in self.kinds:
             self.kinds.append(kind)
-        self.dg.add(DNode(id=nid, base=base or n.id, kind=kind, detail=_detail(n),
-                          shape=shape, fill=fill, cluster=cluster))
+        return style_of(kind)
 
     def graph(self, g: Graph, prefix: str, cluster: str | None,
               bound: dict[str, str]) -> dict[str, str]:
@@ -94,7 +84,7 @@ class _Builder:
                 exits[n.id] = bound[n.id]
                 continue
             nid = prefix + n.id
-            if n.kind in ("block", "loop") or (n.kind == "repeat" and self.expand):
+            if role_of(n) == "structure" and (n.kind != "repeat" or self.expand):
                 exits[n.id] = self._structure(n, nid, cluster, exits)
                 continue
             marked = f"{n.id} ×{n.spec.times}" if n.kind == "repeat" else None
@@ -102,13 +92,11 @@ class _Builder:
             exits[n.id] = nid
             for e in n.inputs:
                 self._edge(g, e, exits, nid)
-            if n.kind == "softmax" and n.spec.mask is not None:
+            if role_of(n) == "weights" and n.field("mask") is not None:
                 mid = nid + ":mask"
-                fill, shape = STYLE_BY_KIND["mask"]
-                if "mask" not in self.kinds:
-                    self.kinds.append("mask")
+                mask = self._styled("mask")
                 self.dg.add(DNode(id=mid, base=_mask_text(n), kind="mask", detail="mask",
-                                  shape=shape, fill=fill, cluster=cluster))
+                                  shape=mask.shape, fill=mask.fill, cluster=cluster))
                 self.dg.connect(mid, nid, dashed=True)
         return exits
 
@@ -180,13 +168,12 @@ def architecture(graph: Graph, *, expand_repeats: bool = False) -> Diagram:
     """
     b = _Builder(graph, expand_repeats)
     exits = b.graph(graph, "", None, {})
-    for kind in b.kinds:
-        fill, shape = STYLE_BY_KIND.get(kind, _DEFAULT)
-        b.dg.legend.append((kind, fill, shape))
+    b.dg.legend.extend((kind, style_of(kind).fill, style_of(kind).shape) for kind in b.kinds)
+    out = style_of("output")
     for name, e in graph.outputs:
         oid = f"output:{name}"
-        b.dg.add(DNode(id=oid, base=name, kind="output", detail="output", shape="house",
-                       fill="#eeeeee"))
+        b.dg.add(DNode(id=oid, base=name, kind="output", detail="output", shape=out.shape,
+                       fill=out.fill))
         if e.src in exits:
             t = graph.node(e.src).types.get(e.port)
             src = b.ports.get((e.src, e.port), exits[e.src])

@@ -1,57 +1,39 @@
 """The unrolled (per-item) view, drawn like the reference figures.
 
 Every node with an items axis becomes circles ``x_1, x_2, …, x_N``; a scorer
-folds into the softmax (or policy) that normalises it, giving one weight node
-``p_i`` per item, or ``p_{i,j}`` for all-pairs attention drawn for one query
-``i``. An edge ``A -> B`` means "B is a function of A". Rows run bottom to top;
-as in the figures, a scorer's queries and a readout's values sit above the
-weights they feed.
+folds into the weights (a softmax, a policy) that normalise it, giving one
+weight node ``p_i`` per item, or ``p_{i,j}`` for all-pairs attention drawn for
+one query ``i``. An edge ``A -> B`` means "B is a function of A". Rows run
+bottom to top; as in the figures, a scorer's queries and a readout's values sit
+above the weights they feed.
+
+Nodes are recognised by their kind's *role* (``scorer``, ``weights``,
+``readout``, ``structure``, ``recurrent``; see :mod:`renderers.traits`), so a
+user's kind draws like the built-in kinds of its role.
 
 Each IR node gets a *mode*: ``scalar`` (one node), ``items`` (one node per
 item), ``pairs`` (weights ``p_{q,j}`` for the drawn query ``q``), ``qonly``
 (a per-item node needed only at the drawn query, like ``z_1``) or ``box``
-(blocks, repeats and loops, drawn as labelled boxes).
+(blocks, repeats and loops, drawn as labelled boxes by :mod:`renderers.boxes`,
+which also draws the steps of a loop). What is drawn of one node is a
+:class:`~renderers.drawn.Drawn`.
 
-A loop is drawn as three steps ``t-1, t, t+1`` joined by its carries; a loop fed
-one item per step is drawn at the items' own steps ``1, 2, …, N``, step k
-reading item k (item k-1 for a decoder's fed-back tokens). Edges that carry no
-content (a position code reading its items' count, a loop reading its number of
-steps) are not drawn, nor are nodes read only through them.
+Edges that carry no content (a position code reading its items' count, a loop
+reading its number of steps, a scorer's keys when its function ignores their
+content) are not drawn, nor are nodes read only through them.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-from attngraph.ir.graph import Graph, Node, Role, TensorType
+from attngraph.ir.graph import Graph, Node, TensorType
+from renderers.boxes import box_height, fed_axis, loop_pairs, place_box
 from renderers.diagram import Diagram, DNode
+from renderers.drawn import SINGLE, Dep, Drawn, subs
+from renderers.traits import role_of
 
 __all__ = ["unrolled"]
-
-_NORMALISERS = ("softmax", "policy")
-_BOXES = ("block", "repeat", "loop")
-
-
-@dataclass(frozen=True)
-class _Dep:
-    src: str
-    port: str
-    role: Role
-    detach: bool
-
-
-@dataclass
-class _Drawn:
-    """The drawn instances of one IR node."""
-
-    mode: str
-    axis: str = ""
-    #: sub -> diagram node id, in left-to-right order
-    inst: dict[str, str] = field(default_factory=dict)
-    entry: list[str] = field(default_factory=list)
-    exit: str = ""
-    height: int = 1
 
 
 def _main_type(node: Node) -> TensorType | None:
@@ -66,55 +48,56 @@ def _content_free(node: Node, role: str) -> bool:
         return True
     if node.kind == "loop" and role == "steps":
         return True  # a loop reads only how many steps
-    if node.kind == "scorer" and role == "key":
+    if role_of(node) == "scorer" and role == "key":
         from attngraph.kinds import SCORERS
 
-        info = SCORERS.get(node.spec.fn)
+        fn = node.field("fn")
+        info = SCORERS.get(fn) if isinstance(fn, str) else None
         return info is not None and not info.content
     return False
 
 
 def _folded(graph: Graph) -> set[str]:
-    """Scorers read only by softmaxes/policies: drawn as part of their weights."""
-    readers: dict[str, list[str]] = {}
+    """Scorers read only by weights (softmaxes, policies): drawn as part of them."""
+    readers: dict[str, list[str | None]] = {}
     for n in graph.nodes:
         for e in n.inputs:
-            readers.setdefault(e.src, []).append(n.kind)
+            readers.setdefault(e.src, []).append(role_of(n))
     outs = {e.src for _, e in graph.outputs}
     return {
         n.id for n in graph.nodes
-        if n.kind == "scorer" and readers.get(n.id)
-        and all(k in _NORMALISERS for k in readers[n.id]) and n.id not in outs
+        if role_of(n) == "scorer" and readers.get(n.id)
+        and all(r == "weights" for r in readers[n.id]) and n.id not in outs
     }
 
 
-def _deps(graph: Graph, node: Node, folded: set[str], detach: bool = False) -> list[_Dep]:
-    out: list[_Dep] = []
+def _deps(graph: Graph, node: Node, folded: set[str], detach: bool = False) -> list[Dep]:
+    out: list[Dep] = []
     for e in node.inputs:
         if _content_free(node, e.role.field):
             continue
         if e.src in folded:
             out.extend(_deps(graph, graph.node(e.src), folded, detach or e.detach))
         else:
-            out.append(_Dep(e.src, e.port, e.role, detach or e.detach))
+            out.append(Dep(e.src, e.port, e.role, detach or e.detach))
     return out
 
 
 def _base_mode(node: Node) -> tuple[str, str]:
-    if node.kind in _BOXES:
+    if role_of(node) == "structure":
         return "box", ""
     t = _main_type(node)
     if t is None or t.rank == 0 or not isinstance(t.dims[0], str):
         return "scalar", ""
-    if node.kind in ("scorer", *_NORMALISERS) and t.rank >= 2 and isinstance(t.dims[1], str):
+    if role_of(node) in ("scorer", "weights") and t.rank >= 2 and isinstance(t.dims[1], str):
         return "pairs", str(t.dims[1])
     return "items", str(t.dims[0])
 
 
-def _modes(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]]) -> dict[str, list[str]]:
+def _modes(graph: Graph, order: list[Node], deps: dict[str, list[Dep]]) -> dict[str, list[str]]:
     """Mode and axis per drawn node, with ``qonly`` propagated both ways."""
     mode = {n.id: list(_base_mode(n)) for n in order}
-    users: dict[str, list[tuple[str, _Dep]]] = {}
+    users: dict[str, list[tuple[str, Dep]]] = {}
     for nid, ds in deps.items():
         for d in ds:
             users.setdefault(d.src, []).append((nid, d))
@@ -125,14 +108,14 @@ def _modes(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]]) -> dict
                 continue
             for d in deps[n.id]:
                 m = mode[d.src][0]
-                if m == "qonly" or (m == "pairs" and n.kind == "readout"):
+                if m == "qonly" or (m == "pairs" and role_of(n) == "readout"):
                     mode[n.id][0] = "qonly"
 
     forward()
     for n in reversed(order):
         us = users.get(n.id, [])
         if mode[n.id][0] == "items" and us and all(
-            mode[u][0] == "qonly" and not (graph.node(u).kind == "readout"
+            mode[u][0] == "qonly" and not (role_of(graph.node(u)) == "readout"
                                           and d.role.field == "values")
             or (mode[u][0] == "pairs" and d.role.field == "query") for u, d in us
         ):
@@ -141,8 +124,8 @@ def _modes(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]]) -> dict
     return mode
 
 
-def _levels(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
-            drawn: dict[str, _Drawn]) -> tuple[dict[str, int], set[tuple[str, str]]]:
+def _levels(graph: Graph, order: list[Node], deps: dict[str, list[Dep]],
+            drawn: dict[str, Drawn]) -> tuple[dict[str, int], set[tuple[str, str]]]:
     """Row of each node, and the (src, dst) pairs drawn against the flow."""
     import networkx as nx
 
@@ -151,13 +134,13 @@ def _levels(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
     extra: list[tuple[str, str]] = []
     for n in order:
         for d in deps[n.id]:
-            up = (n.kind in _NORMALISERS and d.role.field == "query"
+            up = (role_of(n) == "weights" and d.role.field == "query"
                   and drawn[d.src].mode != "scalar")
             if up:
                 extra.append((n.id, d.src))
             else:
                 c.add_edge(d.src, n.id)
-        if n.kind == "readout":
+        if role_of(n) == "readout":
             w, v = n.edge("weights"), n.edge("values")
             if w and v and drawn.get(v.src) and drawn[v.src].mode == "items":
                 extra.append((w.src, v.src))
@@ -173,27 +156,16 @@ def _levels(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
     return level, against
 
 
-def _subs(mode: str, axis: str, items: int, query: int) -> list[str]:
-    idx = [str(k) for k in range(1, items + 1)] + [axis]
-    if mode == "items":
-        return idx
-    if mode == "pairs":
-        return [f"{query},{j}" for j in idx]
-    if mode == "qonly":
-        return [str(query)]
-    return [""]
-
-
-def _place(dg: Diagram, graph: Graph, node: Node, d: _Drawn, level: int, author: int,
+def _place(dg: Diagram, graph: Graph, node: Node, d: Drawn, level: int, author: int,
            items: int, query: int, axes: list[str]) -> None:
     """Add the drawn instances of ``node`` to the diagram."""
     label = node.label or node.id
     word = len(label) > 1
     if d.mode == "box":
-        _place_box(dg, node, d, level, author, items)
+        place_box(dg, node, d, level, author, items)
         return
     ax = axes.index(d.axis) if d.axis in axes else len(axes)
-    for s in _subs(d.mode, d.axis, items, query):
+    for s in subs(d.mode, d.axis, items, query):
         j = s.split(",")[-1]
         pos = int(j) - 1 if j.isdigit() and int(j) <= items else (items + 1 if j else items)
         nid = f"{node.id}[{s}]" if s else node.id
@@ -214,46 +186,7 @@ def _split_label(label: str) -> tuple[str, str]:
     return (m.group(1), m.group(2)) if m else (label, "")
 
 
-def _place_box(dg: Diagram, node: Node, d: _Drawn, level: int, author: int,
-               items: int) -> None:
-    label = node.label or node.id
-    order = (0, items, author)
-    if node.kind == "repeat":
-        k = int(node.spec.times)
-        shown = list(range(1, k + 1)) if k <= 3 else [1, 2, 0, k]
-        prev = None
-        for off, layer in enumerate(shown):
-            nid = f"{node.id}[{layer}]" if layer else f"{node.id}[vdots]"
-            dg.add(DNode(id=nid, base=f"{label} {layer}" if layer else "⋮", kind="repeat",
-                         shape="box" if layer else "plaintext", rank=level + off,
-                         order=order, ellipsis=not layer))
-            if prev:
-                dg.connect(prev, nid)
-            prev = nid
-            d.inst[str(layer)] = nid
-        d.height = len(shown)
-        d.entry, d.exit = [d.inst["1"]], prev or ""
-    elif node.kind == "loop":
-        # steps t-1, t, t+1; or, fed one item per step, the items' own steps 1, 2, …, N
-        steps = _subs("items", d.axis, items, 1) if d.axis else ["t-1", "t", "t+1"]
-        for i, s in enumerate(steps):
-            nid = f"{node.id}[{s}]"
-            dg.add(DNode(id=nid, base=label, sub=s, kind="loop", shape="box", rank=level,
-                         order=(0, i, author), column=f"{d.axis}:{i}" if d.axis else None))
-            d.inst[s] = nid
-        carried = ", ".join(node.spec.carry)
-        # consecutive steps only: the ellipsis stands for the steps between
-        for a, b in zip(steps[:2], steps[1:3] if not d.axis else steps[1:2], strict=False):
-            dg.connect(d.inst[a], d.inst[b], label=carried)
-        d.entry, d.exit = list(d.inst.values()), d.inst[steps[-1]]
-    else:
-        dg.add(DNode(id=node.id, base=label, kind="block", shape="box", rank=level,
-                     order=order))
-        d.inst[""] = node.id
-        d.entry, d.exit = [node.id], node.id
-
-
-def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Drawn,
+def _connect(dg: Diagram, graph: Graph, node: Node, dep: Dep, s: Drawn, d: Drawn,
              against: bool, q: str) -> None:
     """Draw the instance edges for one dependency ``dep.src -> node``."""
     kw = {"dashed": dep.detach, "constraint": not against}
@@ -262,23 +195,18 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
     if sm in ("items", "qonly", "pairs") and src_t is not None and (
             src_t.rank == 0 or not isinstance(src_t.dims[0], str)):
         sm = "port"  # a per-item node's summary port (an rnn's final state)
+    pairs = loop_pairs(node, dep, s, d, sm)
+    if pairs is None:
+        pairs = _pairs(node, dep, s, d, sm, q)
+    for a, b in pairs:
+        dg.connect(a, b, **kw)
+
+
+def _pairs(node: Node, dep: Dep, s: Drawn, d: Drawn, sm: str, q: str) -> list[tuple[str, str]]:
+    """The (source instance, drawn instance) edges of ``dep``, by the two modes."""
     pairs: list[tuple[str, str]] = []
     dst_all = d.entry if d.mode == "box" else list(d.inst.values())
-    if d.mode == "box" and d.axis and dep.role.field == "feed" and sm == "items":
-        # step k reads item k; a decoder's fed-back tokens are shifted: step k+1 reads k
-        fname = str(dep.role.key)
-        shift = node.spec.feed[fname].feedback is not None
-        keys = list(d.inst)
-        for k in s.inst:
-            to = keys.index(k) + shift if k in keys else len(keys)
-            # shifted, item 2 feeds step 3, which is not drawn (not step N)
-            if to < len(keys) and (not shift or keys[to].isdigit()):
-                pairs.append((s.inst[k], d.inst[keys[to]]))
-    elif d.mode == "box" and dep.role.field == "carry" and node.kind == "loop":
-        # a carry's initial value is read by the first step only
-        pairs = [(x, d.entry[0]) for x in ([s.exit] if sm in ("scalar", "box", "port")
-                                           else list(s.inst.values()))]
-    elif sm in ("scalar", "box", "port"):
+    if sm in SINGLE:
         pairs = [(s.exit, t) for t in dst_all]
     elif d.mode in ("scalar", "box"):
         srcs = [s.inst[q]] if sm == "qonly" else list(s.inst.values())
@@ -292,7 +220,7 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
             pairs = [(s.inst[k.split(",")[1]], t) for k, t in d.inst.items()
                      if k.split(",")[1] in s.inst]
     elif sm == "items" and d.mode == "qonly":
-        if node.kind == "readout" and dep.role.field == "values":
+        if role_of(node) == "readout" and dep.role.field == "values":
             pairs = [(a, d.inst[q]) for a in s.inst.values()]
         elif q in s.inst:
             pairs = [(s.inst[q], d.inst[q])]
@@ -302,8 +230,7 @@ def _connect(dg: Diagram, graph: Graph, node: Node, dep: _Dep, s: _Drawn, d: _Dr
         pairs = [(s.inst[k], t) for k, t in d.inst.items() if k in s.inst]
     elif sm == "pairs":
         pairs = [(a, t) for a in s.inst.values() for t in dst_all]
-    for a, b in pairs:
-        dg.connect(a, b, **kw)
+    return pairs
 
 
 def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
@@ -330,12 +257,11 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
             for n in order}
     order, deps = _drop_unread(graph, order, deps)
     modes = _modes(graph, order, deps)
-    drawn = {nid: _Drawn(mode=m, axis=a) for nid, (m, a) in modes.items()}
+    drawn = {nid: Drawn(mode=m, axis=a) for nid, (m, a) in modes.items()}
     for n in order:
-        if n.kind == "repeat":
-            drawn[n.id].height = 4 if int(n.spec.times) > 3 else int(n.spec.times)
-        if n.kind == "loop":
-            drawn[n.id].axis = _fed_axis(n, deps[n.id], drawn)
+        if drawn[n.id].mode == "box":
+            drawn[n.id].height = box_height(n)
+            drawn[n.id].axis = fed_axis(n, deps[n.id], drawn)
     level, against = _levels(graph, order, deps, drawn)
     axes: list[str] = []
     for n in order:
@@ -349,26 +275,18 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
         for d in deps[n.id]:
             _connect(dg, graph, n, d, drawn[d.src], drawn[n.id], (d.src, n.id) in against,
                      str(query))
-        if n.kind == "rnn" and drawn[n.id].mode == "items":
+        if role_of(n) == "recurrent" and drawn[n.id].mode == "items":
             inst = drawn[n.id].inst
             for a, b in zip(range(1, items), range(2, items + 1), strict=True):
                 dg.connect(inst[str(a)], inst[str(b)])
-                if n.spec.bidirectional:  # the backward pass: h_{i+1} feeds h_i
+                if n.field("bidirectional"):  # the backward pass: h_{i+1} feeds h_i
                     dg.connect(inst[str(b)], inst[str(a)], constraint=False)
     _ellipses(dg, order, drawn, level, items, axes)
     return dg
 
 
-def _fed_axis(node: Node, deps: list[_Dep], drawn: dict[str, _Drawn]) -> str:
-    """The items axis a loop is fed one item per step from (drawn per item), or ''."""
-    for dep in deps:
-        if dep.role.field == "feed" and drawn[dep.src].mode == "items":
-            return drawn[dep.src].axis
-    return ""
-
-
-def _drop_unread(graph: Graph, order: list[Node], deps: dict[str, list[_Dep]],
-                 ) -> tuple[list[Node], dict[str, list[_Dep]]]:
+def _drop_unread(graph: Graph, order: list[Node], deps: dict[str, list[Dep]],
+                 ) -> tuple[list[Node], dict[str, list[Dep]]]:
     """Without the nodes whose content nothing drawn reads (image tiles cut only so
     that a position code can count them), repeatedly; outputs always stay."""
     keep = {n.id for n in order}
@@ -390,7 +308,7 @@ def _unused_input(graph: Graph, node: Node) -> bool:
     return not any(e.src == node.id for n in graph.nodes for e in n.inputs)
 
 
-def _ellipses(dg: Diagram, order: list[Node], drawn: dict[str, _Drawn],
+def _ellipses(dg: Diagram, order: list[Node], drawn: dict[str, Drawn],
               level: dict[str, int], items: int, axes: list[str]) -> None:
     """One ``• • •`` per items axis, in the weights' row (else the middle row)."""
     for ai, axis in enumerate(axes):
@@ -398,7 +316,7 @@ def _ellipses(dg: Diagram, order: list[Node], drawn: dict[str, _Drawn],
                 and drawn[n.id].mode in ("items", "pairs")]
         if not rows:
             continue
-        weights = [n for n in rows if n.kind in _NORMALISERS]
+        weights = [n for n in rows if role_of(n) == "weights"]
         pick = weights[0] if weights else rows[len(rows) // 2]
         dg.add(DNode(id=f"...{axis}", base="…", kind="ellipsis", shape="ellipsis",
                      rank=level[pick.id], order=(ai, items, -1), column=f"{axis}:{items}",
