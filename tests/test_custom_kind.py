@@ -88,9 +88,12 @@ def test_draws_in_both_views_with_its_style(example: dict[str, Any]) -> None:
     node = to_diagram(g, "architecture").node("xs")
     assert (node.kind, node.fill, node.shape) == ("scale", "#e6e6fa", "box")
     assert 'n2["xs<br/><small>scale</small>"]' in render(g, "architecture", "mermaid")
-    unrolled = json.loads(render(g, "unrolled", "json"))
-    labels = {n["label"] for n in unrolled["nodes"]}
-    assert {"xs_1", "xs_2", "xs_N"} <= labels
+    # the scaled items are read as queries only, so drawn at the drawn query, x_1 -> xs_1
+    unrolled = to_diagram(g, "unrolled")
+    assert ("x_1", "xs_1") in unrolled.edge_labels()
+    assert ("xs_1", "p_{1,2}") in unrolled.edge_labels()
+    assert unrolled.node("xs[1]").kind == "scale"
+    assert json.loads(render(g, "unrolled", "json"))["nodes"]
 
 
 def test_describe_traces_through_it(example: dict[str, Any]) -> None:
