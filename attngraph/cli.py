@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 import click
 
 from attngraph.errors import AttnGraphError
+from attngraph.registry import Registry
 
-__all__ = ["main", "run_stage", "echo_error", "spec_argument"]
+__all__ = ["main", "run_stage", "echo_error", "spec_argument", "RegistryChoice"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,6 +52,23 @@ def run_stage(fn: F) -> F:
 
 
 spec_argument = click.argument("spec", type=click.Path(dir_okay=False))
+
+
+class RegistryChoice(click.Choice):  # type: ignore[type-arg]
+    """A choice among a registry's names, read when the option is used (so entries
+    registered after the CLI was built are offered too)."""
+
+    def __init__(self, registry: Registry[Any]) -> None:
+        self.registry = registry
+        super().__init__(registry.names())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self.registry.names())
+
+    @choices.setter
+    def choices(self, _value: Any) -> None:
+        """Click sets the choices once; the registry is what counts."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -110,3 +110,18 @@ def test_notebook_helper_offers_svg_or_mermaid(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr("shutil.which", lambda name: None)
     bundle = show(load_spec(FIG), "unrolled")._repr_mimebundle_()
     assert bundle["text/plain"].startswith("flowchart BT")
+
+
+def test_cli_offers_a_format_registered_later(tmp_path: Path) -> None:
+    """--format reads the format registry when used: a user's format is accepted."""
+    from renderers import FORMATS
+
+    with FORMATS.scoped():
+        FORMATS.register("count", lambda dg: f"{len(dg.nodes)} nodes\n")
+        r = CliRunner().invoke(main, ["render", str(ROOT / "specs" / "global_attention.yaml"),
+                                      "--format", "count"])
+    assert r.exit_code == 0, r.output
+    assert r.output.endswith(" nodes\n")
+    r = CliRunner().invoke(main, ["render", str(ROOT / "specs" / "global_attention.yaml"),
+                                  "--format", "count"])
+    assert r.exit_code == 2 and "'count' is not one of" in r.output

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from attngraph.cli import main, run_stage, spec_argument
+from attngraph.cli import RegistryChoice, main, run_stage, spec_argument
+from renderers import FORMATS, VIEWS
 
-_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "json")
 _SUFFIX = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot",
            ".mmd": "mermaid", ".mermaid": "mermaid", ".json": "json"}
 
@@ -24,7 +24,7 @@ def infer_format(output: str | None, fmt: str | None) -> str:
     suffix = Path(output).suffix.lower()
     if suffix not in _SUFFIX:
         msg = f"cannot tell the format from '{output}'"
-        raise RenderError(msg, hint="give --format " + "|".join(_FORMATS)
+        raise RenderError(msg, hint="give --format " + "|".join(FORMATS.names())
                           + " or a suffix: " + " ".join(sorted(_SUFFIX)))
     return _SUFFIX[suffix]
 
@@ -33,9 +33,9 @@ def infer_format(output: str | None, fmt: str | None) -> str:
 @spec_argument
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write here; the suffix picks the format (.svg .png .pdf .dot .mmd .json).")
-@click.option("--view", type=click.Choice(["architecture", "unrolled"]),
+@click.option("--view", type=RegistryChoice(VIEWS),
               default="architecture", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(_FORMATS),
+@click.option("--format", "fmt", type=RegistryChoice(FORMATS),
               help="Output format (default: from -o, else dot text on stdout).")
 @click.option("--items", type=click.IntRange(1, 9), default=2, show_default=True,
               help="Unrolled view: items drawn before the ellipsis.")
