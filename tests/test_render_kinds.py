@@ -114,3 +114,16 @@ def test_user_kinds_draw_like_their_roles_in_the_unrolled_view(user_kinds: None)
     assert ranks == {n.label: n.rank for n in built_in.nodes}
     data = json.loads(render(loads_spec(USER), "unrolled", "json"))
     assert sum(n["ellipsis"] for n in data["nodes"]) == 1
+
+
+def test_describe_reads_the_roles(user_kinds: None) -> None:
+    """describe finds the site a user's scorer and weights kinds form, with their names."""
+    from attngraph.analysis.describe import describe
+
+    site = describe(loads_spec(USER)).sites[0]
+    assert site.chain == ("s", "p", "z")
+    assert site.fn == "compare"
+    assert site.formula == "Scores of every query against every key: [M, N]."
+    assert site.axes["hardness"].value == "soft"
+    assert site.axes["basis"].value == "content"
+    assert site.axes["source"].value == "self"

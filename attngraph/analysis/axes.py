@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attngraph.analysis.cost import Cost, glimpse_cost, readout_cost
-from attngraph.analysis.scope import Origin, Scope, origins, qid
+from attngraph.analysis.scope import Origin, Scope, origins, qid, role, scoring
 from attngraph.ir.graph import Edge, Graph, Node
 
 __all__ = ["AXES", "Axis", "Site", "find_sites"]
@@ -120,9 +120,10 @@ def _hardness(p: Node) -> Axis:
         return Axis("hard", f"weights are sampled by policy '{p.id}' ({p.spec.dist}, {est})")
     if p.kind == "address":
         return Axis("soft", f"weights are a differentiable blend from address '{p.id}'")
-    fn = p.spec.fn
+    fn = getattr(p.spec, "fn", p.kind)
     extra = " (sparse: many weights exactly 0)" if fn == "sparsemax" else ""
-    t = f", temperature {p.spec.temperature:g}" if p.spec.temperature != 1.0 else ""
+    temp = getattr(p.spec, "temperature", 1.0)
+    t = f", temperature {temp:g}" if temp != 1.0 else ""
     return Axis("soft", f"weights are {fn}(scores) of '{p.id}'{t}{extra}")
 
 
@@ -133,13 +134,11 @@ def _location_how(sc: Node) -> str:
 
 
 def _basis(scorers: list[Node], p: Node, keys: tuple[Origin, ...]) -> Axis:
-    from attngraph.kinds import SCORERS
-
     if not scorers:
         return Axis("unknown", f"weights of '{p.id}' do not come from a scorer")
-    fns = " + ".join(sc.spec.fn for sc in scorers)
-    content = [sc for sc in scorers if SCORERS[sc.spec.fn].content]
-    located = [sc for sc in scorers if not SCORERS[sc.spec.fn].content]
+    fns = " + ".join(scoring(sc).fn for sc in scorers)
+    content = [sc for sc in scorers if scoring(sc).content]
+    located = [sc for sc in scorers if not scoring(sc).content]
     if p.kind == "address":
         return Axis("content+location",
                     f"content weights via fn {fns}, then interpolated with the previous "
@@ -147,7 +146,7 @@ def _basis(scorers: list[Node], p: Node, keys: tuple[Origin, ...]) -> Axis:
     if content and located:
         where = "; ".join(f"'{sc.id}': {_location_how(sc)}" for sc in located)
         return Axis("content+location",
-                    f"content scores via fn {' + '.join(sc.spec.fn for sc in content)} "
+                    f"content scores via fn {' + '.join(scoring(sc).fn for sc in content)} "
                     f"are added to location scores ({where}) before normalising")
     if located:
         how = "; ".join(_location_how(sc) for sc in located)
@@ -172,7 +171,7 @@ def _source(query: tuple[Origin, ...], keys: tuple[Origin, ...], learned: bool) 
 
 
 def _reach(scorers: list[Node], p: Node) -> Axis:
-    mask = p.spec.mask if p.kind == "softmax" else None
+    mask = getattr(p.spec, "mask", None)
     if mask is not None and mask.window is not None:
         side = "before it" if mask.causal else "either side"
         return Axis("local", f"window {mask.window}: items within distance {mask.window} "
@@ -181,7 +180,7 @@ def _reach(scorers: list[Node], p: Node) -> Axis:
         adj = p.edge("mask.adjacency")
         src = adj.src if adj is not None else "?"
         return Axis("local", f"graph neighbours only: adjacency mask from '{src}'")
-    gauss = [sc for sc in scorers if sc.spec.fn == "location" and sc.edge("query")]
+    gauss = [sc for sc in scorers if scoring(sc).fn == "location" and sc.edge("query")]
     if gauss:
         sig = gauss[0].spec.sigma
         return Axis("local", "gaussian window" + (f" (σ = {sig:g})" if sig else "")
@@ -222,7 +221,7 @@ def _scorers(scope: Scope, e: Edge | None) -> list[Node]:
     if e is None or e.src not in scope.graph:
         return []
     n = scope.graph.node(e.src)
-    if n.kind == "scorer":
+    if role(n) == "scorer":
         return [n]
     if n.kind in ("add", "dropout"):
         return [sc for x in n.inputs for sc in _scorers(scope, x)]
@@ -252,8 +251,6 @@ def _dedup(xs: list[Origin]) -> list[Origin]:
 
 
 def _readout_site(scope: Scope, r: Node) -> Site | None:
-    from attngraph.kinds import SCORERS
-
     we = r.edge("weights")
     if we is None or we.src not in scope.graph:
         return None
@@ -262,7 +259,7 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     if p.kind == "address":
         c = _src(scope, p, "content")
         content = c if c is not None else p
-    if content.kind not in ("softmax", "policy") or (
+    if role(content) != "weights" or (
         content.kind == "policy" and content.spec.dist != "categorical"
     ):
         return None
@@ -272,8 +269,8 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     values = tuple(origins(scope, ve)) if ve is not None else ()
     wt = p.types.get("") or p.types.get("sample")
     heads = (wt.heads or 1) if wt is not None else 1
-    fn = " + ".join(sc.spec.fn for sc in scorers) or None
-    formula = "; ".join(SCORERS[sc.spec.fn].formula for sc in scorers) or None
+    fn = " + ".join(scoring(sc).fn for sc in scorers) or None
+    formula = "; ".join(scoring(sc).formula for sc in scorers) or None
     chain = [*scorers, content] + ([p] if p is not content else []) + [r]
     axes = {
         "hardness": _hardness(content),
@@ -288,8 +285,8 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     nodes += [_src(scope, sc, x) for sc in scorers for x in ("query", "key")]
     params: dict[str, int] = {}
     for n in nodes:
-        if n is not None and n.params and n.kind in (
-            "queries", "keys", "values", "scorer", "softmax", "policy", "address", "readout"
+        if n is not None and n.params and (
+            role(n) in ("projection", "scorer", "weights", "readout") or n.kind == "address"
         ):
             params[qid(scope, n.id)] = n.params
     return Site(
@@ -363,7 +360,7 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
 def _walk(scope: Scope) -> list[Site]:
     sites: list[Site] = []
     for n in scope.graph.order():
-        if n.kind == "readout":
+        if role(n) == "readout":
             site = _readout_site(scope, n)
             if site is not None:
                 sites.append(site)

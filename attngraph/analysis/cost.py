@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from attngraph.analysis.scope import Scope
+from attngraph.analysis.scope import Scope, scoring
 from attngraph.ir.graph import Dim, Node, TensorType
 
 __all__ = ["Cost", "fmt_product", "readout_cost", "glimpse_cost"]
@@ -99,15 +99,13 @@ def _outer_factors(scope: Scope, where: dict[str, int]) -> tuple[list[Dim], list
 
 def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node) -> Cost:
     """Cost of a scorer → softmax/policy → readout site (see the module docstring)."""
-    from attngraph.kinds import SCORERS
-
     wt = weights.types.get("") or weights.types.get("sample")
     dims: tuple[Dim, ...] = wt.dims if wt is not None else ("N",)
     heads = (wt.heads or 1) if wt is not None else 1
     where: dict[str, int] = {"d": 1}
     n = _sym(dims[-1], "N", where)
     m = (n if dims[0] == dims[-1] else _sym(dims[0], "M", where)) if len(dims) == 2 else None
-    mask = weights.spec.mask if weights.kind == "softmax" else None
+    mask = getattr(weights.spec, "mask", None)
     if len(dims) == 2 and m is not None and mask is not None and mask.window is not None:
         w = mask.window + 1 if mask.causal else 2 * mask.window + 1
         pairs: list[Dim] = [m, "w"]
@@ -116,13 +114,14 @@ def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node
     elif m is not None:
         pairs = [m, n]
         how = f"{m} queries × {n} items"
-    elif any(sc.spec.pairs == "aligned" and sc.edge("query") for sc in scorers):
+    elif any(getattr(sc.spec, "pairs", "all") == "aligned" and sc.edge("query")
+             for sc in scorers):
         pairs = [n]
         how = f"{n} aligned (query i, key i) pairs"
     else:
         pairs = [n]
         how = f"one query × {n} items"
-    kts = [_type_of(scope, sc, "key") for sc in scorers if SCORERS[sc.spec.fn].content]
+    kts = [_type_of(scope, sc, "key") for sc in scorers if scoring(sc).content]
     vt = _type_of(scope, readout, "values")
     dk = max((int(kt.dims[-1]) * heads for kt in kts if kt is not None), default=0)
     dv = int(vt.dims[-1]) * heads if vt is not None else 0

@@ -11,12 +11,38 @@ from the previous state) from a Luong one (query from the current state).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from attngraph.ir.graph import Edge, Graph, Node
-from attngraph.kinds import KINDS
+from attngraph.kinds import KINDS, SCORERS
 
-__all__ = ["Scope", "Origin", "origins", "qid"]
+__all__ = ["Scope", "Origin", "origins", "qid", "Scoring", "scoring", "role"]
 
+
+
+def role(n: Node[Any]) -> str:
+    """The role of a node's kind in a mechanism (``scorer``, ``weights``, ``readout``...)."""
+    return "input" if n.is_input else KINDS[n.kind].role
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What a scoring node computes: its function's name, formula, and whether the
+    scores depend on the keys' content (not on positions only)."""
+
+    fn: str
+    formula: str
+    content: bool
+
+
+def scoring(n: Node[Any]) -> Scoring:
+    """The :class:`Scoring` of a node of role ``scorer``: a ``scorer`` node's function
+    (:data:`attngraph.kinds.SCORERS`), or a user's scoring kind (its name and doc)."""
+    fn = getattr(n.spec, "fn", None)
+    if n.kind == "scorer" and isinstance(fn, str) and fn in SCORERS:
+        info = SCORERS[fn]
+        return Scoring(fn, info.formula, info.content)
+    return Scoring(n.kind, KINDS[n.kind].doc or n.kind, True)
 
 
 @dataclass(frozen=True)
