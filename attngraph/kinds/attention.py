@@ -14,14 +14,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import (
-    Model,
-    NodeModel,
-    PosFloat,
-    PosInt,
-    Ref,
-    Size,
-)
+from attngraph.spec.models import Model, NodeModel, PosFloat, PosInt, Ref, Size
 
 
 class ItemsSpec(NodeModel):

@@ -12,11 +12,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import (
-    NodeModel,
-    PosInt,
-    Ref,
-)
+from attngraph.spec.models import NodeModel, PosInt, Ref
 
 
 class GlimpseSpec(NodeModel):

@@ -9,11 +9,7 @@ from typing import Literal
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import (
-    NodeModel,
-    PosFloat,
-    Ref,
-)
+from attngraph.spec.models import NodeModel, PosFloat, Ref
 
 
 class PolicySpec(NodeModel):

@@ -11,11 +11,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, kind
-from attngraph.spec.models import (
-    NodeModel,
-    Ref,
-    Size,
-)
+from attngraph.spec.models import NodeModel, Ref, Size
 
 
 class RnnSpec(NodeModel):

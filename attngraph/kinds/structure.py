@@ -13,16 +13,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import Dim, Graph, TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import (
-    SIZE,
-    BlockName,
-    Ident,
-    Model,
-    NodeModel,
-    PosInt,
-    Ref,
-    Size,
-)
+from attngraph.spec.models import SIZE, BlockName, Ident, Model, NodeModel, PosInt, Ref, Size
 
 
 class BlockUseSpec(NodeModel):

@@ -12,12 +12,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import Edge, Node, TensorType
 from attngraph.kinds.base import RuleCtx, kind
-from attngraph.spec.models import (
-    NodeModel,
-    Prob,
-    Ref,
-    Size,
-)
+from attngraph.spec.models import NodeModel, Prob, Ref, Size
 
 
 class LinearSpec(NodeModel):
