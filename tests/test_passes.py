@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,23 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
 
 
-@dataclass(frozen=True)
-class _Dangle(Pass):
+def _dangle(graph: Graph) -> Graph:
     """A broken pass: gives the last node an edge from a node that does not exist."""
-
-    name = "dangle"
-
-    def run(self, graph: Graph) -> Graph:
-        last = graph.nodes[-1]
-        bad = replace(last, inputs=(*last.inputs, Edge(Role("from"), "ghost")))
-        return graph.replace_nodes([*graph.nodes[:-1], bad])
+    last = graph.nodes[-1]
+    bad = replace(last, inputs=(*last.inputs, Edge(Role("from"), "ghost")))
+    return graph.replace_nodes([*graph.nodes[:-1], bad])
 
 
 def test_pipeline_verifies_after_each_pass() -> None:
     """A pass that breaks an invariant is caught right after it runs."""
     g = load_spec(ROOT / "specs" / "global_attention.yaml")
     with pytest.raises(GraphError, match="'ghost' is not a node"):
-        Pipeline((_Dangle(),))(g)
+        Pipeline((Pass("dangle", _dangle),))(g)
 
 
 def test_print_after_prints_the_ir_after_that_pass() -> None:

@@ -372,16 +372,6 @@ def _walk(scope: Scope) -> list[Site]:
 
 
 def find_sites(graph: Graph) -> list[Site]:
-    """Every attention site of an inferred graph, in execution order.
-
-    Parameters
-    ----------
-    graph : Graph
-        The IR from :func:`attngraph.pipeline.load_spec`.
-
-    Returns
-    -------
-    list of Site
-        Sites of the main graph and of every body, each with its axes.
-    """
+    """Every attention site of an inferred graph (and of every body in it), in
+    execution order, each placed on every axis with the reason."""
     return _walk(Scope(graph))

@@ -8,19 +8,10 @@ every node, and the declared outputs with their types.
 Examples
 --------
 >>> from attngraph import loads_spec
->>> g = loads_spec('''
-... attngraph: 1
-... name: g
-... dims: {d: 8}
-... inputs: {v: {type: vectors, dim: d}}
-... nodes:
-...   x: {kind: items, from: v}
-...   s: {kind: scorer, fn: dot, query: x, key: x}
-...   p: {kind: softmax, scores: s}
-...   z: {kind: readout, weights: p, values: x}
-... outputs: {z: z}
-... ''')
->>> d = describe(g)
+>>> nodes = ("{x: {kind: items, from: v}, s: {kind: scorer, fn: dot, query: x, key: x},"
+...          " p: {kind: softmax, scores: s}, z: {kind: readout, weights: p, values: x}}")
+>>> d = describe(loads_spec("attngraph: 1\\nname: g\\ninputs: {v: {type: vectors, dim: 8}}\\n"
+...                         f"nodes: {nodes}\\noutputs: {{z: z}}\\n"))
 >>> [(a, x.value) for a, x in d.sites[0].axes.items()][:3]
 [('hardness', 'soft'), ('basis', 'content'), ('source', 'self')]
 >>> d.sites[0].cost.expr

@@ -18,6 +18,8 @@ from attngraph.spec.models import Model, NodeModel, PosFloat, PosInt, Ref, Size
 
 
 class ItemsSpec(NodeModel):
+    """Items ``[N, d]``: embedded token ids, vectors, image pixels or patches, graph nodes."""
+
     kind: Literal["items"]
     from_: Ref = Field(alias="from")
     embed: Size | None = None
@@ -30,6 +32,8 @@ _PROJ = Style("#d9ead3", "box")
 
 
 class _Proj(NodeModel):
+    """A projection of items or a vector, optionally split into heads."""
+
     from_: Ref | None = Field(default=None, alias="from")
     dim: Size | None = None
     heads: Size | None = None
@@ -39,15 +43,21 @@ class _Proj(NodeModel):
 
 
 class QueriesSpec(_Proj):
+    """Queries ``[M, d]`` (or ``[d]``): a projection, or ``learned: K`` vectors."""
+
     kind: Literal["queries"]
     learned: Size | None = None
 
 
 class KeysSpec(_Proj):
+    """Keys ``[N, d]``: a projection of items."""
+
     kind: Literal["keys"]
 
 
 class ValuesSpec(_Proj):
+    """Values ``[N, d]``: a projection of items."""
+
     kind: Literal["values"]
 
 
@@ -61,6 +71,8 @@ class MaskSpec(Model):
 
 
 class SoftmaxSpec(NodeModel):
+    """Weights over items: softmax (or sparsemax) of scores, masks applied."""
+
     kind: Literal["softmax"]
     scores: Ref
     mask: MaskSpec | None = None
@@ -69,6 +81,8 @@ class SoftmaxSpec(NodeModel):
 
 
 class ReadoutSpec(NodeModel):
+    """z = Σ_i p_i v_i: values read with weights; heads merged by ``combine``."""
+
     kind: Literal["readout"]
     weights: Ref
     values: Ref

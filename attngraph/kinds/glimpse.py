@@ -16,6 +16,8 @@ from attngraph.spec.models import NodeModel, PosInt, Ref
 
 
 class GlimpseSpec(NodeModel):
+    """Patches of an image around a location ``loc`` in ``[-1, 1]``, at ``scales`` sizes."""
+
     kind: Literal["glimpse"]
     image: Ref
     loc: Ref

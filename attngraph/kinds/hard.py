@@ -13,6 +13,8 @@ from attngraph.spec.models import NodeModel, PosFloat, Ref
 
 
 class PolicySpec(NodeModel):
+    """Hard attention: samples items (categorical) or a location (gaussian)."""
+
     kind: Literal["policy"]
     scores: Ref | None = None
     mean: Ref | None = None

@@ -16,6 +16,8 @@ from attngraph.spec.models import NodeModel, Ref, Size
 
 
 class MemorySpec(NodeModel):
+    """External memory: ``slots`` rows of ``width`` numbers per example."""
+
     kind: Literal["memory"]
     slots: Size
     width: Size
@@ -24,6 +26,8 @@ class MemorySpec(NodeModel):
 
 
 class WriteSpec(NodeModel):
+    """An erase/add write of a memory at the given weights over its slots."""
+
     kind: Literal["write"]
     memory: Ref
     weights: Ref

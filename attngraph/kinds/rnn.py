@@ -15,6 +15,8 @@ from attngraph.spec.models import NodeModel, Ref, Size
 
 
 class RnnSpec(NodeModel):
+    """A GRU or LSTM over items, or one cell step on a vector."""
+
     kind: Literal["rnn"]
     from_: Ref = Field(alias="from")
     cell: Literal["gru", "lstm"] = "gru"

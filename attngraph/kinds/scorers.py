@@ -94,6 +94,8 @@ for _info in (
 
 
 class ScorerSpec(NodeModel):
+    """Scores of a query against keys by a scorer function ``fn`` (see :data:`SCORERS`)."""
+
     kind: Literal["scorer"]
     #: a registered scorer function (an entry of SCORERS; users may add their own)
     fn: Ident

@@ -17,12 +17,16 @@ from attngraph.spec.models import SIZE, BlockName, Ident, Model, NodeModel, PosI
 
 
 class BlockUseSpec(NodeModel):
+    """One use of a block, its inputs bound by ``from``."""
+
     kind: Literal["block"]
     block: BlockName
     from_: Ref | dict[Ident, Ref] = Field(alias="from")
 
 
 class RepeatSpec(NodeModel):
+    """``times`` rounds of a one-input block, each feeding the next."""
+
     kind: Literal["repeat"]
     block: BlockName
     times: Annotated[Annotated[int, Field(ge=1, le=1024)] | Ident, SIZE]
@@ -48,6 +52,8 @@ class FeedSpec(Model):
 
 
 class LoopSpec(NodeModel):
+    """A block run once per step, with carried state and per-step inputs."""
+
     kind: Literal["loop"]
     body: BlockName
     steps: PosInt | Ref

@@ -16,6 +16,8 @@ from attngraph.spec.models import NodeModel, Prob, Ref, Size
 
 
 class LinearSpec(NodeModel):
+    """A dense layer on the last axis, with an optional activation."""
+
     kind: Literal["linear"]
     from_: Ref = Field(alias="from")
     out: Size
@@ -24,6 +26,8 @@ class LinearSpec(NodeModel):
 
 
 class MlpSpec(NodeModel):
+    """A multi-layer perceptron on the last axis."""
+
     kind: Literal["mlp"]
     from_: Ref = Field(alias="from")
     hidden: Size
@@ -33,6 +37,8 @@ class MlpSpec(NodeModel):
 
 
 class EmbeddingSpec(NodeModel):
+    """A lookup table from ids to vectors."""
+
     kind: Literal["embedding"]
     from_: Ref = Field(alias="from")
     dim: Size
@@ -40,6 +46,8 @@ class EmbeddingSpec(NodeModel):
 
 
 class PositionSpec(NodeModel):
+    """Position vectors of the items of ``from``: sinusoidal, learned, or patch centres."""
+
     kind: Literal["position"]
     from_: Ref = Field(alias="from")
     dim: Size | None = None
@@ -48,22 +56,30 @@ class PositionSpec(NodeModel):
 
 
 class NormSpec(NodeModel):
+    """Layer or RMS normalisation over features."""
+
     kind: Literal["norm"]
     from_: Ref = Field(alias="from")
     fn: Literal["layer", "rms"] = "layer"
 
 
 class AddSpec(NodeModel):
+    """The sum of its inputs (a residual); a vector broadcasts over items."""
+
     kind: Literal["add"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
 
 
 class ConcatSpec(NodeModel):
+    """Its inputs joined on the feature axis."""
+
     kind: Literal["concat"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
 
 
 class DropoutSpec(NodeModel):
+    """Dropout with probability ``p`` in training; the identity in eval."""
+
     kind: Literal["dropout"]
     from_: Ref = Field(alias="from")
     p: Prob = 0.1

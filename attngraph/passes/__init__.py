@@ -11,12 +11,12 @@
 """
 
 from attngraph.passes.base import PASSES, Pass, Pipeline
-from attngraph.passes.fuse_attention import FuseAttention
-from attngraph.passes.shape_inference import ShapeInference
+from attngraph.passes.fuse_attention import FUSE_ATTENTION
+from attngraph.passes.shape_inference import SHAPE_INFERENCE
 
 __all__ = ["FRONT", "OPTIMIZE", "PASSES", "Pass", "Pipeline"]
 
 #: After build and verify: every node's types and parameter count.
-FRONT = Pipeline((ShapeInference(),))
+FRONT = Pipeline((SHAPE_INFERENCE,))
 #: Before lowering: fusions.
-OPTIMIZE = Pipeline((FuseAttention(),))
+OPTIMIZE = Pipeline((FUSE_ATTENTION,))

@@ -1,8 +1,9 @@
 """Passes and pipelines: a pass is a small frozen object with a name; a pipeline is data.
 
-A :class:`Pass` maps a graph to a graph. A :class:`Pipeline` runs its passes in
-order, verifies the graph after each (:func:`attngraph.ir.verify.verify`, then the
-pass's own ``check``), and can print the IR after any pass by name, which is what
+A :class:`Pass` names a function from graph to graph and the invariants it
+establishes. A :class:`Pipeline` runs its passes in order, verifies the graph
+after each (:func:`attngraph.ir.verify.verify`, then the pass's own ``check``),
+and can print the IR after any pass by name, which is what
 ``attngraph compile --print-after fuse_attention`` does. Passes are entries of the
 :data:`PASSES` registry.
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from attngraph.ir.graph import Graph
 from attngraph.ir.verify import verify
@@ -26,18 +26,24 @@ from attngraph.registry import Registry
 __all__ = ["Pass", "Pipeline", "PASSES"]
 
 
+def _no_check(graph: Graph) -> None:
+    """A pass that promises nothing beyond :func:`verify`."""
+
+
 @dataclass(frozen=True)
 class Pass:
-    """One rewrite of the IR; subclasses set ``name`` and implement :meth:`run`."""
+    """One rewrite of the IR: ``run(graph)`` returns the rewritten graph (the same
+    object when nothing changed); ``check(graph)`` raises when the invariants the
+    pass establishes do not hold afterwards."""
 
-    name: ClassVar[str] = ""
+    name: str
+    run: Callable[[Graph], Graph]
+    check: Callable[[Graph], None] = _no_check
 
-    def run(self, graph: Graph) -> Graph:
-        """The rewritten graph (the same object when nothing changed)."""
-        raise NotImplementedError
-
-    def check(self, graph: Graph) -> None:
-        """Invariants this pass establishes, checked after it runs (none by default)."""
+    def register(self) -> Pass:
+        """Add this pass to :data:`PASSES` under its name; returns it."""
+        PASSES.register(self.name, self)
+        return self
 
 
 #: Every pass by name.

@@ -20,10 +20,10 @@ from typing import Any
 from attngraph.errors import LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds.attention import FusedAttentionSpec
-from attngraph.passes.base import PASSES, Pass
+from attngraph.passes.base import Pass
 from attngraph.passes.shape_inference import infer_shapes
 
-__all__ = ["Link", "ATTENTION", "FuseAttention", "fuse_attention", "match_chain"]
+__all__ = ["Link", "ATTENTION", "FUSE_ATTENTION", "fuse_attention", "match_chain"]
 
 
 @dataclass(frozen=True)
@@ -134,24 +134,16 @@ def fuse_attention(graph: Graph) -> Graph:
     return graph.replace_nodes([fused.get(n.id, n) for n in graph.nodes if n.id not in drop])
 
 
-@dataclass(frozen=True)
-class FuseAttention(Pass):
-    """The pass form of :func:`fuse_attention`."""
-
-    name = "fuse_attention"
-
-    def run(self, graph: Graph) -> Graph:
-        return fuse_attention(graph)
-
-    def check(self, graph: Graph) -> None:
-        """Inferring the fused graph again gives every node the types it has."""
-        again = infer_shapes(graph.replace_nodes(
-            [replace(n, types={}) if not n.is_input else n for n in graph.nodes]))
-        for n, m in zip(graph.nodes, again.nodes, strict=True):
-            if dict(n.types) != dict(m.types) or n.params != m.params:
-                msg = (f"node '{n.id}' ({n.kind}) has types {dict(n.types)} after fusion but "
-                       f"{dict(m.types)} when inferred again")
-                raise LoweringError(msg, n.loc)
+def _infers_again(graph: Graph) -> None:
+    """Inferring the fused graph again gives every node the types it has."""
+    again = infer_shapes(graph.replace_nodes(
+        [replace(n, types={}) if not n.is_input else n for n in graph.nodes]))
+    for n, m in zip(graph.nodes, again.nodes, strict=True):
+        if dict(n.types) != dict(m.types) or n.params != m.params:
+            msg = (f"node '{n.id}' ({n.kind}) has types {dict(n.types)} after fusion but "
+                   f"{dict(m.types)} when inferred again")
+            raise LoweringError(msg, n.loc)
 
 
-PASSES.register(FuseAttention.name, FuseAttention())
+#: The pass form of :func:`fuse_attention`.
+FUSE_ATTENTION = Pass("fuse_attention", fuse_attention, _infers_again).register()

@@ -11,15 +11,15 @@ rewrote (a fused attention node) is inferred again the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from attngraph.errors import AttnGraphError, Diagnostic, ShapeError, did_you_mean
 from attngraph.ir.graph import Graph, Node
 from attngraph.kinds import KINDS, RuleCtx
-from attngraph.passes.base import PASSES, Pass
+from attngraph.passes.base import Pass
 
-__all__ = ["infer_shapes", "ShapeInference"]
+__all__ = ["infer_shapes", "SHAPE_INFERENCE"]
 
 
 def _infer_node(node: Node[Any], graph: Graph, done: dict[str, Node[Any]]) -> Node[Any]:
@@ -77,20 +77,13 @@ def infer_shapes(graph: Graph) -> Graph:
     return graph.replace_nodes([done[n.id] for n in graph.nodes])
 
 
-@dataclass(frozen=True)
-class ShapeInference(Pass):
-    """The pass form of :func:`infer_shapes`; checks every node got its types."""
-
-    name = "infer_shapes"
-
-    def run(self, graph: Graph) -> Graph:
-        return infer_shapes(graph)
-
-    def check(self, graph: Graph) -> None:
-        for _, n in graph.walk():
-            if not n.types:
-                msg = f"node '{n.id}' has no types after shape inference"
-                raise ShapeError(msg, n.loc)
+def _all_typed(graph: Graph) -> None:
+    """Every node, in every body, has its types."""
+    for _, n in graph.walk():
+        if not n.types:
+            msg = f"node '{n.id}' has no types after shape inference"
+            raise ShapeError(msg, n.loc)
 
 
-PASSES.register(ShapeInference.name, ShapeInference())
+#: The pass form of :func:`infer_shapes`.
+SHAPE_INFERENCE = Pass("infer_shapes", infer_shapes, _all_typed).register()
