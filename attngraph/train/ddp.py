@@ -42,7 +42,18 @@ def shard(batch: dict[str, Any], rank: int, world: int) -> dict[str, Any]:
 
 
 def wrap(model: nn.Module) -> nn.Module:
-    """``model`` in DistributedDataParallel (CPU, gloo)."""
+    """``model`` in DistributedDataParallel (CPU, gloo).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The compiled model; the process group must exist.
+
+    Returns
+    -------
+    torch.nn.Module
+        The wrapper that runs the forward pass and averages gradients over ranks.
+    """
     from torch.nn.parallel import DistributedDataParallel
 
     # Not every spec uses every parameter in every step (a policy's baseline
@@ -51,7 +62,18 @@ def wrap(model: nn.Module) -> nn.Module:
 
 
 def mean(info: dict[str, float]) -> dict[str, float]:
-    """Each value averaged over the ranks (same keys on every rank)."""
+    """Each value averaged over the ranks (a collective: every rank calls it).
+
+    Parameters
+    ----------
+    info : dict
+        Name -> value, with the same names on every rank.
+
+    Returns
+    -------
+    dict
+        The same names, each value the mean over the ranks.
+    """
     import torch
     import torch.distributed as dist
 
@@ -63,7 +85,18 @@ def mean(info: dict[str, float]) -> dict[str, float]:
 
 
 def rank_max_diff(model: nn.Module) -> float:
-    """Largest |parameter difference| between any rank and rank 0 (0.0 when in sync)."""
+    """Largest |parameter difference| between any rank and rank 0 (a collective).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        This rank's model.
+
+    Returns
+    -------
+    float
+        0.0 when every rank holds rank 0's parameters.
+    """
     import torch
     import torch.distributed as dist
 

@@ -66,6 +66,18 @@ def _worker(rank: int, world: int, port: int, config: RunConfig, queue: Any) -> 
 def launch(config: RunConfig, nproc: int) -> RunSummary:
     """Run ``config`` on ``nproc`` local processes; rank 0's summary.
 
+    Parameters
+    ----------
+    config : RunConfig
+        The run's settings (the batch is split over the processes).
+    nproc : int
+        Number of processes; 1 runs :func:`~attngraph.train.runner.run` in this one.
+
+    Returns
+    -------
+    RunSummary
+        Rank 0's summary (``world`` and ``rank_max_diff`` set).
+
     Raises
     ------
     TrainingError
@@ -100,7 +112,23 @@ def launch(config: RunConfig, nproc: int) -> RunSummary:
 
 
 def from_env(config: RunConfig) -> RunSummary:
-    """Run this process's rank of a job started by ``torchrun`` (reads ``RANK``/``WORLD_SIZE``)."""
+    """Run this process's rank of a job started by ``torchrun``.
+
+    Parameters
+    ----------
+    config : RunConfig
+        The run's settings, the same on every rank.
+
+    Returns
+    -------
+    RunSummary
+        This rank's summary (only rank 0 writes files).
+
+    Raises
+    ------
+    KeyError
+        When ``RANK`` or ``WORLD_SIZE`` is not set.
+    """
     import torch.distributed as dist
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])

@@ -245,6 +245,23 @@ def settle(config: RunConfig, world: int = 1) -> tuple[Graph, RunConfig, Any]:
     Loads the spec, and on ``resume`` the checkpoint (refusing another spec's)
     whose stored settings then win over ``config``'s except ``steps``; makes the
     task once to check its options; checks the batch splits over ``world``.
+
+    Parameters
+    ----------
+    config : RunConfig
+        The settings given.
+    world : int
+        Number of processes the batch is split over.
+
+    Returns
+    -------
+    tuple
+        ``(graph, config with every setting filled in, Checkpoint or None)``.
+
+    Raises
+    ------
+    TrainingError
+        As :func:`run` does, before anything is trained.
     """
     from attngraph.pipeline import load_spec
 

@@ -66,7 +66,28 @@ __all__ = [
 
 def task_for(graph: Graph, name: str | None, seed: int,
              options: Mapping[str, Any] | None = None) -> Task:
-    """The task ``name`` (default: the spec's), with the spec's options when it is its task."""
+    """The task ``name`` (default: the spec's), with the spec's options when it is its task.
+
+    Parameters
+    ----------
+    graph : Graph
+        The spec; its ``train:`` section names the default task and its options.
+    name : str or None
+        A registered task name; None for the spec's task.
+    seed : int
+        The task's seed.
+    options : mapping, optional
+        Task options overriding the spec's ``train.options``.
+
+    Returns
+    -------
+    Task
+
+    Raises
+    ------
+    TrainingError
+        No task given and none in the spec, an unknown task or bad options.
+    """
     ts = graph.train
     name = name or (ts.task if ts is not None else None)
     if name is None:
@@ -79,6 +100,19 @@ def task_for(graph: Graph, name: str | None, seed: int,
 
 def get_task(name: str, *, seed: int = 0, **options: Any) -> Task:
     """Make the registered task ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A name in :data:`TASKS` (the built-in tasks are always registered).
+    seed : int
+        The task's seed.
+    **options
+        Task options (see the task's ``defaults``).
+
+    Returns
+    -------
+    Task
 
     Raises
     ------
@@ -117,6 +151,26 @@ def bind_inputs(graph: Graph, task: Task, batch: Mapping[str, Tensor]) -> dict[s
     Also checks the data fits the spec (ids below ``vocab``, image and feature
     sizes), so a task run with options that disagree with the spec's dims fails
     here with a clear message rather than deep inside the model.
+
+    Parameters
+    ----------
+    graph : Graph
+        The spec whose inputs are fed.
+    task : Task
+        The task the batch comes from (its ``provides`` types the fields).
+    batch : mapping
+        A batch of ``task``.
+
+    Returns
+    -------
+    dict
+        Spec input name (and ``<name>_mask`` / ``<name>_adjacency``) -> tensor.
+
+    Raises
+    ------
+    TrainingError
+        When the task gives no (or no unambiguous) field for an input, or the
+        data does not fit the spec.
     """
     kw: dict[str, Tensor] = {}
     for node in graph.inputs:
@@ -151,7 +205,22 @@ def _check_fits(task: Task, node: Any, f: str, x: Tensor) -> None:
 
 def compute_metrics(task: Task, outputs: Mapping[str, Any],
                     batch: Mapping[str, Any]) -> dict[str, float]:
-    """Every metric the task declares that applies to these outputs."""
+    """Every metric the task declares that applies to these outputs.
+
+    Parameters
+    ----------
+    task : Task
+        Its ``metrics`` name the metrics (looked up in :data:`METRICS`).
+    outputs : mapping
+        A model's outputs on ``batch``.
+    batch : mapping
+        A batch of ``task``.
+
+    Returns
+    -------
+    dict
+        Metric name -> value, for each metric that applies (does not return None).
+    """
     res = {}
     for name in task.metrics:
         v = METRICS[name](outputs, batch, task)
