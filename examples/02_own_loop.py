@@ -4,6 +4,8 @@ A compiled module returns its declared outputs; the loss is cross-entropy on
 ``logits``. A spec whose policy samples (``estimator: reinforce``) records each
 step's log-probabilities on the module, and ``model_reinforce_loss`` turns a
 per-example reward into the policy-gradient term (with a learned baseline).
+The built-in training (``attngraph train``, ``attngraph.train.loop.train``)
+runs the same step as :func:`attngraph.train.trainer.train_step`.
 
     python examples/02_own_loop.py [STEPS]
 """

@@ -131,3 +131,31 @@ def test_resume_of_a_hard_attention_spec_is_exact(tmp_path: Path) -> None:
     run(cfg("split", 4, resume=True))
     a, b = ck.load_checkpoint(tmp_path / "straight"), ck.load_checkpoint(tmp_path / "split")
     assert max(float((v - b.model[k]).abs().max()) for k, v in a.model.items()) <= 1e-6
+
+
+def test_run_and_the_python_api_share_the_step_and_leave_the_rng_alone(tmp_path: Path) -> None:
+    """The CLI's run and the Python API's train share one step, one set of defaults and
+    one RNG policy: on the hard attention spec (whose policy samples from torch's RNG)
+    they give the same losses, and neither changes the caller's RNG state."""
+    import json
+
+    import torch
+
+    from attngraph.train.loop import train
+
+    spec = str(ROOT / "specs" / "glimpse_hard.yaml")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as run does for small models: the same float sums
+    try:
+        torch.manual_seed(123)
+        state = torch.get_rng_state()
+        run(RunConfig(spec=spec, steps=3, batch=4, eval_size=4, quiet=True, out=str(tmp_path)))
+        assert torch.equal(torch.get_rng_state(), state)
+        losses: list[float] = []
+        train(spec, steps=3, batch=4, eval_size=4,
+              callback=lambda _step, info: losses.append(info["loss"]))
+        assert torch.equal(torch.get_rng_state(), state)
+    finally:
+        torch.set_num_threads(threads)
+    text = (tmp_path / "metrics.jsonl").read_text()
+    assert losses == [json.loads(ln)["loss"] for ln in text.splitlines() if '"train"' in ln]

@@ -44,7 +44,7 @@ def test_shards_are_disjoint_and_cover_the_batch() -> None:
     """The ranks' slices of a batch are disjoint, equal-sized and together the whole batch."""
     import torch
 
-    from attngraph.train.runner import _shard
+    from attngraph.train.ddp import shard as _shard
 
     batch = {"x": torch.arange(12).reshape(6, 2), "y": torch.arange(6)}
     parts = [_shard(batch, r, 3) for r in range(3)]

@@ -9,13 +9,18 @@ torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
 from attngraph.pipeline import loads_spec  # noqa: E402
+from attngraph.registry import RegistryError  # noqa: E402
 from attngraph.train.tasks import (  # noqa: E402
     BOS,
     IGNORE,
+    METRICS,
     TASKS,
+    Task,
     bind_inputs,
     compute_metrics,
     get_task,
+    register_metric,
+    register_task,
 )
 
 ALL = sorted(TASKS)
@@ -33,6 +38,63 @@ def test_unknown_task_gets_did_you_mean() -> None:
         get_task("revesal")
     assert "did you mean 'reversal'" in exc.value.hint
     assert "sorting" in exc.value.hint
+
+
+def test_unknown_task_lists_the_sorted_names() -> None:
+    """The registry itself refuses an unknown name with a did-you-mean and every
+    known task, sorted; get_task turns that into a TrainingError with the same hint."""
+    with pytest.raises(RegistryError) as exc:
+        TASKS["sortng"]
+    assert exc.value.message == "unknown task 'sortng'"
+    assert exc.value.hint == f"did you mean 'sorting'? (known: {', '.join(sorted(TASKS))})"
+    with pytest.raises(TrainingError) as err:
+        get_task("sortng")
+    assert err.value.hint == exc.value.hint
+
+
+def test_a_taken_task_name_is_refused() -> None:
+    """Registering a second task under a built-in task's name fails and keeps the first."""
+    before = TASKS["needle"]
+    with TASKS.scoped(), pytest.raises(RegistryError, match="task 'needle' is registered"):
+        @register_task("needle")
+        class Other(Task):
+            pass
+    assert TASKS["needle"] is before
+    assert before.name == "needle"
+
+
+def test_a_taken_metric_name_is_refused() -> None:
+    """Registering a second metric under a taken name fails and keeps the first."""
+    before = METRICS["accuracy"]
+    with METRICS.scoped(), pytest.raises(RegistryError, match="metric 'accuracy' is registered"):
+        register_metric("accuracy")(lambda outputs, batch, task: 1.0)
+    assert METRICS["accuracy"] is before
+
+
+def test_a_registered_task_and_metric_are_found_until_the_scope_ends() -> None:
+    """A task registered by a user is made by get_task and scores its own metric;
+    a scoped registration is gone afterwards."""
+    with TASKS.scoped(), METRICS.scoped():
+        @register_metric("always_one")
+        def always_one(outputs: object, batch: object, task: object) -> float:
+            return 1.0
+
+        @register_task("constant")
+        class Constant(Task):
+            provides = {"x": "tokens"}
+            metrics = ("always_one",)
+            defaults = {"length": 3}
+
+            def sample(self, rng: object, size: int, split: str) -> dict[str, object]:
+                import numpy as np
+
+                x = np.ones((size, self.opts["length"]), dtype=np.int64)
+                return {"x": x, "target": x[:, 0]}
+
+        task = get_task("constant", seed=0, length=2)
+        assert task.name == "constant" and task.batch(4)["x"].shape == (4, 2)
+        assert compute_metrics(task, {}, task.batch(4)) == {"always_one": 1.0}
+    assert "constant" not in TASKS and "always_one" not in METRICS
 
 
 def test_unknown_and_mistyped_options_are_refused() -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from torch import Tensor
 
     from attngraph.ir.graph import Graph
-    from attngraph.train.tasks import Task
+    from attngraph.train.taskbase import Task
 
 __all__ = ["VIEWS", "pick_view", "draw", "attend_run", "load_run"]
 

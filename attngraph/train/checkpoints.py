@@ -25,7 +25,7 @@ from attngraph.errors import TrainingError
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
-    from attngraph.train.tasks import Task
+    from attngraph.train.taskbase import Task
 
 __all__ = [
     "CHECKPOINT", "Checkpoint", "spec_hash", "save_checkpoint", "load_checkpoint",

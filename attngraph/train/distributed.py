@@ -11,22 +11,23 @@ Logged losses and metrics are averaged over the ranks; rank 0 writes the files.
 
 A process started by ``torchrun`` (``RANK``/``WORLD_SIZE`` already set) joins
 its group with :func:`from_env` instead.
+
+This module only starts processes and process groups: what a rank does
+differently inside the run (slicing batches, DDP, averaging figures) is in
+:mod:`attngraph.train.ddp`, which the runner imports. Nothing but the
+``attngraph train`` command imports this module.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from attngraph.errors import TrainingError
+from attngraph.errors import AttnGraphError, TrainingError
+from attngraph.train.runner import RunConfig, RunSummary, run, settle
 
-if TYPE_CHECKING:
-    from torch import nn
-
-    from attngraph.train.runner import RunConfig, RunSummary
-
-__all__ = ["launch", "from_env", "wrap", "mean", "rank_max_diff", "free_port"]
+__all__ = ["launch", "from_env", "free_port"]
 
 
 def free_port() -> int:
@@ -34,40 +35,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wrap(model: nn.Module) -> nn.Module:
-    """``model`` in DistributedDataParallel (CPU, gloo)."""
-    from torch.nn.parallel import DistributedDataParallel
-
-    # Not every spec uses every parameter in every step (a policy's baseline
-    # when nothing is sampled, a decoder's unused branch): let DDP find them.
-    return DistributedDataParallel(model, find_unused_parameters=True)
-
-
-def mean(info: dict[str, float]) -> dict[str, float]:
-    """Each value averaged over the ranks (same keys on every rank)."""
-    import torch
-    import torch.distributed as dist
-
-    keys = list(info)
-    t = torch.tensor([info[k] for k in keys], dtype=torch.float64)
-    dist.all_reduce(t)
-    t /= dist.get_world_size()
-    return {k: float(v) for k, v in zip(keys, t.tolist(), strict=True)}
-
-
-def rank_max_diff(model: nn.Module) -> float:
-    """Largest |parameter difference| between any rank and rank 0 (0.0 when in sync)."""
-    import torch
-    import torch.distributed as dist
-
-    flat = torch.cat([p.detach().reshape(-1).double() for p in model.parameters()])
-    ref = flat.clone()
-    dist.broadcast(ref, src=0)
-    diff = (flat - ref).abs().max()
-    dist.all_reduce(diff, op=dist.ReduceOp.MAX)
-    return float(diff)
 
 
 def _init(rank: int, world: int) -> None:
@@ -81,9 +48,6 @@ def _init(rank: int, world: int) -> None:
 def _worker(rank: int, world: int, port: int, config: RunConfig, queue: Any) -> None:
     """One spawned rank: join the group, train, report to the parent."""
     import torch.distributed as dist
-
-    from attngraph.errors import AttnGraphError
-    from attngraph.train.runner import run
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
@@ -102,6 +66,18 @@ def _worker(rank: int, world: int, port: int, config: RunConfig, queue: Any) -> 
 def launch(config: RunConfig, nproc: int) -> RunSummary:
     """Run ``config`` on ``nproc`` local processes; rank 0's summary.
 
+    Parameters
+    ----------
+    config : RunConfig
+        The run's settings (the batch is split over the processes).
+    nproc : int
+        Number of processes; 1 runs :func:`~attngraph.train.runner.run` in this one.
+
+    Returns
+    -------
+    RunSummary
+        Rank 0's summary (``world`` and ``rank_max_diff`` set).
+
     Raises
     ------
     TrainingError
@@ -110,14 +86,10 @@ def launch(config: RunConfig, nproc: int) -> RunSummary:
     import torch.multiprocessing as mp
     from torch.multiprocessing.spawn import ProcessException
 
-    from attngraph.train.runner import settle
-
     if nproc < 1:
         msg = f"--nproc must be at least 1, not {nproc}"
         raise TrainingError(msg)
     if nproc == 1:
-        from attngraph.train.runner import run
-
         return run(config)
     settle(config, nproc)  # settings and spec errors show here, not in every rank
     ctx = mp.get_context("spawn")
@@ -140,10 +112,24 @@ def launch(config: RunConfig, nproc: int) -> RunSummary:
 
 
 def from_env(config: RunConfig) -> RunSummary:
-    """Run this process's rank of a job started by ``torchrun`` (reads ``RANK``/``WORLD_SIZE``)."""
-    import torch.distributed as dist
+    """Run this process's rank of a job started by ``torchrun``.
 
-    from attngraph.train.runner import run
+    Parameters
+    ----------
+    config : RunConfig
+        The run's settings, the same on every rank.
+
+    Returns
+    -------
+    RunSummary
+        This rank's summary (only rank 0 writes files).
+
+    Raises
+    ------
+    KeyError
+        When ``RANK`` or ``WORLD_SIZE`` is not set.
+    """
+    import torch.distributed as dist
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     _init(rank, world)

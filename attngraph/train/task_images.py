@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from attngraph.train.tasks import Task, register_metric, register_task
+from attngraph.train.taskbase import Task, register_metric, register_task
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

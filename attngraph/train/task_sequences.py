@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attngraph.train.tasks import BOS, IGNORE, Task, register_task
+from attngraph.train.taskbase import BOS, IGNORE, Task, register_task
 
 if TYPE_CHECKING:
     import numpy as np

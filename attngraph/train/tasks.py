@@ -1,4 +1,4 @@
-"""Built-in training tasks: a registry of seeded, in-process data sets.
+"""Built-in training tasks: looking them up, and feeding their batches to a spec.
 
 A task makes batches as dicts of tensors. ``Task.provides`` says which batch
 fields feed which *input type* of a spec (``tokens``, ``image``, ``graph``,
@@ -17,6 +17,13 @@ step; sources and targets of the sequence tasks never contain it.
 Nothing downloads: data is generated from the seed, or read from data shipped
 inside a package (scikit-learn's 8×8 digits, networkx's karate club).
 
+This module imports every built-in task module and the metrics, so that
+:func:`get_task` and :func:`compute_metrics` always find them; the
+:class:`~attngraph.train.taskbase.Task` base class and the registries live in
+:mod:`attngraph.train.taskbase` (re-exported here), the tasks in
+``task_sequences``, ``task_images`` and ``task_graphs``, the metrics in
+:mod:`attngraph.train.metrics`.
+
 Examples
 --------
 >>> from attngraph.train.tasks import get_task
@@ -28,13 +35,25 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import TrainingError, did_you_mean
+from attngraph.errors import TrainingError
+from attngraph.registry import RegistryError
+
+# the built-in tasks and metrics register themselves on import
+from attngraph.train import metrics, task_graphs, task_images, task_sequences  # noqa: F401
+from attngraph.train.taskbase import (
+    BOS,
+    IGNORE,
+    METRICS,
+    TASKS,
+    Task,
+    register_metric,
+    register_task,
+)
 
 if TYPE_CHECKING:
-    import numpy as np
     from torch import Tensor
 
     from attngraph.ir.graph import Graph
@@ -44,126 +63,31 @@ __all__ = [
     "get_task", "task_for", "bind_inputs", "compute_metrics",
 ]
 
-#: Target value meaning "no prediction is scored here" (cross-entropy's ignore_index).
-IGNORE = -100
-#: Token id reserved as the start symbol of decoders (a loop's ``feed.start``).
-BOS = 0
-
-T = TypeVar("T", bound="type[Task]")
-#: name -> task class
-TASKS: dict[str, type[Task]] = {}
-#: name -> ``fn(outputs, batch, task) -> float | None`` (None: not applicable)
-METRICS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any], Task], float | None]] = {}
-
-
-def register_task(name: str) -> Callable[[T], T]:
-    """Register a :class:`Task` subclass under ``name`` (``train: {task: name}``)."""
-
-    def deco(cls: T) -> T:
-        cls.name = name
-        TASKS[name] = cls
-        return cls
-
-    return deco
-
-
-def register_metric(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a metric ``fn(outputs, batch, task) -> float | None``."""
-
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        METRICS[name] = fn
-        return fn
-
-    return deco
-
-
-class Task:
-    """A seeded source of batches.
-
-    Subclasses set ``provides`` (batch field -> spec input type), ``target``,
-    ``metrics``, ``defaults`` (the options and their default values) and
-    implement :meth:`sample`.
-
-    Parameters
-    ----------
-    seed : int
-        The same seed gives the same batches, in the same order.
-    **options
-        Task options (see ``defaults``); unknown names are an error.
-    """
-
-    name: ClassVar[str] = ""
-    provides: ClassVar[Mapping[str, str]] = {}
-    target: ClassVar[str] = "target"
-    metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
-    defaults: ClassVar[Mapping[str, int | float | bool | str]] = {}
-
-    def __init__(self, *, seed: int = 0, **options: Any) -> None:
-        opts: dict[str, Any] = dict(self.defaults)
-        for k, v in options.items():
-            if k not in self.defaults:
-                msg = f"task '{self.name}' has no option '{k}'"
-                known = ", ".join(sorted(self.defaults)) or "none"
-                raise TrainingError(msg, hint=f"{did_you_mean(k, self.defaults)} "
-                                    f"(options: {known})")
-            want = type(self.defaults[k])
-            if want is float and isinstance(v, int) and not isinstance(v, bool):
-                v = float(v)
-            if not isinstance(v, want) or (want is int and isinstance(v, bool)):
-                msg = f"task '{self.name}': option '{k}' must be {want.__name__}, got {v!r}"
-                raise TrainingError(msg)
-            opts[k] = v
-        self.seed = seed
-        self.opts = opts
-        self.check()
-        self._train_rng: np.random.Generator | None = None
-
-    def check(self) -> None:
-        """Refuse inconsistent options (raise :class:`TrainingError`)."""
-
-    def fail(self, msg: str, hint: str | None = None) -> NoReturn:
-        """Raise a :class:`TrainingError` naming this task."""
-        text = f"task '{self.name}': {msg}"
-        raise TrainingError(text, hint=hint)
-
-    def sample(self, rng: np.random.Generator, size: int, split: str) -> dict[str, Any]:
-        """``size`` examples as numpy arrays (override)."""
-        raise NotImplementedError
-
-    def batch(self, size: int, *, split: str = "train") -> dict[str, Tensor]:
-        """A batch of ``size`` examples as tensors.
-
-        ``split="train"`` draws the next batch of the seeded training stream;
-        ``split="test"`` always returns the same held-out batch for a seed and
-        size (a fixed test set).
-        """
-        import numpy as np
-        import torch
-
-        if split not in ("train", "test"):
-            self.fail(f"split must be 'train' or 'test', not {split!r}")
-        if split == "train":
-            if self._train_rng is None:
-                self._train_rng = np.random.default_rng([self.seed, 0])
-            rng = self._train_rng
-        else:
-            rng = np.random.default_rng([self.seed, 1])
-        data = self.sample(rng, size, split)
-        return {k: torch.from_numpy(np.array(v)) for k, v in data.items()}  # owned copies
-
-    def batches(self, size: int) -> Iterator[dict[str, Tensor]]:
-        """The training stream, endlessly."""
-        while True:
-            yield self.batch(size)
-
-    def __repr__(self) -> str:
-        opts = ", ".join(f"{k}={v!r}" for k, v in self.opts.items())
-        return f"{type(self).__name__}(seed={self.seed}, {opts})"
-
 
 def task_for(graph: Graph, name: str | None, seed: int,
              options: Mapping[str, Any] | None = None) -> Task:
-    """The task ``name`` (default: the spec's), with the spec's options when it is its task."""
+    """The task ``name`` (default: the spec's), with the spec's options when it is its task.
+
+    Parameters
+    ----------
+    graph : Graph
+        The spec; its ``train:`` section names the default task and its options.
+    name : str or None
+        A registered task name; None for the spec's task.
+    seed : int
+        The task's seed.
+    options : mapping, optional
+        Task options overriding the spec's ``train.options``.
+
+    Returns
+    -------
+    Task
+
+    Raises
+    ------
+    TrainingError
+        No task given and none in the spec, an unknown task or bad options.
+    """
     ts = graph.train
     name = name or (ts.task if ts is not None else None)
     if name is None:
@@ -177,17 +101,28 @@ def task_for(graph: Graph, name: str | None, seed: int,
 def get_task(name: str, *, seed: int = 0, **options: Any) -> Task:
     """Make the registered task ``name``.
 
+    Parameters
+    ----------
+    name : str
+        A name in :data:`TASKS` (the built-in tasks are always registered).
+    seed : int
+        The task's seed.
+    **options
+        Task options (see the task's ``defaults``).
+
+    Returns
+    -------
+    Task
+
     Raises
     ------
     TrainingError
         For an unknown name (with the known names and a did-you-mean) or options.
     """
-    cls = TASKS.get(name)
-    if cls is None:
-        known = ", ".join(sorted(TASKS))
-        msg = f"unknown task '{name}'"
-        raise TrainingError(msg,
-                            hint=f"{did_you_mean(name, TASKS)} (tasks: {known})")
+    try:
+        cls = TASKS[name]
+    except RegistryError as exc:  # a task name is a training setting
+        raise TrainingError(exc.message, hint=exc.hint) from None
     return cls(seed=seed, **options)
 
 
@@ -216,6 +151,26 @@ def bind_inputs(graph: Graph, task: Task, batch: Mapping[str, Tensor]) -> dict[s
     Also checks the data fits the spec (ids below ``vocab``, image and feature
     sizes), so a task run with options that disagree with the spec's dims fails
     here with a clear message rather than deep inside the model.
+
+    Parameters
+    ----------
+    graph : Graph
+        The spec whose inputs are fed.
+    task : Task
+        The task the batch comes from (its ``provides`` types the fields).
+    batch : mapping
+        A batch of ``task``.
+
+    Returns
+    -------
+    dict
+        Spec input name (and ``<name>_mask`` / ``<name>_adjacency``) -> tensor.
+
+    Raises
+    ------
+    TrainingError
+        When the task gives no (or no unambiguous) field for an input, or the
+        data does not fit the spec.
     """
     kw: dict[str, Tensor] = {}
     for node in graph.inputs:
@@ -250,83 +205,25 @@ def _check_fits(task: Task, node: Any, f: str, x: Tensor) -> None:
 
 def compute_metrics(task: Task, outputs: Mapping[str, Any],
                     batch: Mapping[str, Any]) -> dict[str, float]:
-    """Every metric the task declares that applies to these outputs."""
+    """Every metric the task declares that applies to these outputs.
+
+    Parameters
+    ----------
+    task : Task
+        Its ``metrics`` name the metrics (looked up in :data:`METRICS`).
+    outputs : mapping
+        A model's outputs on ``batch``.
+    batch : mapping
+        A batch of ``task``.
+
+    Returns
+    -------
+    dict
+        Metric name -> value, for each metric that applies (does not return None).
+    """
     res = {}
     for name in task.metrics:
         v = METRICS[name](outputs, batch, task)
         if v is not None:
             res[name] = v
     return res
-
-
-def _pred_target(outputs: Mapping[str, Any], batch: Mapping[str, Any],
-                 task: Task) -> tuple[Tensor, Tensor] | None:
-    logits = outputs.get("logits")
-    if logits is None:
-        return None
-    target = batch[task.target]
-    if logits.dim() == target.dim() + 2:  # a single query axis: [B, 1, C]
-        logits = logits.reshape(*target.shape, logits.shape[-1])
-    return logits.argmax(-1), target
-
-
-@register_metric("accuracy")
-def accuracy(outputs: Mapping[str, Any], batch: Mapping[str, Any], task: Task) -> float | None:
-    """Fraction of scored targets (not :data:`IGNORE`) predicted right."""
-    pt = _pred_target(outputs, batch, task)
-    if pt is None:
-        return None
-    pred, target = pt
-    keep = target != IGNORE
-    return float((pred[keep] == target[keep]).float().mean())
-
-
-register_metric("token_accuracy")(accuracy)
-
-
-@register_metric("sequence_accuracy")
-def sequence_accuracy(outputs: Mapping[str, Any], batch: Mapping[str, Any],
-                      task: Task) -> float | None:
-    """Fraction of examples with every scored target right."""
-    pt = _pred_target(outputs, batch, task)
-    if pt is None:
-        return None
-    pred, target = pt
-    ok = (pred == target) | (target == IGNORE)
-    return float(ok.reshape(ok.shape[0], -1).all(-1).float().mean())
-
-
-@register_metric("attention_peak")
-def attention_peak(outputs: Mapping[str, Any], batch: Mapping[str, Any],
-                   task: Task) -> float | None:
-    """Fraction of examples whose attention weights peak on the needle position.
-
-    Reads the spec's ``pooling`` output when it has one (the attention that picks
-    items for the class), else ``attention``; heads and queries are averaged.
-    """
-    att = outputs.get("pooling", outputs.get("attention"))
-    pos = batch.get("needle_pos")
-    if att is None or pos is None:
-        return None
-    att = att.reshape(att.shape[0], -1, att.shape[-1]).mean(1)  # heads/queries averaged
-    return float((att.argmax(-1) == pos).float().mean())
-
-
-@register_metric("alignment")
-def alignment(outputs: Mapping[str, Any], batch: Mapping[str, Any],
-              task: Task) -> float | None:
-    """Fraction of target steps whose attention peaks on the source token they copy.
-
-    Reads ``attention`` [T, N] (heads averaged) and the task's ``source_pos``.
-    """
-    att = outputs.get("attention")
-    pos = batch.get("source_pos")
-    if att is None or pos is None or att.shape[-2:] != (pos.shape[-1], att.shape[-1]):
-        return None
-    if att.dim() == 4:  # (B, h, T, N)
-        att = att.mean(1)
-    return float((att.argmax(-1) == pos).float().mean())
-
-
-# the built-in tasks register themselves on import
-from attngraph.train import task_graphs, task_images, task_sequences  # noqa: E402,F401

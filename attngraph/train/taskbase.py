@@ -1,0 +1,187 @@
+"""The :class:`Task` base class and the task and metric registries.
+
+Every module that defines tasks or metrics imports this one, and nothing here
+imports them back: the built-in tasks (:mod:`~attngraph.train.task_sequences`,
+:mod:`~attngraph.train.task_images`, :mod:`~attngraph.train.task_graphs`) and
+metrics (:mod:`~attngraph.train.metrics`) register themselves when imported,
+and :mod:`attngraph.train.tasks` imports them all before offering
+:func:`~attngraph.train.tasks.get_task`, so a lookup always finds them.
+
+:data:`TASKS` and :data:`METRICS` are :class:`attngraph.registry.Registry`
+tables: a second entry under a taken name is refused, an unknown name fails
+with the sorted known names and a did-you-mean.
+
+Examples
+--------
+>>> from attngraph.registry import RegistryError
+>>> with TASKS.scoped():
+...     @register_task("my_task")
+...     class MyTask(Task):
+...         provides = {"tokens": "tokens"}
+...     "my_task" in TASKS
+True
+>>> "my_task" in TASKS
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
+
+from attngraph.errors import TrainingError, did_you_mean
+from attngraph.registry import Registry
+
+if TYPE_CHECKING:
+    import numpy as np
+    from torch import Tensor
+
+__all__ = ["IGNORE", "BOS", "TASKS", "METRICS", "Metric", "Task", "register_task",
+           "register_metric"]
+
+#: Target value meaning "no prediction is scored here" (cross-entropy's ignore_index).
+IGNORE = -100
+#: Token id reserved as the start symbol of decoders (a loop's ``feed.start``).
+BOS = 0
+
+#: A metric: ``fn(outputs, batch, task) -> float | None`` (None: not applicable).
+Metric = Callable[[Mapping[str, Any], Mapping[str, Any], "Task"], "float | None"]
+T = TypeVar("T", bound="type[Task]")
+M = TypeVar("M", bound=Callable[..., Any])
+
+#: name -> task class (``train: {task: name}``)
+TASKS: Registry[type[Task]] = Registry("task")
+#: name -> metric function
+METRICS: Registry[Metric] = Registry("metric")
+
+
+def register_task(name: str) -> Callable[[T], T]:
+    """Register a :class:`Task` subclass under ``name`` (``train: {task: name}``).
+
+    Parameters
+    ----------
+    name : str
+        The task's name; it also becomes the class's ``name``.
+
+    Returns
+    -------
+    callable
+        A class decorator.
+
+    Raises
+    ------
+    attngraph.registry.RegistryError
+        When ``name`` is taken.
+    """
+
+    def deco(cls: T) -> T:
+        TASKS.register(name, cls)
+        cls.name = name
+        return cls
+
+    return deco
+
+
+def register_metric(name: str) -> Callable[[M], M]:
+    """Register a metric ``fn(outputs, batch, task) -> float | None`` under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The name a task's ``metrics`` lists.
+
+    Returns
+    -------
+    callable
+        A function decorator.
+
+    Raises
+    ------
+    attngraph.registry.RegistryError
+        When ``name`` is taken.
+    """
+    return METRICS.register(name)
+
+
+class Task:
+    """A seeded source of batches.
+
+    Subclasses set ``provides`` (batch field -> spec input type), ``target``,
+    ``metrics``, ``defaults`` (the options and their default values) and
+    implement :meth:`sample`.
+
+    Parameters
+    ----------
+    seed : int
+        The same seed gives the same batches, in the same order.
+    **options
+        Task options (see ``defaults``); unknown names are an error.
+    """
+
+    name: ClassVar[str] = ""
+    provides: ClassVar[Mapping[str, str]] = {}
+    target: ClassVar[str] = "target"
+    metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
+    defaults: ClassVar[Mapping[str, int | float | bool | str]] = {}
+
+    def __init__(self, *, seed: int = 0, **options: Any) -> None:
+        opts: dict[str, Any] = dict(self.defaults)
+        for k, v in options.items():
+            if k not in self.defaults:
+                msg = f"task '{self.name}' has no option '{k}'"
+                known = ", ".join(sorted(self.defaults)) or "none"
+                raise TrainingError(msg, hint=f"{did_you_mean(k, self.defaults)} "
+                                    f"(options: {known})")
+            want = type(self.defaults[k])
+            if want is float and isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)
+            if not isinstance(v, want) or (want is int and isinstance(v, bool)):
+                msg = f"task '{self.name}': option '{k}' must be {want.__name__}, got {v!r}"
+                raise TrainingError(msg)
+            opts[k] = v
+        self.seed = seed
+        self.opts = opts
+        self.check()
+        self._train_rng: np.random.Generator | None = None
+
+    def check(self) -> None:
+        """Refuse inconsistent options (raise :class:`TrainingError`)."""
+
+    def fail(self, msg: str, hint: str | None = None) -> NoReturn:
+        """Raise a :class:`TrainingError` naming this task."""
+        text = f"task '{self.name}': {msg}"
+        raise TrainingError(text, hint=hint)
+
+    def sample(self, rng: np.random.Generator, size: int, split: str) -> dict[str, Any]:
+        """``size`` examples as numpy arrays (override)."""
+        raise NotImplementedError
+
+    def batch(self, size: int, *, split: str = "train") -> dict[str, Tensor]:
+        """A batch of ``size`` examples as tensors.
+
+        ``split="train"`` draws the next batch of the seeded training stream;
+        ``split="test"`` always returns the same held-out batch for a seed and
+        size (a fixed test set).
+        """
+        import numpy as np
+        import torch
+
+        if split not in ("train", "test"):
+            self.fail(f"split must be 'train' or 'test', not {split!r}")
+        if split == "train":
+            if self._train_rng is None:
+                self._train_rng = np.random.default_rng([self.seed, 0])
+            rng = self._train_rng
+        else:
+            rng = np.random.default_rng([self.seed, 1])
+        data = self.sample(rng, size, split)
+        return {k: torch.from_numpy(np.array(v)) for k, v in data.items()}  # owned copies
+
+    def batches(self, size: int) -> Iterator[dict[str, Tensor]]:
+        """The training stream, endlessly."""
+        while True:
+            yield self.batch(size)
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.opts.items())
+        return f"{type(self).__name__}(seed={self.seed}, {opts})"

@@ -1,0 +1,277 @@
+"""The one training step, its defaults and its RNG policy.
+
+Every way to train a spec is built on this module: the Python API
+:func:`attngraph.train.loop.train`, the CLI's :func:`attngraph.train.runner.run`
+(files, checkpoints, resume) and, through the runner, the data-parallel
+launcher :mod:`attngraph.train.distributed`.
+
+- :class:`TrainSettings` holds the defaults (300 steps, batch 32, lr 1e-3, Adam)
+  and :meth:`TrainSettings.of` resolves them: a value given by the caller wins,
+  else the spec's ``train:`` section, else the default.
+- :func:`build` compiles the model (seeded) and :func:`make_optimizer` its optimiser.
+- :func:`seeded` is the RNG policy: training runs inside
+  :func:`torch.random.fork_rng` with torch's global RNG seeded from the run's
+  seed. Sampling inside the model (hard-attention policies, dropout) draws from
+  that RNG, so a run's figures do not depend on what ran before in the process,
+  and the caller's RNG state is the same after training as before. A resumed
+  run restores the saved RNG state inside the same context, so it continues the
+  straight run's random stream exactly.
+- :func:`train_step` is the step: forward, loss = :func:`task_loss` (cross-entropy
+  of the spec's ``logits`` against the task's target, :data:`IGNORE` entries
+  skipped) plus, for specs with ``reinforce`` policies, the REINFORCE term of
+  :func:`attngraph.lower.hard.model_reinforce_loss` with the per-example reward
+  :func:`reward_of` ("every scored prediction right"); then ``zero_grad``,
+  ``backward``, ``step``.
+- :func:`evaluate` measures the task's metrics in eval mode (greedy decoding
+  for decoder loops) on the task's fixed test batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from attngraph.errors import TrainingError
+from attngraph.train.tasks import IGNORE, Task, bind_inputs, compute_metrics
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from attngraph.ir.graph import Graph
+
+__all__ = ["TrainSettings", "Step", "build", "make_optimizer", "seeded", "train_step",
+           "evaluate", "task_loss", "reward_of"]
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Steps, batch size, learning rate and optimiser of a training run.
+
+    The field defaults are the defaults of every way to train; a spec's
+    ``train:`` section overrides them, and :meth:`of` lets a caller's values
+    override both.
+    """
+
+    steps: int = 300
+    batch: int = 32
+    lr: float = 1e-3
+    optimizer: str = "adam"
+
+    @classmethod
+    def of(cls, graph: Graph, *, steps: int | None = None, batch: int | None = None,
+           lr: float | None = None) -> TrainSettings:
+        """The settings of training ``graph``: given values, else the spec's, else defaults.
+
+        Parameters
+        ----------
+        graph : Graph
+            The spec; its ``train:`` section, when it has one, gives the values
+            not passed here (and always the optimiser).
+        steps, batch, lr : optional
+            The caller's values; ``None`` (or 0) means "not given".
+
+        Returns
+        -------
+        TrainSettings
+        """
+        ts = graph.train
+        spec = cls() if ts is None else cls(steps=ts.steps, batch=ts.batch, lr=ts.lr,
+                                            optimizer=ts.optimizer)
+        return cls(steps=steps or spec.steps, batch=batch or spec.batch, lr=lr or spec.lr,
+                   optimizer=spec.optimizer)
+
+
+def make_optimizer(model: nn.Module, settings: TrainSettings) -> Any:
+    """The optimiser the settings name (``adam`` or ``sgd``) over ``model``'s parameters.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model to optimise.
+    settings : TrainSettings
+        Gives the optimiser and the learning rate.
+
+    Returns
+    -------
+    torch.optim.Optimizer
+    """
+    import torch
+
+    cls = torch.optim.Adam if settings.optimizer == "adam" else torch.optim.SGD
+    return cls(model.parameters(), lr=settings.lr)
+
+
+def build(graph: Graph, settings: TrainSettings, seed: int) -> tuple[nn.Module, Any]:
+    """The model to train (compiled with ``seed``, in training mode) and its optimiser.
+
+    Parameters
+    ----------
+    graph : Graph
+        The inferred spec.
+    settings : TrainSettings
+        Gives the optimiser and the learning rate.
+    seed : int
+        Seed of the parameter initialisation.
+
+    Returns
+    -------
+    tuple
+        ``(model, optimizer)``.
+    """
+    from attngraph.lower import compile as lower
+
+    model = lower(graph, seed=seed)
+    model.train()
+    return model, make_optimizer(model, settings)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run the block on a private copy of torch's global RNG, seeded with ``seed``.
+
+    The caller's RNG state is restored when the block ends (see the module
+    docstring for why training runs inside this).
+    """
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+class Step(NamedTuple):
+    """What :func:`train_step` returns: the loss and the (detached) outputs."""
+
+    loss: float
+    outputs: dict[str, Tensor]
+
+
+def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, Tensor],
+               opt: Any, *, net: nn.Module | None = None) -> Step:
+    """One optimisation step of ``model`` on ``batch``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The compiled model (its policies record what the REINFORCE term needs).
+    graph : Graph
+        Its spec (to bind the batch to the spec's inputs).
+    task : Task
+        The task the batch comes from (names the target field).
+    batch : mapping
+        A batch of ``task`` (or a rank's slice of one).
+    opt : torch.optim.Optimizer
+        Optimiser over ``model``'s parameters.
+    net : torch.nn.Module, optional
+        What runs the forward pass when it is not ``model`` itself (``model``
+        wrapped in DistributedDataParallel).
+
+    Returns
+    -------
+    Step
+        The loss (task loss plus REINFORCE term) and the outputs, detached.
+    """
+    from attngraph.lower.hard import model_reinforce_loss
+
+    out = (net if net is not None else model)(**bind_inputs(graph, task, batch))
+    target = batch[task.target]
+    loss = task_loss(out, target) + model_reinforce_loss(model, reward_of(out, target))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return Step(float(loss.detach()), {k: v.detach() for k, v in out.items()})
+
+
+def evaluate(model: nn.Module, graph: Graph, task: Task, size: int) -> dict[str, float]:
+    """Test metrics of ``model`` on the task's fixed test batch (eval mode).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; its training mode is restored afterwards.
+    graph : Graph
+        Its spec.
+    task : Task
+        Gives the test batch and the metrics.
+    size : int
+        Size of the test batch.
+
+    Returns
+    -------
+    dict
+        Metric name -> value, for every metric of the task that applies.
+    """
+    import torch
+
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            batch = task.batch(size, split="test")
+            out = model(**bind_inputs(graph, task, batch))
+            return compute_metrics(task, out, batch)
+    finally:
+        model.train(was)
+
+
+def _logits_target(outputs: Mapping[str, Tensor], target: Tensor) -> tuple[Tensor, Tensor]:
+    logits = outputs.get("logits")
+    if logits is None:
+        msg = "training needs the spec to declare an output named 'logits'"
+        raise TrainingError(msg, hint="add outputs: {logits: <node>}")
+    if logits.dim() == target.dim() + 2 and logits.shape[1] == 1:  # one query: [B, 1, C]
+        logits = logits.squeeze(1)
+    if logits.shape[:-1] != target.shape:
+        msg = (f"output 'logits' has shape {tuple(logits.shape)}, but the task's "
+               f"targets are {tuple(target.shape)}")
+        raise TrainingError(msg, hint="logits must be [..., classes] over the targets' axes")
+    return logits, target
+
+
+def task_loss(outputs: Mapping[str, Tensor], target: Tensor) -> Tensor:
+    """Cross-entropy of ``logits`` against ``target``, skipping IGNORE entries.
+
+    Parameters
+    ----------
+    outputs : mapping
+        A compiled model's outputs; must hold ``logits`` ``[..., classes]``.
+    target : Tensor
+        Class ids over the logits' leading axes (:data:`IGNORE` where nothing is scored).
+
+    Returns
+    -------
+    Tensor
+        The mean loss (a scalar).
+
+    Raises
+    ------
+    TrainingError
+        When there is no ``logits`` output or its shape does not fit the target.
+    """
+    import torch.nn.functional as F
+
+    logits, target = _logits_target(outputs, target)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
+                           ignore_index=IGNORE)
+
+
+def reward_of(outputs: Mapping[str, Tensor], target: Tensor) -> Tensor:
+    """Per-example reward: 1.0 when every scored prediction is right, else 0.0.
+
+    Parameters
+    ----------
+    outputs : mapping
+        A compiled model's outputs (with ``logits``).
+    target : Tensor
+        As for :func:`task_loss`.
+
+    Returns
+    -------
+    Tensor
+        ``[B]`` floats.
+    """
+    logits, target = _logits_target(outputs, target)
+    ok = (logits.argmax(-1) == target) | (target == IGNORE)
+    return ok.reshape(ok.shape[0], -1).all(-1).float()
