@@ -18,21 +18,18 @@ Each kind's lowering is in the module of the same name under :mod:`attngraph.low
 Importing this package registers every built-in kind; it never imports torch.
 """
 
-from attngraph.kinds import (  # noqa: F401  (each module registers its kinds)
-    attention,
-    glimpse,
-    hard,
-    inputs,
-    memory,
-    rnn,
-    scorers,
-    structure,
-    support,
-)
+# each family module registers its kinds when imported
+import attngraph.kinds.attention
+import attngraph.kinds.glimpse
+import attngraph.kinds.hard
+import attngraph.kinds.inputs
+import attngraph.kinds.memory
+import attngraph.kinds.rnn
+import attngraph.kinds.scorers
+import attngraph.kinds.structure
+import attngraph.kinds.support
 from attngraph.kinds.base import KINDS, Kind, RuleCtx, Style, kind, spec_kinds
 from attngraph.kinds.scorers import SCORERS, ScorerInfo, register_scorer
 
-__all__ = [
-    "KINDS", "Kind", "RuleCtx", "SCORERS", "ScorerInfo", "Style", "kind", "register_scorer",
-    "spec_kinds",
-]
+__all__ = ["KINDS", "SCORERS", "Kind", "RuleCtx", "ScorerInfo", "Style", "kind",
+           "register_scorer", "spec_kinds"]

@@ -154,6 +154,14 @@ class RuleCtx(NodeCtx):
         v = self.node.field(name)
         return int(v) if v is not None else None
 
+    def need_rank(self, role: str, rank: int, what: str, hint: str | None = None) -> TensorType:
+        """The input's type, which must have ``rank`` axes; else fail with
+        ``"<what>, got <type>"`` at its edge."""
+        t = self.t(role)
+        if t.rank != rank:
+            self.fail(f"{what}, got {t}", role, hint)
+        return t
+
     def need_items(self, role: str, what: str) -> TensorType:
         """The input's type, which must be float ``[L, d]`` (a set of items)."""
         t = self.t(role)

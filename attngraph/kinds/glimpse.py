@@ -29,9 +29,8 @@ class GlimpseSpec(NodeModel):
       style=Style("#f9cb9c", "box"))
 def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Image [C, H, W] at loc [2] in [-1, 1] -> [scales·C·size·size]."""
-    img, loc = ctx.t("image"), ctx.t("loc")
-    if img.rank != 3:
-        ctx.fail(f"glimpse reads an image [C, H, W], got {img}", "image")
+    img = ctx.need_rank("image", 3, "glimpse reads an image [C, H, W]")
+    loc = ctx.t("loc")
     if loc.rank != 1 or loc.dims[0] != 2:
         ctx.fail(f"glimpse location is [2] (x, y in [-1, 1]), got {loc}", "loc")
     c = int(img.dims[0])

@@ -39,10 +39,11 @@ class AddressSpec(NodeModel):
     """NTM location addressing: interpolate, shift and sharpen content weights."""
 
     kind: Literal["address"]
+    #: the largest shift, in slots, either way
+    shifts: Annotated[int, Field(ge=1, le=8)] = 1
     content: Ref
     prev: Ref
     control: Ref
-    shifts: Annotated[int, Field(ge=1, le=8)] = 1
 
 
 @kind("memory", MemorySpec, lowering="attngraph.lower.memory:MemoryNode", role="memory",
@@ -59,9 +60,8 @@ def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
       style=Style("#d0e0e3", "box"))
 def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """M' = M ⊙ (1 - w eᵀ) + w aᵀ with erase e = sigmoid(.), add a."""
-    mem, w = ctx.t("memory"), ctx.t("weights")
-    if mem.rank != 2:
-        ctx.fail(f"write needs a memory [S, width], got {mem}", "memory")
+    mem = ctx.need_rank("memory", 2, "write needs a memory [S, width]")
+    w = ctx.t("weights")
     if not w.simplex or w.dims != mem.dims[:1]:
         ctx.fail(f"write weights must be normalised over the {mem.dims[0]} slots, got {w}",
                  "weights", "address the memory with a softmax over its slots")
@@ -82,8 +82,7 @@ def address_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"content weights must be a softmax over slots, got {c}", "content")
     if p.dims != c.dims:
         ctx.fail(f"previous weights {p} do not match content weights {c}", "prev")
-    if ctl.rank != 1:
-        ctx.fail(f"control is the controller state [d], got {ctl}", "control")
+    ctx.need_rank("control", 1, "control is the controller state [d]")
     k = 2 * ctx.spec.shifts + 1
     ctx.params += (int(ctl.dims[0]) + 1) * (1 + k + 1)
     return {"": TensorType(c.dims, simplex=True)}

@@ -82,6 +82,7 @@ def task_for(graph: Graph, name: str | None, seed: int,
     Returns
     -------
     Task
+        Made by :func:`get_task`, with the spec's options under the caller's.
 
     Raises
     ------
