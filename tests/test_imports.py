@@ -1,7 +1,8 @@
 """Dependencies point one way: no cycle among attngraph's packages, lazy imports included.
 
 Every ``import`` and ``from ... import`` in attngraph/ and renderers/ counts,
-wherever it stands (module level, inside a function, under ``TYPE_CHECKING``).
+wherever it stands (module level, inside a function, under ``TYPE_CHECKING``);
+between the modules of one package, only the imports that run.
 Modules are grouped into packages (``attngraph.ir``, ``renderers``) or stand
 alone (``attngraph.errors``). The one cycle allowed is the CLI's command
 registration (``attngraph.cli`` loads ``attngraph.commands``, whose modules
@@ -38,11 +39,23 @@ def _package(module: str) -> str:
     return ".".join(parts[:2]) if len(parts) >= 2 else parts[0]
 
 
-def _imports(path: Path, module: str) -> set[str]:
+def _type_only(tree: ast.Module) -> set[int]:
+    """ids of the import nodes under ``if TYPE_CHECKING:`` (never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
+
+
+def _imports(path: Path, module: str, *, typing: bool = True) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    skip = set() if typing else _type_only(tree)
     out: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -56,28 +69,51 @@ def _imports(path: Path, module: str) -> set[str]:
     return {m for m in out if m.split(".")[0] in ("attngraph", "renderers")}
 
 
-def package_graph() -> nx.DiGraph:
-    """Packages and the import edges between them (importer -> imported)."""
+def module_graph(*, typing: bool = True) -> nx.DiGraph:
+    """Modules and the import edges between them (importer -> imported); with
+    ``typing=False``, imports under ``if TYPE_CHECKING:`` are left out."""
     g = nx.DiGraph()
     files = [*(ROOT / "attngraph").rglob("*.py"), *(ROOT / "renderers").rglob("*.py")]
     known = {_module(f) for f in files}
     for f in files:
         mod = _module(f)
-        src = _package(mod)
-        g.add_node(src)
-        for target in _imports(f, mod):
+        g.add_node(mod)
+        for target in _imports(f, mod, typing=typing):
             # "from attngraph.kinds import KINDS" names a module or a name in one
             while target not in known and "." in target:
                 target = target.rsplit(".", 1)[0]
-            dst = _package(target)
-            if dst != src and target in known:
-                g.add_edge(src, dst)
+            if target in known and target != mod:
+                g.add_edge(mod, target)
+    return g
+
+
+def package_graph() -> nx.DiGraph:
+    """Packages and the import edges between them (importer -> imported)."""
+    g = nx.DiGraph()
+    for mod, target in module_graph().edges:
+        src, dst = _package(mod), _package(target)
+        g.add_node(src)
+        if dst != src:
+            g.add_edge(src, dst)
     return g
 
 
 def test_no_cycle_among_packages() -> None:
     """No package imports, directly or through others, a package that imports it."""
     cycles = [c for c in nx.simple_cycles(package_graph()) if frozenset(c) not in ALLOWED]
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join([*c, c[0]]) for c in cycles)
+
+
+def test_no_cycle_among_modules() -> None:
+    """Within a package too, modules import one way at run time, lazy imports included
+    (a launcher does not import back the runner that imports it; a registry's module
+    is not imported back by the modules of its entries). Imports for type hints
+    only (``if TYPE_CHECKING:``) never run and are left out here, so a module may
+    name in its annotations the types of a module that uses it (the IR's printer
+    and the graph it prints); between packages they count (the tests above)."""
+    allowed = {"attngraph.cli", "attngraph.commands"}
+    cycles = [c for c in nx.simple_cycles(module_graph(typing=False))
+              if not all(any(m == a or m.startswith(a + ".") for a in allowed) for m in c)]
     assert not cycles, "import cycles: " + "; ".join(" -> ".join([*c, c[0]]) for c in cycles)
 
 
