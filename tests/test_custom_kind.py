@@ -135,3 +135,19 @@ def test_a_taken_name_is_refused(example: dict[str, Any]) -> None:
 
     with pytest.raises(RegistryError, match="node kind 'scale' is registered already"):
         example["kind"]("scale", example["ScaleSpec"])(example["scale_shape"].shape)
+
+
+def test_a_model_without_the_kind_tag_is_refused() -> None:
+    """A kind whose model does not carry ``kind: Literal[name]`` fails at registration."""
+    from typing import Literal
+
+    from attngraph.errors import RegistryError
+    from attngraph.kinds import kind
+    from attngraph.spec.models import NodeModel
+
+    class Other(NodeModel):
+        kind: Literal["other"]
+
+    with KINDS.scoped(), pytest.raises(RegistryError, match="does not say kind: Literal"):
+        kind("mine", Other)
+    assert "mine" not in KINDS

@@ -25,11 +25,12 @@ the default port); it may add to ``ctx.params`` and fail with ``ctx.fail``.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, NoReturn, TypeVar
 
-from attngraph.errors import AttnGraphError, ShapeError, did_you_mean
+from attngraph.errors import AttnGraphError, RegistryError, ShapeError, did_you_mean
 from attngraph.ir.graph import Edge, Graph, Node, TensorType
 from attngraph.registry import Registry
 from attngraph.spec.models import Model
@@ -232,6 +233,11 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
 
     Returns the :class:`Kind` (so the module-level name refers to the definition).
     """
+
+    tag = spec.model_fields.get("kind")
+    if role != "input" and (tag is None or typing.get_args(tag.annotation) != (name,)):
+        msg = f"kind '{name}': its model {spec.__name__} does not say kind: Literal['{name}']"
+        raise RegistryError(msg, hint=f'add  kind: Literal["{name}"]  to {spec.__name__}')
 
     def deco(rule: ShapeRule) -> Kind[SpecT]:
         k = Kind(name, spec, rule, lowering, role, style, transparent, internal)
