@@ -102,3 +102,17 @@ def test_scorer_kinds_never_load_torch_on_lookup() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_every_lazy_lowering_reference_resolves() -> None:
+    """Each kind's lowering and each scorer function's module names a real callable."""
+    from attngraph.registry import resolve
+
+    for name, k in KINDS.items():
+        if k.role == "input":
+            assert k.lowering is None, name
+            continue
+        target = resolve(k.lowering) if isinstance(k.lowering, str) else k.lowering
+        assert callable(target), name
+    for name, info in SCORERS.items():
+        assert info.module is not None and callable(resolve(info.module)), name

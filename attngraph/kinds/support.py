@@ -199,7 +199,7 @@ def _broadcast(ctx: RuleCtx, ts: list[TensorType]) -> tuple:
     return tuple(dims)
 
 
-@kind("add", AddSpec, lowering="attngraph.lower.support:lower_add", transparent=True)
+@kind("add", AddSpec, lowering="attngraph.lower.support:Add", transparent=True)
 def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Residual sum; shapes must match (a vector broadcasts over items)."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -209,7 +209,7 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(_broadcast(ctx, ts), heads=ts[0].heads)}
 
 
-@kind("concat", ConcatSpec, lowering="attngraph.lower.support:lower_concat", transparent=True)
+@kind("concat", ConcatSpec, lowering="attngraph.lower.support:Concat", transparent=True)
 def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Join on the feature axis; other axes must match."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]

@@ -189,10 +189,6 @@ class Add(NodeModule):
         return out
 
 
-def lower_add(ctx: LowerCtx) -> NodeModule:
-    """Residual sum."""
-    return Add(ctx)
-
 
 class Concat(NodeModule):
     """Join the inputs' features."""
@@ -204,10 +200,6 @@ class Concat(NodeModule):
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         return torch.cat([x[r] for r in self.roles], dim=-1)
 
-
-def lower_concat(ctx: LowerCtx) -> NodeModule:
-    """Concatenate on the feature axis."""
-    return Concat(ctx)
 
 
 class Dropout(NodeModule):
