@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from attngraph.errors import TrainingError
+from attngraph.spec.models import TrainSpec
 from attngraph.train.tasks import IGNORE, Task, bind_inputs, compute_metrics
 
 if TYPE_CHECKING:
@@ -45,19 +46,26 @@ __all__ = ["TrainSettings", "Step", "build", "make_optimizer", "seeded", "train_
            "evaluate", "task_loss", "reward_of"]
 
 
+#: The defaults of a ``train:`` section, read from its model.
+_DEFAULTS: dict[str, Any] = {
+    name: f.default for name, f in TrainSpec.model_fields.items() if not f.is_required()
+}
+
+
 @dataclass(frozen=True)
 class TrainSettings:
     """Steps, batch size, learning rate and optimiser of a training run.
 
-    The field defaults are the defaults of every way to train; a spec's
+    The defaults are those of the spec language's ``train:`` section
+    (:class:`~attngraph.spec.models.TrainSpec`), written once there; a spec's
     ``train:`` section overrides them, and :meth:`of` lets a caller's values
     override both.
     """
 
-    steps: int = 300
-    batch: int = 32
-    lr: float = 1e-3
-    optimizer: str = "adam"
+    steps: int = _DEFAULTS["steps"]
+    batch: int = _DEFAULTS["batch"]
+    lr: float = _DEFAULTS["lr"]
+    optimizer: str = _DEFAULTS["optimizer"]
 
     @classmethod
     def of(cls, graph: Graph, *, steps: int | None = None, batch: int | None = None,
