@@ -56,11 +56,29 @@ def _worker(rank: int, world: int, port: int, config: RunConfig, queue: Any) -> 
         summary = run(config, rank=rank, world=world)
         if rank == 0:
             queue.put(("ok", summary))
+        _finish()
     except AttnGraphError as exc:
         queue.put(("error", exc.message, exc.hint))
         raise
     finally:
         dist.destroy_process_group()
+
+
+def _finish() -> None:
+    """Wait, after a finished run, until every rank has finished too.
+
+    The DistributedDataParallel wrapper of a finished run is held in reference
+    cycles; left to the interpreter's shutdown, its gloo work would be destroyed
+    after the group and abort the process (SIGABRT). Collect it first, then wait
+    for every rank, so that no rank leaves the group while another still uses it.
+    (Only after success: a failed rank leaves at once, and the others fail.)
+    """
+    import gc
+
+    import torch.distributed as dist
+
+    gc.collect()
+    dist.barrier()
 
 
 def launch(config: RunConfig, nproc: int) -> RunSummary:
@@ -134,6 +152,8 @@ def from_env(config: RunConfig) -> RunSummary:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     _init(rank, world)
     try:
-        return run(config, rank=rank, world=world)
+        summary = run(config, rank=rank, world=world)
+        _finish()
+        return summary
     finally:
         dist.destroy_process_group()
