@@ -255,3 +255,19 @@ def test_schema_command_names_every_kind_and_scorer(tmp_path: Path) -> None:
     for kind in spec_kinds():
         assert f'"const": "{kind}"' in text or f'"enum": ["{kind}"]' in text, kind
     assert set(schema["$defs"]["ScorerSpec"]["properties"]["fn"]["enum"]) == set(SCORERS)
+
+
+def test_every_import_the_docs_name_resolves() -> None:
+    """Each ``from attngraph... import name`` written in README.md or docs/ imports."""
+    import importlib
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    found = []
+    for path in texts:
+        for mod, names in re.findall(r"from ((?:attngraph|renderers)[\w.]*) import ([\w, ]+)",
+                                     path.read_text(encoding="utf-8")):
+            for name in (n.strip() for n in names.split(",") if n.strip()):
+                found.append((path.name, mod, name))
+                assert hasattr(importlib.import_module(mod), name), (path.name, mod, name)
+    assert ("editor-setup.md", "attngraph.kinds.schema", "json_schema") in found
