@@ -1,0 +1,183 @@
+"""Run one mutant as a user would, and say what happened.
+
+:func:`check` reads the text as a spec file; a valid spec is also drawn,
+described, compiled and run forward and backward on random inputs (padded
+where the inputs have masks). The :class:`Outcome` is one of
+
+- ``valid``: everything ran and every output is finite;
+- ``rejected``: one of the project's errors, every diagnostic located in the
+  file (``hint`` says whether every one carries a hint);
+- ``defect``: anything else, with a class (``crash``, ``unlocated``, ``late``,
+  ``nonfinite``, ``exit``; the driver adds ``hang``, ``memory`` and ``signal``)
+  and the place it arose (the innermost project frame, or the message).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import tempfile
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Outcome", "check", "place_of"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one mutant did."""
+
+    outcome: str  # "valid" | "rejected" | "defect"
+    cls: str = ""  # defect class, or the rejecting error's class name
+    place: str = ""  # where: "attngraph/x.py:12 in f" or a message shape
+    message: str = ""
+    hint: bool = True
+
+
+def place_of(exc: BaseException) -> str:
+    """The innermost frame of the project (or the last frame) that raised ``exc``."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if re.search(r"/(attngraph|renderers)/", f.filename)]
+    f = (ours or frames or [None])[-1]
+    if f is None:
+        return type(exc).__name__
+    path = re.sub(r"^.*/(attngraph|renderers)/", r"\1/", f.filename)
+    return f"{path}:{f.lineno} in {f.name}: {type(exc).__name__}"
+
+
+def _shape(message: str) -> str:
+    """A message with its numbers and quoted names blanked, to group alike ones."""
+    out = re.sub(r"'[^']*'", "'_'", message)
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", out)[:120]
+
+
+def _rejected(exc: Any, file: str) -> Outcome:
+    for d in exc.diagnostics:
+        if d.loc.file != file or d.loc.line < 1 or d.loc.col < 1:
+            return Outcome("defect", "unlocated", _shape(d.message),
+                           f"{d.loc}: {d.message}")
+    hint = all(bool(d.hint) for d in exc.diagnostics)
+    return Outcome("rejected", type(exc).__name__, _shape(exc.diagnostics[0].message),
+                   exc.diagnostics[0].format(), hint)
+
+
+def _cli(args: list[str]) -> Outcome | None:
+    """Run a command in this process; a traceback or an odd exit is a defect."""
+    from attngraph.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: Any = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main.main(args=args, prog_name="attngraph", standalone_mode=False)
+    except SystemExit as exc:
+        code = exc.code
+    except Exception as exc:  # noqa: BLE001 - the point is to catch anything
+        import click
+
+        if isinstance(exc, click.ClickException):
+            code = 2
+        else:
+            return Outcome("defect", "crash", place_of(exc), f"{args[0]}: {exc!r}"[:500])
+    if code not in (0, 1, None) or "Traceback" in err.getvalue():
+        return Outcome("defect", "exit", f"{args[0]} exit {code}",
+                       err.getvalue()[-500:])
+    return None
+
+
+def _inputs(graph: Any, length: int, seed: int) -> dict[str, Any]:
+    import torch
+
+    from attngraph.lower.examples import random_inputs
+
+    gen = torch.Generator().manual_seed(seed)
+    kw = random_inputs(graph, batch=3, length=length, generator=gen)
+    for n in graph.inputs:
+        if "mask" in n.types and n.id in kw:
+            # ragged prefix masks, one example fully padded
+            lengths = torch.randint(1, length + 1, (3,), generator=gen)
+            lengths[0] = length
+            lengths[2] = 0
+            kw[f"{n.id}_mask"] = torch.arange(length)[None, :] < lengths[:, None]
+    return kw
+
+
+def _run(graph: Any, file: str, length: int) -> Outcome:
+    import torch
+
+    import attngraph
+    from attngraph.errors import AttnGraphError
+
+    try:
+        model = attngraph.compile(graph, seed=0)
+    except AttnGraphError as exc:
+        return Outcome("defect", "late", "compile: " + _shape(exc.message), exc.format()[:500])
+    kw = _inputs(graph, length, seed=1)
+    try:
+        out = model(**kw)
+    except AttnGraphError as exc:
+        if "_mask" in str(exc.message):
+            # a mask the model cannot take (e.g. a fully padded row where that is
+            # refused): try again without masks before calling it a defect
+            kw = {k: v for k, v in kw.items() if not k.endswith("_mask")}
+            try:
+                out = model(**kw)
+            except AttnGraphError as exc2:
+                return Outcome("defect", "late", "forward: " + _shape(exc2.message),
+                               exc2.format()[:500])
+        else:
+            return Outcome("defect", "late", "forward: " + _shape(exc.message),
+                           exc.format()[:500])
+    loss = None
+    for name, v in out.items():
+        if not torch.is_tensor(v) or not v.is_floating_point():
+            continue
+        if not bool(torch.isfinite(v).all()):
+            return Outcome("defect", "nonfinite", f"output {name}",
+                           f"output '{name}' has non-finite values")
+        if v.requires_grad:
+            term = v.float().mean()
+            loss = term if loss is None else loss + term
+    for v in model.aux.values() if isinstance(getattr(model, "aux", None), dict) else ():
+        if torch.is_tensor(v) and v.is_floating_point() and v.requires_grad:
+            loss = v.float().mean() if loss is None else loss + v.float().mean()
+    if loss is not None:
+        loss.backward()
+    return Outcome("valid")
+
+
+def check(text: str, file: str = "fuzz.yaml", *, run: bool = True, cli: bool = True,
+          length: int = 5) -> Outcome:
+    """Read ``text`` as the spec ``file``; on success draw, describe, compile and run it."""
+    from attngraph.errors import AttnGraphError
+    from attngraph.pipeline import loads_spec
+
+    try:
+        graph = loads_spec(text, file)
+    except AttnGraphError as exc:
+        return _rejected(exc, file)
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("defect", "crash", place_of(exc), repr(exc)[:500])
+    if cli:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "spec.yaml")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            for args in (["validate", path],
+                         ["render", path, "--format", "json"],
+                         ["render", path, "--view", "unrolled", "--format", "mermaid"],
+                         ["describe", path, "--format", "json"]):
+                bad = _cli(args)
+                if bad is not None:
+                    return bad
+    if not run:
+        return Outcome("valid")
+    try:
+        return _run(graph, file, length)
+    except AttnGraphError as exc:
+        return Outcome("defect", "late", _shape(exc.message), exc.format()[:500])
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("defect", "crash", place_of(exc), repr(exc)[:500])

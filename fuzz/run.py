@@ -1,0 +1,273 @@
+"""Drive the fuzzer: many mutants in worker processes, a time and memory limit each.
+
+    python -m fuzz.run --count 100000            # the long run (make fuzz)
+    python -m fuzz.run --count 3000 --quick      # what CI runs
+    python -m fuzz.run --case 1234 --seed 0      # replay one case: its text and outcome
+
+Case ``i`` of seed ``s`` is always the same mutant, so a report's case numbers
+replay exactly. A worker that takes longer than ``--timeout`` seconds on a case
+is killed (a ``hang``); one that dies is a ``signal``; one whose peak resident
+memory passes ``--max-mb`` is a ``memory`` defect. The report counts outcomes,
+groups defects by class and place, and counts how many rejections carry a hint.
+The exit status is 1 when any defect was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import resource
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fuzz.oracle import Outcome
+from fuzz.seeds import Seed, seeds
+
+__all__ = ["case", "Report", "fuzz", "main"]
+
+
+def case(all_seeds: list[Seed], seed: int, i: int) -> tuple[Seed, str, list[str]]:
+    """Mutant ``i`` of run ``seed``: its seed spec, text and operators."""
+    from fuzz.mutate import Mutator
+
+    rng = random.Random(f"{seed}:{i}")
+    base = rng.choice(all_seeds)
+    text, ops = Mutator(rng).mutate(base.text)
+    return base, text, ops
+
+
+@dataclass
+class Report:
+    """Counts per outcome, defects by (class, place), hints among rejections."""
+
+    total: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    rejected_by: Counter[str] = field(default_factory=Counter)
+    without_hint: Counter[str] = field(default_factory=Counter)
+    defects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def add(self, i: int, o: Outcome, text: str | None = None) -> None:
+        self.total += 1
+        self.outcomes[o.outcome] += 1
+        if o.outcome == "rejected":
+            self.rejected_by[o.cls] += 1
+            if not o.hint:
+                self.without_hint[o.place] += 1
+        elif o.outcome == "defect":
+            key = f"{o.cls}: {o.place}"
+            entry = self.defects.setdefault(key, {"count": 0, "case": i, "message": o.message,
+                                                  "text": text})
+            entry["count"] += 1
+
+    @property
+    def n_defects(self) -> int:
+        return self.outcomes["defect"]
+
+    @property
+    def hint_share(self) -> float:
+        rej = self.outcomes["rejected"]
+        return 1.0 if rej == 0 else 1 - sum(self.without_hint.values()) / rej
+
+    def text(self, seed: int) -> str:
+        lines = [f"{self.total} mutants in {self.seconds:.0f} s (seed {seed}):"]
+        for k in ("valid", "rejected", "defect"):
+            lines.append(f"  {k:9} {self.outcomes[k]:7}")
+        lines.append(f"rejections with a hint: {100 * self.hint_share:.1f}%")
+        if self.without_hint:
+            lines.append("rejections without a hint, most frequent:")
+            for msg, n in self.without_hint.most_common(15):
+                lines.append(f"  {n:6}  {msg}")
+        if self.defects:
+            lines.append(f"defects in {len(self.defects)} places:")
+            for key, d in sorted(self.defects.items(), key=lambda kv: -kv[1]["count"]):
+                lines.append(f"  {d['count']:6}  {key}  (case {d['case']})")
+                lines.append(f"          {d['message'].splitlines()[0][:150] if d['message'] else ''}")
+        return "\n".join(lines)
+
+
+def _worker(conn: Connection, seed: int, max_mb: int, run: bool) -> None:
+    """Take case numbers, answer (number, outcome, text on defect, peak MB)."""
+    limit = (max_mb + 3072) * 2**20
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ValueError, OSError):
+        pass
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    from fuzz.oracle import check, place_of
+
+    torch.set_num_threads(1)
+    all_seeds = seeds()
+    while True:
+        try:
+            i = conn.recv()
+        except EOFError:
+            return
+        if i is None:
+            return
+        _, text, ops = case(all_seeds, seed, i)
+        try:
+            o = check(text, "fuzz.yaml", run=run, cli=run)
+        except MemoryError as exc:
+            o = Outcome("defect", "memory", place_of(exc), repr(exc)[:300])
+        except BaseException as exc:  # noqa: BLE001 - a defect, whatever it is
+            o = Outcome("defect", "crash", place_of(exc), repr(exc)[:300])
+        if o.outcome == "defect" and "allocate" in o.message:
+            o = Outcome("defect", "memory", o.place, o.message)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        conn.send((i, asdict(o), text if o.outcome == "defect" else None, peak, ops))
+        if peak > max_mb:
+            return
+
+
+class _Slot:
+    """One worker process and the case it is on."""
+
+    def __init__(self, ctx: Any, seed: int, max_mb: int, run: bool) -> None:
+        parent, child = ctx.Pipe()
+        self.conn: Connection = parent
+        self.proc = ctx.Process(target=_worker, args=(child, seed, max_mb, run), daemon=True)
+        self.proc.start()
+        child.close()
+        self.case: int | None = None
+        self.since = 0.0
+
+    def give(self, i: int) -> None:
+        self.case, self.since = i, time.monotonic()
+        self.conn.send(i)
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+
+def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
+         max_mb: int = 2048, run: bool = True, start: int = 0,
+         keep: Path | None = None, progress: bool = False) -> Report:
+    """Run cases ``start .. start+count`` and return the report."""
+    all_seeds = seeds()
+    ctx = mp.get_context("spawn")
+    rep = Report()
+    t0 = time.monotonic()
+    todo = list(range(start, start + count))[::-1]
+    slots = [_Slot(ctx, seed, max_mb, run) for _ in range(max(1, jobs))]
+
+    def record(i: int, o: Outcome, text: str | None) -> None:
+        rep.add(i, o, text)
+        if o.outcome == "defect" and keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"case-{seed}-{i}.yaml").write_text(
+                f"# fuzz case {i} (seed {seed}): {o.cls}: {o.place}\n{text or ''}",
+                encoding="utf-8")
+
+    try:
+        for s in slots:
+            if todo:
+                s.give(todo.pop())
+        while any(s.case is not None for s in slots):
+            busy = [s for s in slots if s.case is not None]
+            now = time.monotonic()
+            left = min(s.since + timeout - now for s in busy)
+            ready = wait([s.conn for s in busy], timeout=max(0.0, left))
+            for s in busy:
+                i = s.case
+                assert i is not None
+                restart = False
+                if s.conn in ready:
+                    try:
+                        _, od, text, peak, _ops = s.conn.recv()
+                    except (EOFError, OSError):
+                        s.proc.join(1)
+                        record(i, Outcome("defect", "signal", f"worker exit {s.proc.exitcode}",
+                                          f"the process died ({s.proc.exitcode})"),
+                               case(all_seeds, seed, i)[1])
+                        restart = True
+                    else:
+                        o = Outcome(**od)
+                        if peak > max_mb:
+                            restart = True
+                            if o.outcome != "defect":
+                                o = Outcome("defect", "memory", f"peak over {max_mb} MB",
+                                            f"worker peaked at {peak} MB, over {max_mb} MB")
+                                text = case(all_seeds, seed, i)[1]
+                        record(i, o, text)
+                elif time.monotonic() - s.since >= timeout:
+                    record(i, Outcome("defect", "hang", f"over {timeout:g} s",
+                                      f"case {i} ran over {timeout:g} s"),
+                           case(all_seeds, seed, i)[1])
+                    restart = True
+                else:
+                    continue
+                if restart or not s.proc.is_alive():
+                    s.stop()
+                    k = slots.index(s)
+                    s = slots[k] = _Slot(ctx, seed, max_mb, run)
+                s.case = None
+                if todo:
+                    s.give(todo.pop())
+                if progress and rep.total % 1000 == 0:
+                    print(f"  {rep.total} / {count}  defects {rep.n_defects}", file=sys.stderr)
+    finally:
+        for s in slots:
+            try:
+                s.conn.send(None)
+            except OSError:
+                pass
+            s.stop()
+    rep.seconds = time.monotonic() - t0
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fuzz.run", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=3000, help="mutants to run (default 3000)")
+    ap.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    ap.add_argument("--start", type=int, default=0, help="first case number")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per case (default 10)")
+    ap.add_argument("--max-mb", type=int, default=2048, help="peak memory per case (default 2048)")
+    ap.add_argument("--no-run", action="store_true", help="front end only: no compile or forward")
+    ap.add_argument("--keep", type=Path, help="write each defect's mutant into this directory")
+    ap.add_argument("--json", type=Path, help="also write the report as JSON here")
+    ap.add_argument("--case", type=int, help="replay one case: print its text and outcome")
+    args = ap.parse_args(argv)
+    if args.case is not None:
+        from fuzz.oracle import check
+
+        base, text, ops = case(seeds(), args.seed, args.case)
+        print(f"# case {args.case} (seed {args.seed}) from {base.name}: {', '.join(ops)}")
+        print(text)
+        print(check(text, "fuzz.yaml", run=not args.no_run))
+        return 0
+    rep = fuzz(args.count, seed=args.seed, jobs=args.jobs, timeout=args.timeout,
+               max_mb=args.max_mb, run=not args.no_run, start=args.start, keep=args.keep,
+               progress=args.count >= 5000)
+    print(rep.text(args.seed))
+    if args.json:
+        args.json.write_text(json.dumps({
+            "total": rep.total, "seconds": round(rep.seconds, 1),
+            "outcomes": dict(rep.outcomes), "hint_share": rep.hint_share,
+            "without_hint": dict(rep.without_hint.most_common(50)),
+            "defects": {k: {kk: vv for kk, vv in v.items()} for k, v in rep.defects.items()},
+        }, indent=2), encoding="utf-8")
+    return 1 if rep.n_defects else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
