@@ -59,9 +59,10 @@ def _rejected(exc: Any, file: str) -> Outcome:
         if d.loc.file != file or d.loc.line < 1 or d.loc.col < 1:
             return Outcome("defect", "unlocated", _shape(d.message),
                            f"{d.loc}: {d.message}")
-    hint = all(bool(d.hint) for d in exc.diagnostics)
-    return Outcome("rejected", type(exc).__name__, _shape(exc.diagnostics[0].message),
-                   exc.diagnostics[0].format(), hint)
+    bare = [d for d in exc.diagnostics if not d.hint]
+    first = bare[0] if bare else exc.diagnostics[0]
+    return Outcome("rejected", type(exc).__name__, _shape(first.message), first.format(),
+                   not bare)
 
 
 def _cli(args: list[str]) -> Outcome | None:

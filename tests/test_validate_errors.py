@@ -44,10 +44,11 @@ CASES = [
     ("unknown_scorer",
      "  s: {kind: scorer, fn: additve, query: items, key: items}\noutputs: {s: s}\n",
      SpecError, 8, 25,
-     "node 's': fn: 'additve' is not a scorer function; did you mean 'additive'?", None),
+     "node 's': fn: 'additve' is not a scorer function", "did you mean 'additive'?"),
     ("negative_size",
      "  v: {kind: linear, from: items, out: -2}\noutputs: {v: v}\n",
-     SpecError, 8, 39, "node 'v': out: input should be greater than 0", None),
+     SpecError, 8, 39, "node 'v': out: input should be greater than 0",
+     "use a value above 0 for out"),
     ("unknown_dims_name",
      "  v: {kind: linear, from: items, out: dd}\noutputs: {v: v}\n",
      GraphError, 8, 39, "node 'v': 'dd' is not a dims name", "did you mean 'd'?"),
@@ -110,7 +111,9 @@ CASES = [
      "  v: {kind: linear, from: 'a b', out: 2}\noutputs: {v: v}\n",
      SpecError, 8, 27,
      "node 'v': from must be a reference (node, node.port, or {ref: node, detach: true}), "
-     "found 'a b'", None),
+     "found 'a b'",
+     "name a node or an input of this spec (from: x, or x.port such as enc.state); "
+     "ids are lowercase letters, digits and _"),
 ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attngraph.errors import Diagnostic, GraphError
+from attngraph.errors import Diagnostic, GraphError, did_you_mean
 from attngraph.ir.graph import Graph, Node
 from attngraph.spec.fields import fields_of
 
@@ -72,15 +72,19 @@ def verify(graph: Graph) -> Graph:
         seen: set[str] = set()
         for n in g.nodes:
             if n.id in seen:
-                diags.append(Diagnostic(n.loc, f"duplicate node id '{n.id}'"))
+                diags.append(Diagnostic(n.loc, f"duplicate node id '{n.id}'",
+                                        "each node, input and block input needs its own name; "
+                                        "rename one"))
             seen.add(n.id)
         for n in g.nodes:
             for e in n.inputs:
                 if e.src not in seen:
-                    diags.append(Diagnostic(e.loc, f"node '{n.id}': '{e.src}' is not a node"))
+                    diags.append(Diagnostic(e.loc, f"node '{n.id}': '{e.src}' is not a node",
+                                            did_you_mean(e.src, seen)))
         for name, e in g.outputs:
             if e.src not in seen:
-                diags.append(Diagnostic(e.loc, f"output '{name}': '{e.src}' is not a node"))
+                diags.append(Diagnostic(e.loc, f"output '{name}': '{e.src}' is not a node",
+                                        did_you_mean(e.src, seen)))
         if diags:
             continue
         path = _cycle({n.id: [e.src for e in n.inputs] for n in g.nodes})

@@ -158,7 +158,8 @@ def _one(doc: Document, path: PathKey, errs: list[Any], kinds: KindModels) -> Di
     if typ == "extra_forbidden":
         name = first["_name"]
         model = _model_for(path[:-1], doc.data, kinds)
-        hint = did_you_mean(name, _field_names(model)) if model else None
+        hint = (did_you_mean(name, _field_names(model)) if model
+                else "remove it; docs/spec-language.md lists the fields of each part")
         return Diagnostic(doc.loc(path, key=True), f"{where}: unknown field '{name}'", hint)
     if typ == "missing":
         name = first["_name"]
@@ -182,15 +183,86 @@ def _one(doc: Document, path: PathKey, errs: list[Any], kinds: KindModels) -> Di
         # a union (reference | long form, int | dims name): say what is accepted
         best = [e for e in errs if not e["type"].endswith("_type") and e["type"] != "model_type"]
         if best and best[0]["type"] != "string_pattern_mismatch":
-            return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(best[0])}")
+            return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(best[0])}",
+                              _hint(best[0], field))
         if field in _WHAT:
-            expect = _WHAT[field]
-        elif field in _size_fields(kinds):
-            expect = "a positive integer or a dims name"
-        else:
-            expect = "; ".join(sorted({_msg(e) for e in errs}))
-        return Diagnostic(doc.loc(path), f"{where}: {field} must be {expect}, found {value!r}")
-    return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(first)}")
+            return Diagnostic(doc.loc(path),
+                              f"{where}: {field} must be {_WHAT[field]}, found {value!r}",
+                              _ref_hint(field))
+        if field in _size_fields(kinds):
+            return Diagnostic(
+                doc.loc(path),
+                f"{where}: {field} must be a positive integer or a dims name, found {value!r}",
+                f"write e.g. {field}: 64, or {field}: d with d under dims:",
+            )
+        return Diagnostic(doc.loc(path), f"{where}: {field}: {_msg(first)}, found {value!r}",
+                          _hint(first, field))
+    msg = _msg(first)
+    if typ == "value_error" and "; " in msg:
+        # a validator's own message: "what is wrong; what to do"
+        msg, hint = msg.split("; ", 1)
+        return Diagnostic(doc.loc(path), f"{where}: {field}: {msg}", hint)
+    return Diagnostic(doc.loc(path), f"{where}: {field}: {msg}", _hint(first, field))
+
+
+#: What to write instead, by pydantic error type.
+_FIX = {
+    "int_type": "write a whole number, e.g. {f}: 16",
+    "int_parsing": "write a whole number, e.g. {f}: 16",
+    "int_from_float": "write a whole number, e.g. {f}: 16",
+    "float_type": "write a number, e.g. {f}: 0.5",
+    "float_parsing": "write a number, e.g. {f}: 0.5",
+    "finite_number": "write a finite number (not .inf or .nan)",
+    "bool_type": "write {f}: true or {f}: false",
+    "bool_parsing": "write {f}: true or {f}: false",
+    "string_type": "write text; quote it if YAML would read it as a number ('1')",
+    "dict_type": "write a mapping, e.g. {f}: {{name: value}}",
+    "model_type": "write a mapping of its fields, e.g. {f}: {{name: value}}",
+    "model_attributes_type": "write a mapping of its fields, e.g. {f}: {{name: value}}",
+    "list_type": "write a list, e.g. {f}: [a, b]",
+    "tuple_type": "write a list, e.g. {f}: [a, b]",
+    "too_short": "give more items",
+    "too_long": "give fewer items",
+    "string_too_long": "shorten it",
+    "string_too_short": "write at least one character",
+}
+_EXAMPLE = {
+    "outputs": "add outputs: {name: node_id}, the values forward returns",
+    "nodes": "add nodes: {id: {kind: ..., ...}}",
+    "inputs": "add inputs: {name: {type: tokens, vocab: 100}}",
+}
+_BOUND = {"greater_than": "above {gt}", "greater_than_equal": "of at least {ge}",
+          "less_than": "below {lt}", "less_than_equal": "of at most {le}"}
+
+
+def _ref_hint(field: str) -> str:
+    if field in ("steps", "baseline", "beta"):
+        return f"write {field}: followed by {_WHAT[field]}"
+    return (f"name a node or an input of this spec ({field}: x, or x.port such as "
+            f"enc.state); ids are lowercase letters, digits and _")
+
+
+def _hint(err: Any, field: str) -> str:
+    """What to write instead, for one pydantic error on ``field``."""
+    typ = err["type"]
+    ctx = err.get("ctx") or {}
+    if typ in _BOUND:
+        try:
+            return f"use a value {_BOUND[typ].format(**ctx)} for {field}"
+        except (KeyError, IndexError):
+            pass
+    if typ == "string_pattern_mismatch":
+        if ctx.get("pattern") == m.IDENT:
+            return ("names start with a lowercase letter, then lowercase letters, digits "
+                    "or _ (at most 64 characters)")
+        return "write a node id, or id.port (e.g. enc.state)"
+    if typ in _FIX:
+        return _FIX[typ].format(f=field)
+    if field in _WHAT:
+        return _ref_hint(field)
+    if field in _EXAMPLE:
+        return _EXAMPLE[field]
+    return f"see '{field}' in docs/spec-language.md"
 
 
 def _size_fields(kinds: KindModels) -> set[str]:
@@ -283,6 +355,8 @@ def validate(doc: Document, kinds: KindModels) -> m.Spec:
         raise SpecError(
             msg,
             doc.loc(()),
+            f"found {type(data).__name__} at the top; start the file with 'attngraph: 1' "
+            "and 'name: ...' on their own lines",
         )
     diags: list[Diagnostic] = []
     if "attngraph" in data and data["attngraph"] != 1:
