@@ -11,14 +11,14 @@ TORCH ?= torch==2.13.0
 SRC := $(wildcard attngraph renderers)
 DOT_MISSING := attngraph: the Graphviz 'dot' program is missing; install it (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz) for svg/png/pdf diagrams
 
-.PHONY: help venv dot test demo docs bench lint clean
+.PHONY: help venv dot test demo docs bench fuzz lint clean
 
 help:
 	@echo "make demo   set up, then check, draw and list the catalog, train one model, draw its attention"
 	@echo "make test   set up, then run the tests and the doctests"
 	@echo "make venv   create $(VENV) ($(TORCH) first, then the project with [dev])"
 	@echo "make dot    install Graphviz 'dot' when root with apt-get, else say how"
-	@echo "make docs | bench | lint | clean"
+	@echo "make docs | bench | fuzz | lint | clean"
 
 venv: $(VENV)/.stamp
 
@@ -64,6 +64,12 @@ docs: venv dot
 
 bench: venv
 	$(PY) benchmarks/run.py
+
+# The long fuzz run (the test suite runs 2,000 mutants): 100,000 mutants of the catalog
+# and the docs' specs, counts per outcome; each defect's mutant is kept in runs/fuzz/.
+FUZZ_COUNT ?= 100000
+fuzz: venv
+	$(PY) -m fuzz.run --count $(FUZZ_COUNT) --keep runs/fuzz --json runs/fuzz/report.json
 
 lint: venv
 	$(VENV)/bin/ruff check .

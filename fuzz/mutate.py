@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Grammar", "Mutator", "grammar"]
+__all__ = ["Grammar", "Mutator", "grammar", "rename"]
 
 #: Names every Python object, dict or ``nn.Module`` has: node ids that must still work.
 ATTRIBUTE_NAMES = (
@@ -204,6 +204,22 @@ def _node_paths(data: Data) -> list[Path_]:
             if isinstance(spec, dict):
                 out.append((*mp, nid))
     return out
+
+
+def rename(data: Data, old: str, new: str) -> Data:
+    """``data`` with the name ``old`` replaced by ``new`` as a key and in every reference."""
+    pat = re.compile(rf"^{re.escape(old)}(\.|$)")
+
+    def walk(v: Data) -> Data:
+        if isinstance(v, dict):
+            return {(new if k == old else k): walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, str) and pat.match(v):
+            return pat.sub(lambda m: new + m.group(1), v)
+        return v
+
+    return walk(data)
 
 
 class Mutator:
@@ -422,18 +438,7 @@ class Mutator:
         old = self.rng.choice(names.nodes + names.inputs)
         new = self.rng.choice((*ATTRIBUTE_NAMES, *KEYWORDS, "x" * 64, "_", "__",
                                *names.nodes, *names.inputs, *names.dims, *names.blocks))
-        pat = re.compile(rf"^{re.escape(old)}(\.|$)")
-
-        def walk(v: Data) -> Data:
-            if isinstance(v, dict):
-                return {(new if k == old else k): walk(x) for k, x in v.items()}
-            if isinstance(v, list):
-                return [walk(x) for x in v]
-            if isinstance(v, str) and pat.match(v):
-                return pat.sub(lambda m: new + m.group(1), v)
-            return v
-
-        return walk(data)
+        return rename(data, old, new)
 
     def duplicate_node(self, data: Data, names: Names) -> Data:
         nodes = _node_paths(data)

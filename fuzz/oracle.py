@@ -18,9 +18,11 @@ import contextlib
 import io
 import os
 import re
+import sysconfig
 import tempfile
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = ["Outcome", "check", "place_of"]
@@ -38,13 +40,17 @@ class Outcome:
 
 
 def place_of(exc: BaseException) -> str:
-    """The innermost frame of the project (or the last frame) that raised ``exc``."""
+    """The innermost frame outside the libraries (or the last frame) that raised ``exc``."""
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if re.search(r"/(attngraph|renderers)/", f.filename)]
+    lib = (sysconfig.get_paths()["stdlib"], "site-packages", "<frozen")
+    ours = [f for f in frames if not any(s in f.filename for s in lib)]
     f = (ours or frames or [None])[-1]
     if f is None:
         return type(exc).__name__
-    path = re.sub(r"^.*/(attngraph|renderers)/", r"\1/", f.filename)
+    path = f.filename
+    root = str(Path(__file__).resolve().parent.parent) + os.sep
+    if path.startswith(root):
+        path = path[len(root):]
     return f"{path}:{f.lineno} in {f.name}: {type(exc).__name__}"
 
 

@@ -93,7 +93,8 @@ class Report:
             lines.append(f"defects in {len(self.defects)} places:")
             for key, d in sorted(self.defects.items(), key=lambda kv: -kv[1]["count"]):
                 lines.append(f"  {d['count']:6}  {key}  (case {d['case']})")
-                lines.append(f"          {d['message'].splitlines()[0][:150] if d['message'] else ''}")
+                first = d["message"].splitlines()[0][:150] if d["message"] else ""
+                lines.append(f"          {first}")
         return "\n".join(lines)
 
 
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             "total": rep.total, "seconds": round(rep.seconds, 1),
             "outcomes": dict(rep.outcomes), "hint_share": rep.hint_share,
             "without_hint": dict(rep.without_hint.most_common(50)),
-            "defects": {k: {kk: vv for kk, vv in v.items()} for k, v in rep.defects.items()},
+            "defects": {k: dict(v.items()) for k, v in rep.defects.items()},
         }, indent=2), encoding="utf-8")
     return 1 if rep.n_defects else 0
 

@@ -27,7 +27,12 @@ def _is_spec(text: str) -> bool:
 
 
 def doc_specs(path: Path) -> list[Seed]:
-    """Every fenced ``yaml`` block of a markdown file that is a whole spec."""
+    """Every fenced ``yaml`` block of a markdown file that is a whole, valid spec.
+
+    Blocks marked with a comment before them (``<!-- error: ... -->`` for examples of
+    errors, ``<!-- large -->``, ``<!-- after-python -->`` for specs that need Python
+    registered first) are left out.
+    """
     out: list[Seed] = []
     lines = path.read_text(encoding="utf-8").splitlines()
     i = 0
@@ -40,7 +45,9 @@ def doc_specs(path: Path) -> list[Seed]:
         while j < len(lines) and not lines[j].startswith("```"):
             j += 1
         text = "\n".join(lines[i + 1:j]) + "\n"
-        if fence.group(1) == "yaml" and _is_spec(text):
+        prev = next((ln.strip() for ln in reversed(lines[:i]) if ln.strip()), "")
+        marked = re.match(r"^<!--.*-->$", prev) is not None
+        if fence.group(1) == "yaml" and _is_spec(text) and not marked:
             out.append(Seed(f"{path.relative_to(ROOT)}:{i + 2}", text))
         i = j + 1
     return out
