@@ -53,8 +53,7 @@ SUMMARY_FILE = "summary.json"
 #: Parameter count under which a run uses one torch thread by default.
 SMALL = 1_000_000
 #: Settings a checkpoint stores, which win over the given ones on resume (but steps).
-_STORED = ("task", "batch", "lr", "seed", "options", "eval_every", "eval_size",
-           "checkpoint_every")
+_STORED = tuple(ck.CONFIG)
 
 
 @dataclass(frozen=True)
@@ -310,6 +309,8 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
     settings = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
     task = task_for(graph, cfg.task, cfg.seed, cfg.options)
     model, opt = build(graph, settings, cfg.seed)
+    if prior is not None:  # before any file is touched: a misfit fails here
+        ck.restore(prior, Path(cfg.out or "") / ck.CHECKPOINT, model, opt)
     start = prior.step if prior is not None else 0
     before = float(prior.config.get("seconds", 0.0)) if prior is not None else 0.0
     test: dict[str, float] = dict(prior.metrics) if prior is not None else {}
@@ -317,9 +318,7 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
                   lambda: before + time.perf_counter() - wall) if rank == 0 else None
     with seeded(cfg.seed), _threads(cfg.threads, model), rec or nullcontext():
         if prior is not None:
-            model.load_state_dict(prior.model)
-            opt.load_state_dict(prior.optimizer)
-            ck.set_rng_state(prior.rng, task)
+            ck.set_rng_state(prior.rng, task)  # checked when loaded
         net = ddp.wrap(model) if world > 1 else model
         for step in range(start + 1, settings.steps + 1):
             b = ddp.shard(task.batch(settings.batch), rank, world)
