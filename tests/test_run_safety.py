@@ -385,3 +385,18 @@ def test_prepare_removes_what_a_killed_write_left(tmp_path: Path) -> None:
     rundir.prepare(tmp_path, resume=True, overwrite=False)
     assert sorted(p.name for p in tmp_path.glob("*.tmp")) == ["notes.tmp"]
 
+
+@pytest.mark.slow  # two spawned processes import torch: ~30 s on 2 busy cores
+def test_a_rank_reports_a_damaged_log_at_its_line_on_resume_with_two_processes(
+        tmp_path: Path) -> None:
+    """With --nproc 2 the error rank 0 meets (a damaged metrics log on resume) reaches
+    the command line with its location, FILE:LINE, not as a bare message."""
+    out = tmp_path / "run"
+    run(_cfg(out, 2))
+    log = out / "metrics.jsonl"
+    lines = log.read_text().splitlines()
+    lines[0] = "oops"
+    log.write_text("\n".join(lines) + "\n")
+    res = _cli(str(GA), "--steps", "4", "--out", str(out), "--resume", "--nproc", "2",
+               "--quiet")
+    assert "is not JSON" in _failed_cleanly(res, Path(f"{log}:1:1"))
