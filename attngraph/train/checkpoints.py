@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
-from attngraph.train.rundir import atomic_write
+from attngraph.train.rundir import atomic_write, write_error
 
 if TYPE_CHECKING:
     from torch import nn
@@ -151,6 +151,10 @@ def save_checkpoint(path: str | Path, ckpt: Checkpoint) -> Path:
                                                        "task": _plain(ckpt.rng.get("task"))}}
     buf = io.BytesIO()
     torch.save(payload, buf)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(path, exc) from None
     atomic_write(path, buf.getvalue(), mode=0o600)
     return path
 
