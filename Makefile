@@ -50,12 +50,13 @@ test: venv dot
 # One step per line; later steps (render the catalog, train a model) go below.
 # The main job end to end (about half a minute): check and list the catalog, draw
 # every spec in both views, train one model with a progress bar, and draw what it
-# attended to. Output goes to runs/demo/ (not tracked); `make docs` rewrites docs/.
+# attended to. Output goes to runs/demo/ (not tracked; an earlier demo's run is moved
+# aside to runs/demo/global_attention.old-<time>); `make docs` rewrites docs/.
 demo: venv dot
 	$(VENV)/bin/attngraph validate -q specs/*.yaml
 	$(VENV)/bin/attngraph catalog
 	$(VENV)/bin/attngraph docs --out runs/demo/docs
-	$(VENV)/bin/attngraph train specs/global_attention.yaml --out runs/demo/global_attention
+	$(VENV)/bin/attngraph train specs/global_attention.yaml --out runs/demo/global_attention --overwrite
 	$(VENV)/bin/attngraph attend runs/demo/global_attention --example 3 -o runs/demo/attention.png
 	@echo "demo: diagrams in runs/demo/docs/catalog.md, attention picture runs/demo/attention.png"
 

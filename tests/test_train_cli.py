@@ -150,3 +150,41 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     assert "step 3/3" not in bar
     lines = progress(quiet=True)
     assert "step 3/3" in lines and "loss=" not in lines
+
+
+class _Touch:
+    """Unpickling this creates the marker file (as any code in a pickle could run)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_crafted_or_damaged_checkpoint_exits_1_naming_it(tmp_path: Path) -> None:
+    """train --resume and attend on a checkpoint.pt that holds a crafted pickle, an
+    empty config or half its bytes print one error at the file with a hint and exit 1:
+    no traceback, the marker the pickle would create is absent, the files unchanged."""
+    import torch
+
+    assert _train(tmp_path / "run").exit_code == 0
+    path = tmp_path / "run" / "checkpoint.pt"
+    good = torch.load(path, weights_only=True)
+    whole = path.read_bytes()
+    marker = tmp_path / "pwned"
+    damaged = {"crafted": lambda: torch.save({**good, "model": _Touch(marker)}, path),
+               "empty config": lambda: torch.save({**good, "config": {}}, path),
+               "truncated": lambda: path.write_bytes(whole[:len(whole) // 2])}
+    for what, damage in damaged.items():
+        damage()
+        before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+        for args in (["train", GA, "--steps", "9", "--out", str(tmp_path / "run"),
+                      "--resume"], ["attend", str(tmp_path / "run")]):
+            res = CliRunner().invoke(main, args)
+            assert res.exit_code == 1 and isinstance(res.exception, SystemExit), what
+            assert "Traceback" not in res.output, what
+            assert res.stderr.startswith(f"{path}: error: "), (what, res.stderr)
+            assert res.stderr.count("error:") == 1 and "\nhint: " in res.stderr, what
+            assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == before
+        assert not marker.exists()

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
               help="Run directory for metrics.jsonl and checkpoint.pt [default: runs/NAME].")
 @click.option("--resume", is_flag=True,
               help="Continue from OUT/checkpoint.pt (same results as one straight run).")
+@click.option("--overwrite", is_flag=True,
+              help="Start afresh in an OUT that holds a run, after moving that run aside "
+              "to OUT.old-TIME (nothing is deleted).")
 @click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes for data-parallel training (torch.distributed, gloo).")
 @click.option("--eval-every", type=click.IntRange(min=0), default=0,
@@ -37,17 +40,20 @@ if TYPE_CHECKING:
               help="No progress bar: a line every steps/10 steps instead.")
 @run_stage
 def train(spec: str, task: str | None, steps: int | None, batch: int | None,
-          lr: float | None, seed: int, out: str | None, resume: bool, nproc: int,
-          eval_every: int, quiet: bool) -> None:
+          lr: float | None, seed: int, out: str | None, resume: bool, overwrite: bool,
+          nproc: int, eval_every: int, quiet: bool) -> None:
     """Train SPEC on a built-in task; write metrics and checkpoints; print a summary.
 
     Settings not given come from the spec's train: section. Progress goes to
-    stderr (a bar on a terminal), the summary to stdout.
+    stderr (a bar on a terminal), the summary to stdout. An OUT that holds a run
+    is never overwritten: continue it with --resume, or move it aside with
+    --overwrite.
     """
     from attngraph.train.runner import RunConfig
 
     cfg = RunConfig(spec=spec, task=task, steps=steps, batch=batch, lr=lr, seed=seed,
-                    out=out, resume=resume, quiet=quiet, eval_every=eval_every)
+                    out=out, resume=resume, overwrite=overwrite, quiet=quiet,
+                    eval_every=eval_every)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ and nproc == 1:
         from attngraph.train.distributed import from_env
 

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import TrainingError
+from attngraph.errors import SourceLoc, TrainingError
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -272,12 +272,13 @@ def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
         spec.write_text(ckpt.spec_text, encoding="utf-8")
         graph = load_spec(spec)
     if ck.spec_hash(graph) != ckpt.spec_hash:
-        msg = f"{run_dir}: the spec text stored in the checkpoint does not match its hash"
-        raise TrainingError(msg, hint="the checkpoint is damaged; train again")
+        msg = "the spec text stored in this checkpoint does not match its hash"
+        raise TrainingError(msg, SourceLoc(file=str(Path(run_dir) / ck.CHECKPOINT)),
+                            "the checkpoint is damaged; train again")
     cfg = ckpt.config
     task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
     model = lower(graph, seed=cfg["seed"])
-    model.load_state_dict(ckpt.model)
+    ck.restore(ckpt, run_dir, model)
     model.eval()
     return graph, task, model, ckpt
 

@@ -1,4 +1,4 @@
-"""Training checkpoints: atomic, tied to the spec they were trained from.
+"""Training checkpoints: atomic, tied to the spec they were trained from, data only.
 
 A checkpoint holds the model and optimizer state, the step, every random state
 the run draws from (torch's, and the task's training stream), the spec's hash
@@ -7,35 +7,55 @@ dump (``str(graph)`` without source positions), so editing comments or formattin
 usable while any change to the mechanism refuses to load it, with a
 :class:`~attngraph.errors.TrainingError` naming both hashes.
 
-Files are written to a temporary file in the same directory and moved into
-place with :func:`os.replace`, so a crash mid-write never leaves a torn file.
+Everything in it is tensors or plain data (numbers, text, lists, dicts: the
+numpy stream's state is its plain dict, the settings and metrics are
+JSON-like), so it is read with ``torch.load(weights_only=True)``: a file
+holding any other Python object is refused without running anything. What is
+read is checked against what a run needs (every key, its type, the settings,
+the random states), and :func:`restore` checks names and shapes against the
+model, so a damaged file gives one TrainingError naming it.
+
+Files are written whole through :func:`attngraph.train.rundir.atomic_write`,
+so a crash mid-write never leaves a torn file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
+import io
 import re
-import tempfile
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import TrainingError
+from attngraph.errors import SourceLoc, TrainingError
+from attngraph.train.rundir import atomic_write, write_error
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from attngraph.ir.graph import Graph
     from attngraph.train.taskbase import Task
 
 __all__ = [
-    "CHECKPOINT", "Checkpoint", "spec_hash", "save_checkpoint", "load_checkpoint",
-    "rng_state", "set_rng_state",
+    "CHECKPOINT", "CONFIG", "Checkpoint", "spec_hash", "save_checkpoint",
+    "load_checkpoint", "restore", "rng_state", "set_rng_state",
 ]
 
 #: File name of a run's checkpoint inside its output directory.
 CHECKPOINT = "checkpoint.pt"
+#: The run settings a checkpoint stores (name -> what it must be), which win on resume.
+CONFIG: dict[str, str] = {
+    "task": "text", "batch": "count", "lr": "positive", "seed": "integer",
+    "options": "mapping", "eval_every": "count", "eval_size": "count",
+    "checkpoint_every": "count",
+}
 _FORMAT = 1
 _POSITION = re.compile(r"\s+@\d+:\d+$", re.MULTILINE)
+_DAMAGED = ("the file is damaged or was not written by attngraph train: train again "
+            "(--overwrite moves this run aside)")
 
 
 def spec_hash(graph: Graph) -> str:
@@ -68,82 +88,269 @@ class Checkpoint:
 
 
 def rng_state(task: Task | None = None) -> dict[str, Any]:
-    """Every random state a training run draws from: torch's and the task's stream."""
+    """Every random state a training run draws from: torch's and the task's stream.
+
+    torch's is its state tensor; the task's numpy stream is its state dict
+    (text and integers), both readable with ``weights_only=True``.
+    """
     import torch
 
     state: dict[str, Any] = {"torch": torch.get_rng_state()}
     # The task's training stream is a numpy Generator made on the first batch.
     gen = getattr(task, "_train_rng", None) if task is not None else None
-    state["task"] = gen.bit_generator.state if gen is not None else None
+    state["task"] = _plain(gen.bit_generator.state) if gen is not None else None
     return state
+
+
+def _numpy_generator(state: Mapping[str, Any]) -> Any:
+    """A numpy Generator in ``state`` (raises ValueError, TypeError or KeyError if bad)."""
+    import numpy as np
+
+    gen = np.random.default_rng()
+    gen.bit_generator.state = dict(state)
+    return gen
 
 
 def set_rng_state(state: dict[str, Any], task: Task | None = None) -> None:
     """Restore what :func:`rng_state` captured."""
-    import numpy as np
     import torch
 
     torch.set_rng_state(state["torch"])
     if task is not None and state.get("task") is not None:
-        gen = np.random.default_rng()
-        gen.bit_generator.state = state["task"]
-        task._train_rng = gen  # noqa: SLF001 - Task has no public state API yet
+        task._train_rng = _numpy_generator(state["task"])  # noqa: SLF001 - no public API yet
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain data (numpy scalars as numbers, tuples as lists)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):  # a numpy scalar
+        return value.item()
+    msg = f"a checkpoint stores plain data only, not {type(value).__name__}"
+    raise TypeError(msg)
 
 
 def save_checkpoint(path: str | Path, ckpt: Checkpoint) -> Path:
-    """Write ``ckpt`` to ``path`` atomically (temporary file, then :func:`os.replace`)."""
+    """Write ``ckpt`` to ``path`` atomically (temporary file, then :func:`os.replace`).
+
+    Raises
+    ------
+    TrainingError
+        When the file cannot be written (full disk, read-only directory); the
+        previous checkpoint is then intact and no temporary file is left.
+    """
     import torch
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"format": _FORMAT, **ckpt.__dict__}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    payload = {"format": _FORMAT, **ckpt.__dict__, "config": _plain(ckpt.config),
+               "metrics": _plain(ckpt.metrics), "rng": {**ckpt.rng,
+                                                       "task": _plain(ckpt.rng.get("task"))}}
+    buf = io.BytesIO()
+    torch.save(payload, buf)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(payload, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    atomic_write(path, buf.getvalue(), mode=0o600)
     return path
+
+
+def _error(path: Path, msg: str, hint: str = _DAMAGED) -> TrainingError:
+    return TrainingError(msg, SourceLoc(file=str(path)), hint)
+
+
+def _read(path: Path) -> Any:
+    """``torch.load(weights_only=True)`` of ``path``, every failure a TrainingError."""
+    import pickle
+
+    import torch
+
+    try:
+        with warnings.catch_warnings():  # torch warns about a foreign pickle protocol
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        # torch's message advises weights_only=False: pass on only what was found
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if found is None:
+            msg = "cannot read this checkpoint: it is truncated or not a checkpoint file"
+            raise _error(path, msg) from None
+        msg = ("refused to load this checkpoint: it holds a Python object besides tensors "
+               f"and plain data (a reference to {found[1]}), and loading it could run code")
+        raise _error(path, msg, "attngraph writes only tensors and plain data: do not trust "
+                     "this file; train again (--overwrite moves this run aside)") from None
+    except OSError as exc:
+        if isinstance(exc, PermissionError | IsADirectoryError):
+            msg = f"cannot read this checkpoint: {exc.strerror}"
+            raise _error(path, msg, "check the file's permissions") from None
+        msg = "cannot read this checkpoint: it is truncated or not a checkpoint file"
+        raise _error(path, msg) from None
+    except Exception:  # torch raises many types (EOFError, KeyError...) for a damaged file
+        msg = "cannot read this checkpoint: it is truncated or not a checkpoint file"
+        raise _error(path, msg) from None
+
+
+def _bad_config(config: Any) -> list[str]:
+    """The settings missing from a stored config, or not of their kind."""
+    if not isinstance(config, dict):
+        return list(CONFIG)
+    kinds = {
+        "text": lambda v: isinstance(v, str) and v != "",
+        "count": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "positive": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0,
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "mapping": lambda v: isinstance(v, dict),
+    }
+    return [k for k, kind in CONFIG.items() if k not in config or not kinds[kind](config[k])]
+
+
+def _check(path: Path, data: Any) -> Checkpoint:
+    """The checkpoint in ``data``, or a TrainingError naming what is wrong."""
+    import torch
+
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        msg = f"this is not an attngraph checkpoint (format {_FORMAT})"
+        raise _error(path, msg)
+    names = [f for f in Checkpoint.__dataclass_fields__ if f != "metrics"]
+    missing = [f for f in names if f not in data]
+    if missing:
+        raise _error(path, f"this checkpoint lacks {', '.join(missing)}")
+    step, model, opt, rng = data["step"], data["model"], data["optimizer"], data["rng"]
+    wrong = []
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        wrong.append("step (not a step number)")
+    if not isinstance(model, dict) or not model or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in model.items()):
+        wrong.append("model (not a dict of named tensors)")
+    if not isinstance(opt, dict) or not isinstance(opt.get("state"), dict) \
+            or not isinstance(opt.get("param_groups"), list):
+        wrong.append("optimizer (no state and param_groups)")
+    wrong.extend(f"{k} (not text)" for k in ("spec_hash", "spec_text", "spec_file")
+                 if not isinstance(data[k], str))
+    metrics = data.get("metrics", {})
+    if not isinstance(metrics, dict) or not all(
+            isinstance(v, int | float) for v in metrics.values()):
+        wrong.append("metrics (not a dict of numbers)")
+    if not _rng_ok(rng):
+        wrong.append("rng (not torch's and the task's random states)")
+    if wrong:
+        raise _error(path, f"this checkpoint has a damaged {'; '.join(wrong)}")
+    config = data["config"]
+    bad = _bad_config(config)
+    if not config:
+        raise _error(path, "this checkpoint's config (the run's settings) is empty")
+    if bad:
+        raise _error(path, f"this checkpoint's config lacks valid {', '.join(bad)}")
+    return Checkpoint(**{f: data[f] for f in Checkpoint.__dataclass_fields__ if f in data})
+
+
+def _rng_ok(rng: Any) -> bool:
+    """True when ``rng`` holds a torch state tensor and a usable numpy state (or None)."""
+    import torch
+
+    if not isinstance(rng, dict):
+        return False
+    t = rng.get("torch")
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.uint8 \
+            or t.shape != torch.get_rng_state().shape:
+        return False
+    if rng.get("task") is None:
+        return True
+    try:
+        _numpy_generator(rng["task"])
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+        return False
+    return True
 
 
 def load_checkpoint(path: str | Path, graph: Graph | None = None) -> Checkpoint:
     """Read a checkpoint; with ``graph``, refuse one trained from another spec.
 
+    The file is read with ``torch.load(weights_only=True)``: nothing in it runs.
+
     Raises
     ------
     TrainingError
-        When the file is missing or unreadable, or its spec hash differs from
-        ``graph``'s (the message names both hashes and both spec files).
+        Located at the file: when it is missing, unreadable, truncated, holds
+        objects other than tensors and plain data, lacks a key or a setting a
+        run needs, or its spec hash differs from ``graph``'s (the message then
+        names both hashes and both spec files).
     """
-    import torch
-
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
     if not path.is_file():
         msg = f"no checkpoint at {path}"
-        raise TrainingError(msg, hint="train first: attngraph train SPEC --out DIR")
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # torch raises many types for a damaged file
-        msg = f"cannot read checkpoint {path}: {exc}"
-        raise TrainingError(msg, hint="the file is damaged; train again") from exc
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        msg = f"{path} is not an attngraph checkpoint (format {_FORMAT})"
-        raise TrainingError(msg)
-    data.pop("format")
-    ckpt = Checkpoint(**data)
+        raise _error(path, msg, "train first: attngraph train SPEC --out DIR")
+    ckpt = _check(path, _read(path))
     if graph is not None:
         want = spec_hash(graph)
         if want != ckpt.spec_hash:
-            msg = (f"checkpoint {path} was trained from a different spec: its spec hash "
+            msg = (f"this checkpoint was trained from a different spec: its spec hash "
                    f"is {ckpt.spec_hash[:16]}… ({ckpt.spec_file}), the spec given "
                    f"({graph.file}) hashes to {want[:16]}…")
-            raise TrainingError(msg, hint="use the spec the run was trained from (its text "
-                                "is stored in the checkpoint), or train into a new --out "
-                                "directory instead of --resume")
+            raise _error(path, msg, "use the spec the run was trained from (its text "
+                         "is stored in the checkpoint), or train into a new --out "
+                         "directory instead of --resume")
     return ckpt
+
+
+def _shape(t: Any) -> str:
+    return "(" + ", ".join(str(n) for n in t.shape) + ")"
+
+
+def _misfit(ckpt: Checkpoint, model: nn.Module, opt: Any) -> list[str]:
+    """What in ``ckpt`` does not fit ``model`` and ``opt``: names, shapes, groups."""
+    want = model.state_dict()
+    found = [f"missing {k}" for k in want if k not in ckpt.model]
+    found += [f"unexpected {k}" for k in ckpt.model if k not in want]
+    found += [f"{k} has shape {_shape(v)} here, {_shape(want[k])} in the model"
+              for k, v in ckpt.model.items() if k in want and v.shape != want[k].shape]
+    if opt is None or found:
+        return found
+    groups = ckpt.optimizer["param_groups"]
+    sizes = [len(g["params"]) if isinstance(g, dict) and isinstance(g.get("params"), list)
+             else -1 for g in groups]
+    if sizes != [len(g["params"]) for g in opt.param_groups]:
+        return [f"optimizer groups of sizes {sizes}, the model's are "
+                f"{[len(g['params']) for g in opt.param_groups]}"]
+    params = {i: p for g, pg in zip(groups, opt.param_groups, strict=True)
+              for i, p in zip(g["params"], pg["params"], strict=True)}
+    for i, st in ckpt.optimizer["state"].items():
+        if i not in params or not isinstance(st, dict):
+            found.append(f"optimizer state for an unknown parameter {i!r}")
+            continue
+        found.extend(f"optimizer {name} of parameter {i} has shape {_shape(v)}, the "
+                     f"parameter {_shape(params[i])}" for name, v in st.items()
+                     if hasattr(v, "shape") and v.dim() > 0 and v.shape != params[i].shape)
+    return found
+
+
+def restore(ckpt: Checkpoint, path: str | Path, model: nn.Module, opt: Any = None) -> None:
+    """Load ``ckpt``'s parameters into ``model`` (and its optimizer state into ``opt``).
+
+    Raises
+    ------
+    TrainingError
+        Located at ``path``, naming each missing, unexpected or wrongly shaped
+        entry, when the checkpoint does not fit the model.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT
+    found = _misfit(ckpt, model, opt)
+    if found:
+        more = f"; and {len(found) - 4} more" if len(found) > 4 else ""
+        msg = f"this checkpoint does not fit the spec's model: {'; '.join(found[:4])}{more}"
+        raise _error(path, msg)
+    try:
+        model.load_state_dict(ckpt.model)
+        if opt is not None:
+            opt.load_state_dict(ckpt.optimizer)
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _error(path, f"this checkpoint does not fit the spec's model: {first}") from None

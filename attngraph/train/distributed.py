@@ -24,7 +24,7 @@ import os
 import socket
 from typing import Any
 
-from attngraph.errors import AttnGraphError, TrainingError
+from attngraph.errors import AttnGraphError, Diagnostic, TrainingError
 from attngraph.train.runner import RunConfig, RunSummary, run, settle
 
 __all__ = ["launch", "from_env", "free_port"]
@@ -58,7 +58,7 @@ def _worker(rank: int, world: int, port: int, config: RunConfig, queue: Any) -> 
             queue.put(("ok", summary))
         _finish()
     except AttnGraphError as exc:
-        queue.put(("error", exc.message, exc.hint))
+        queue.put(("error", exc.diagnostics))  # with their locations (the file at fault)
         raise
     finally:
         dist.destroy_process_group()
@@ -79,6 +79,11 @@ def _finish() -> None:
 
     gc.collect()
     dist.barrier()
+
+
+def _reported(diagnostics: tuple[Diagnostic, ...]) -> TrainingError:
+    """The error a rank reported, with its diagnostics' locations."""
+    return TrainingError(diagnostics[0].message, diagnostics=diagnostics)
 
 
 def launch(config: RunConfig, nproc: int) -> RunSummary:
@@ -119,12 +124,12 @@ def launch(config: RunConfig, nproc: int) -> RunSummary:
     except ProcessException as exc:
         reply = queue.get() if not queue.empty() else None
         if reply is not None and reply[0] == "error":
-            raise TrainingError(reply[1], hint=reply[2]) from None
+            raise _reported(reply[1]) from None
         msg = f"a training process failed: {str(exc).strip().splitlines()[-1]}"
         raise TrainingError(msg) from exc
     reply = queue.get()
     if reply[0] != "ok":
-        raise TrainingError(reply[1], hint=reply[2])
+        raise _reported(reply[1])
     summary: RunSummary = reply[1]
     return summary
 

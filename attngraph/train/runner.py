@@ -13,7 +13,14 @@ The defaults, the step, the evaluation and the RNG policy are
 same parameters either way. With ``resume=True`` a run continues from the
 directory's checkpoint; the model, optimizer, step and every random state are
 restored, so N steps straight and N/2 steps then a resume to N give the same
-parameters.
+parameters, also after the first run was killed (``kill -9``) mid-way.
+
+A run never overwrites another: a fresh run into a directory that holds one
+is refused unless ``overwrite`` is set, and then the earlier run is moved aside
+to ``OUT.old-<time>`` (:mod:`attngraph.train.rundir`). Every file is written
+whole or not at all; a full disk or a read-only directory, and a damaged
+checkpoint or metrics log on resume, give one
+:class:`~attngraph.errors.TrainingError` naming the file.
 
 On one rank of a data-parallel job (``world > 1``, started by
 :mod:`attngraph.train.distributed`) it uses :mod:`attngraph.train.ddp`.
@@ -22,7 +29,6 @@ On one rank of a data-parallel job (``world > 1``, started by
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -31,9 +37,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from attngraph.errors import TrainingError
+from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train import checkpoints as ck
-from attngraph.train import ddp
+from attngraph.train import ddp, rundir
 from attngraph.train.progress import Progress
 from attngraph.train.tasks import Task, compute_metrics, task_for
 from attngraph.train.trainer import TrainSettings, build, evaluate, seeded, train_step
@@ -53,8 +59,7 @@ SUMMARY_FILE = "summary.json"
 #: Parameter count under which a run uses one torch thread by default.
 SMALL = 1_000_000
 #: Settings a checkpoint stores, which win over the given ones on resume (but steps).
-_STORED = ("task", "batch", "lr", "seed", "options", "eval_every", "eval_size",
-           "checkpoint_every")
+_STORED = tuple(ck.CONFIG)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class RunConfig:
     also always happen at the last step. ``threads`` of 0 means one torch thread
     for models under :data:`SMALL` parameters (intra-op threads only add
     overhead at that size, and many when the cores are busy), else torch's default.
+    ``overwrite`` lets a fresh run start in a directory that holds another run,
+    which is first moved aside to ``OUT.old-<time>``.
     """
 
     spec: str
@@ -78,6 +85,7 @@ class RunConfig:
     seed: int = 0
     out: str | None = None
     resume: bool = False
+    overwrite: bool = False
     quiet: bool = False
     eval_every: int = 0
     eval_size: int = 256
@@ -101,6 +109,7 @@ class RunSummary:
     files: dict[str, str]
     world: int = 1
     rank_max_diff: float | None = None
+    moved_aside: str | None = None
 
     @property
     def reached(self) -> bool:
@@ -121,6 +130,8 @@ class RunSummary:
         if self.rank_max_diff is not None:
             lines.append(f"  ranks in sync      max |Δparameter| = {self.rank_max_diff:.2e}")
         lines.extend(f"{k + ':':<11} {v}" for k, v in self.files.items())
+        if self.moved_aside is not None:
+            lines.append(f"the earlier run in {self.out} was moved to {self.moved_aside}")
         return "\n".join(lines)
 
 
@@ -155,39 +166,35 @@ def _train_info(task: Task, out: dict[str, Any], batch: dict[str, Any],
     return info
 
 
-def _trim_metrics(path: Path, upto: int) -> None:
-    """Keep the log lines of steps <= ``upto`` (a resume rewrites the rest)."""
-    if not path.exists():
-        return
-    keep = [ln for ln in path.read_text().splitlines()
-            if ln.strip() and json.loads(ln).get("step", 0) <= upto]
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(ln + "\n" for ln in keep))
-    os.replace(tmp, path)
-
-
 class _Record:
     """Rank 0's side of a run: the metrics log, the checkpoints, the progress display.
 
-    Opening it prepares the output directory (a fresh run removes an earlier
-    run's log and checkpoint; a resume trims the log to the checkpoint's step).
+    Opening it prepares the output directory (:func:`attngraph.train.rundir.prepare`:
+    an earlier run moved aside on ``overwrite``, a killed run's temporary files
+    removed); a resume keeps the log's lines up to the checkpoint's step. Notes
+    (where an earlier run went, a torn log line dropped) go to ``stream``.
     """
 
     def __init__(self, cfg: RunConfig, graph: Graph, task: Task, prior: ck.Checkpoint | None,
                  stream: TextIO, seconds: Callable[[], float]) -> None:
         self.files = _files(cfg)
-        self.files["metrics"].parent.mkdir(parents=True, exist_ok=True)
-        if prior is not None:
-            _trim_metrics(self.files["metrics"], prior.step)
-        else:
-            self.files["metrics"].unlink(missing_ok=True)
-            self.files["checkpoint"].unlink(missing_ok=True)
-        self.seconds = seconds
+        out = Path(cfg.out or "")
         self.spec = (ck.spec_hash(graph), Path(cfg.spec).read_text(encoding="utf-8"),
-                     str(cfg.spec))
+                     str(cfg.spec))  # before the spec may move aside with an earlier run
+        # read (and check) the log before anything is changed
+        kept = rundir.read_metrics(self.files["metrics"], prior.step) if prior else None
+        moved = rundir.prepare(out, resume=prior is not None, overwrite=cfg.overwrite)
+        self.moved = str(moved) if moved is not None else None
+        if moved is not None:
+            stream.write(f"moved the earlier run in {out} to {moved}\n")
+        if kept is not None and kept.note:
+            stream.write(kept.note + "\n")
+        if kept is not None and kept.changed:
+            rundir.atomic_write(self.files["metrics"], kept.text.encode("utf-8"))
+        self.seconds = seconds
         self.stored = {**{k: getattr(cfg, k) for k in _STORED},
                        "task": task.name, "options": dict(task.opts)}
-        self.fh = self.files["metrics"].open("a", encoding="utf-8")
+        self.log = rundir.Log(self.files["metrics"])
         self.progress = Progress(graph.name, cfg.steps or 0, prior.step if prior else 0,
                                  cfg.log_every, cfg.quiet, stream)
 
@@ -195,16 +202,16 @@ class _Record:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.fh.close()
+        self.log.close()
         self.progress.close()
 
     def step(self, step: int, info: dict[str, float], test: dict[str, float],
              evaluated: bool) -> None:
         """Log a step's training figures, and its test figures when it evaluated."""
-        self.fh.write(json.dumps({"step": step, "split": "train", **info}) + "\n")
+        lines = json.dumps({"step": step, "split": "train", **info}) + "\n"
         if evaluated:
-            self.fh.write(json.dumps({"step": step, "split": "test", **test}) + "\n")
-        self.fh.flush()
+            lines += json.dumps({"step": step, "split": "test", **test}) + "\n"
+        self.log.write(lines)  # one write: a kill leaves at most the last line torn
         self.progress.step(step, {**info, **{f"test_{k}": v for k, v in test.items()}})
 
     def checkpoint(self, step: int, model: nn.Module, opt: Any, task: Task,
@@ -219,10 +226,8 @@ class _Record:
 
     def summary(self, summary: RunSummary) -> None:
         """Write ``summary.json`` (atomically)."""
-        path = self.files["summary"]
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(summary_dict(summary), indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        text = json.dumps(summary_dict(summary), indent=2) + "\n"
+        rundir.atomic_write(self.files["summary"], text.encode("utf-8"))
 
 
 @contextmanager
@@ -239,12 +244,15 @@ def _threads(threads: int, model: nn.Module) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def settle(config: RunConfig, world: int = 1) -> tuple[Graph, RunConfig, Any]:
+def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, RunConfig, Any]:
     """Check a run before it starts: ``(graph, settings filled in, checkpoint or None)``.
 
-    Loads the spec, and on ``resume`` the checkpoint (refusing another spec's)
-    whose stored settings then win over ``config``'s except ``steps``; makes the
-    task once to check its options; checks the batch splits over ``world``.
+    Loads the spec, and on ``resume`` the checkpoint (refusing another spec's or
+    a damaged one) whose stored settings then win over ``config``'s except
+    ``steps``; makes the task once to check its options; checks the batch splits
+    over ``world``. On rank 0 (the one that writes files), also refuses an
+    output directory that holds another run (without ``overwrite``) or cannot be
+    written (:func:`attngraph.train.rundir.check`). Nothing is written.
 
     Parameters
     ----------
@@ -252,6 +260,9 @@ def settle(config: RunConfig, world: int = 1) -> tuple[Graph, RunConfig, Any]:
         The settings given.
     world : int
         Number of processes the batch is split over.
+    rank : int
+        This process's rank; only rank 0 checks the output directory (the other
+        ranks start while rank 0 writes there).
 
     Returns
     -------
@@ -267,6 +278,8 @@ def settle(config: RunConfig, world: int = 1) -> tuple[Graph, RunConfig, Any]:
 
     graph = load_spec(config.spec)
     out_dir = Path(config.out or Path("runs") / graph.name)
+    if rank == 0:
+        rundir.check(out_dir, resume=config.resume, overwrite=config.overwrite)
     prior = None
     if config.resume:
         prior = ck.load_checkpoint(out_dir / ck.CHECKPOINT, graph)
@@ -274,7 +287,8 @@ def settle(config: RunConfig, world: int = 1) -> tuple[Graph, RunConfig, Any]:
     cfg = _resolve(replace(config, out=str(out_dir)), graph)
     if (cfg.batch or 0) % world:
         msg = f"batch {cfg.batch} does not split evenly over {world} processes"
-        raise TrainingError(msg, hint=f"use a batch that is a multiple of {world}")
+        raise TrainingError(msg, SourceLoc(file=str(cfg.spec)),
+                            f"use a batch that is a multiple of {world}")
     task_for(graph, cfg.task, cfg.seed, cfg.options)  # fail before spawning ranks
     return graph, cfg, prior
 
@@ -302,14 +316,18 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
     Raises
     ------
     TrainingError
-        Bad settings, a batch not divisible by ``world``, or a checkpoint of a
-        different spec on ``resume``.
+        Bad settings, a batch not divisible by ``world``, an output directory
+        that holds another run (without ``overwrite``) or cannot be written, a
+        file that cannot be written (full disk), or on ``resume`` a checkpoint
+        of a different spec or a damaged checkpoint or metrics log.
     """
     wall = time.perf_counter()
-    graph, cfg, prior = settle(config, world)
+    graph, cfg, prior = settle(config, world, rank=rank)
     settings = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
     task = task_for(graph, cfg.task, cfg.seed, cfg.options)
     model, opt = build(graph, settings, cfg.seed)
+    if prior is not None:  # before any file is touched: a misfit fails here
+        ck.restore(prior, Path(cfg.out or "") / ck.CHECKPOINT, model, opt)
     start = prior.step if prior is not None else 0
     before = float(prior.config.get("seconds", 0.0)) if prior is not None else 0.0
     test: dict[str, float] = dict(prior.metrics) if prior is not None else {}
@@ -317,9 +335,7 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
                   lambda: before + time.perf_counter() - wall) if rank == 0 else None
     with seeded(cfg.seed), _threads(cfg.threads, model), rec or nullcontext():
         if prior is not None:
-            model.load_state_dict(prior.model)
-            opt.load_state_dict(prior.optimizer)
-            ck.set_rng_state(prior.rng, task)
+            ck.set_rng_state(prior.rng, task)  # checked when loaded
         net = ddp.wrap(model) if world > 1 else model
         for step in range(start + 1, settings.steps + 1):
             b = ddp.shard(task.batch(settings.batch), rank, world)
@@ -343,6 +359,7 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         target=target, seconds=before + time.perf_counter() - wall, out=str(cfg.out),
         files={k: str(v) for k, v in _files(cfg).items()}, world=world,
         rank_max_diff=ddp.rank_max_diff(model) if world > 1 else None,
+        moved_aside=rec.moved if rec is not None else None,
     )
     if rec is not None:
         rec.summary(summary)

@@ -1,0 +1,297 @@
+"""A training run's output directory: never overwritten, written whole or not at all.
+
+- :func:`check` refuses, before a run starts, a directory that already holds
+  another run (unless ``overwrite``) or that cannot be written; :func:`prepare`
+  then moves an earlier run aside to ``OUT.old-<time>`` (one rename: nothing is
+  deleted) and removes the temporary files a killed run left.
+- :func:`atomic_write` writes a whole file (a temporary file beside it, then
+  :func:`os.replace`); :class:`Log` appends to the metrics log with one
+  ``write`` call per step. Both write through :func:`os.write`, and turn a full
+  disk or a read-only directory into a :class:`~attngraph.errors.TrainingError`
+  naming the file, leaving no temporary file behind.
+- :func:`read_metrics` reads the metrics log back on resume. A last line
+  without its newline is what ``kill -9`` during a write leaves: it lies past
+  the checkpoint (the log is written before the checkpoint of a step), so it is
+  dropped with a note. Any other line that is not a step's JSON object is
+  damage, reported at its line.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from attngraph.errors import SourceLoc, TrainingError
+
+__all__ = ["RUN_FILES", "holds_run", "check", "prepare", "atomic_write", "Log",
+           "Kept", "read_metrics", "write_error"]
+
+#: The files that make a directory a run's (metrics log, checkpoint, summary).
+RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
+#: What a full disk or a refused write says, by errno.
+_WHY = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+        errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+        errno.EROFS: "read-only file system"}
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _loc(path: str | Path, line: int = 0, text: str | None = None) -> SourceLoc:
+    return SourceLoc(file=str(path), line=line, col=1 if line else 0, text=text)
+
+
+def _why(exc: OSError) -> str:
+    return _WHY.get(exc.errno or 0) or exc.strerror or str(exc)
+
+
+def write_error(path: str | Path, exc: OSError) -> TrainingError:
+    """The TrainingError for a failed write of ``path``, with the fix for its cause."""
+    if exc.errno in _FULL:
+        hint = ("free some space (or train into another --out); the last checkpoint is "
+                "intact, so --resume continues from it")
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = "train into a directory you can write: --out DIR"
+    else:
+        hint = "check the directory, then train again (--resume continues from the checkpoint)"
+    return TrainingError(f"cannot write this file: {_why(exc)}", _loc(path), hint)
+
+
+def holds_run(out: Path) -> list[str]:
+    """The run files in ``out`` (empty when it holds no run)."""
+    return [name for name in RUN_FILES if (out / name).exists()]
+
+
+def _temporaries(out: Path) -> list[Path]:
+    """Temporary files of :func:`atomic_write` (and of earlier versions) in ``out``."""
+    return [p for p in out.glob("*.tmp")
+            if any(p.name.startswith((f".{n}.", f"{n}.")) for n in RUN_FILES)
+            or p.name == "metrics.jsonl.tmp"]
+
+
+def _probe(directory: Path) -> None:
+    """Create and remove a file in ``directory``: refuse it when that fails."""
+    probe = directory / f".attngraph-probe.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        probe.unlink()
+    except OSError as exc:
+        msg = f"cannot write in this directory: {_why(exc)}"
+        raise TrainingError(msg, _loc(directory),
+                            "train into a directory you can write: --out DIR") from None
+
+
+def check(out: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse ``out`` before a run starts: another run there, a file, or not writable.
+
+    Raises
+    ------
+    TrainingError
+        When ``resume`` and ``overwrite`` are both set; when ``out`` holds a run
+        and neither is set; when ``out`` is not a directory or cannot be written.
+    """
+    if resume and overwrite:
+        msg = "--resume continues the run in this directory, --overwrite moves it aside"
+        raise TrainingError(msg, _loc(out), "give one of them")
+    if out.exists() and not out.is_dir():
+        msg = "--out must be a directory; this is a file"
+        raise TrainingError(msg, _loc(out), "train into a directory: --out DIR")
+    found = holds_run(out) if out.is_dir() else []
+    if found and not resume and not overwrite:
+        msg = f"this directory already holds a run ({', '.join(found)})"
+        raise TrainingError(msg, _loc(out), "continue it with --resume, train into another "
+                            "--out, or add --overwrite to move it aside to "
+                            f"{out.name}.old-<time> (nothing is deleted)")
+    if found and overwrite:
+        _movable(out)
+    directory = out
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent
+    _probe(directory)
+
+
+def _movable(out: Path) -> None:
+    """Refuse to move the current directory (or one holding it) aside."""
+    here, there = Path.cwd().resolve(), out.resolve()
+    if here == there or there in here.parents:
+        msg = "--overwrite cannot move this run aside: it is the current directory"
+        raise TrainingError(msg, _loc(out), "train into another --out, or move the "
+                            "earlier run yourself")
+
+
+def _aside(out: Path) -> Path:
+    """A free name beside ``out``: ``OUT.old-YYYYmmdd-HHMMSS`` (with ``-2``... if taken)."""
+    out = out.resolve() if out.name in ("", ".", "..") else out
+    base = f"{out.name}.old-{time.strftime('%Y%m%d-%H%M%S')}"
+    dest, n = out.with_name(base), 1
+    while dest.exists():
+        n += 1
+        dest = out.with_name(f"{base}-{n}")
+    return dest
+
+
+def prepare(out: Path, *, resume: bool, overwrite: bool) -> Path | None:
+    """Make ``out`` ready for a run's files; return where an earlier run was moved.
+
+    A fresh run with ``overwrite`` renames a directory that holds a run to a free
+    ``OUT.old-<time>`` (everything in it, nothing deleted); the temporary files of
+    a killed run are removed. Call :func:`check` first.
+    """
+    check(out, resume=resume, overwrite=overwrite)
+    moved = None
+    if not resume and holds_run(out):  # check() let it through: overwrite is set
+        moved = _aside(out)
+        try:
+            os.rename(out, moved)
+        except OSError as exc:
+            msg = f"cannot move the earlier run aside to {moved}: {_why(exc)}"
+            raise TrainingError(msg, _loc(out), "move it yourself, or train into "
+                                "another --out") from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for tmp in _temporaries(out):
+            tmp.unlink()
+    except OSError as exc:
+        raise write_error(out, exc) from None
+    return moved
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (a write may take only part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def atomic_write(path: str | Path, data: bytes, *, mode: int = 0o666) -> None:
+    """Replace ``path`` by ``data`` whole: a temporary file beside it, then a rename.
+
+    ``mode`` is the new file's permission bits before the umask.
+
+    Raises
+    ------
+    TrainingError
+        When a write fails (full disk, read-only directory); ``path`` is then as
+        it was and no temporary file is left.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = -1
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        _write_all(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if fd >= 0:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
+        raise
+
+
+class Log:
+    """The metrics log, opened for appending; each :meth:`write` is one ``write`` call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise write_error(path, exc) from None
+
+    def write(self, text: str) -> None:
+        """Append ``text`` (whole lines)."""
+        try:
+            _write_all(self.fd, text.encode("utf-8"))
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
+
+    def close(self) -> None:
+        """Close the file."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _damaged(path: Path, line: int, text: str, what: str) -> TrainingError:
+    return TrainingError(
+        f"line {line} of the metrics log {what}", _loc(path, line, text),
+        "the log is damaged: delete or repair that line, then --resume again (the "
+        "checkpoint is separate and intact)")
+
+
+def _step_of(obj: object) -> int | None:
+    """The step of a parsed log line, or None when it is not a step's record."""
+    if not isinstance(obj, dict):
+        return None
+    step = obj.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        return None
+    return step
+
+
+class Kept(NamedTuple):
+    """What :func:`read_metrics` keeps of a log."""
+
+    text: str
+    """The lines of the steps kept, each with its newline."""
+    changed: bool
+    """True when that differs from the file (lines past the step, or a torn one)."""
+    note: str | None
+    """A note on a torn last line that was dropped, or None."""
+
+
+def read_metrics(path: Path, upto: int) -> Kept:
+    """The metrics log's lines of steps up to ``upto``, and a note on a dropped torn line.
+
+    Returns
+    -------
+    Kept
+        The text is ``""`` when there is no log.
+
+    Raises
+    ------
+    TrainingError
+        At the first line (but a torn last one) that is not a step's JSON object,
+        or when the file cannot be read.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return Kept("", False, None)
+    except OSError as exc:
+        msg = f"cannot read the metrics log: {_why(exc)}"
+        raise TrainingError(msg, _loc(path), "check the file's permissions") from None
+    lines = text.split("\n")
+    torn = lines.pop()  # what follows the last newline: '' unless a write was cut off
+    keep, note = [], None
+    for n, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
+        try:
+            step = _step_of(json.loads(ln))
+        except ValueError:
+            raise _damaged(path, n, text, "is not JSON") from None
+        if step is None:
+            raise _damaged(path, n, text, "is not a step's record (an object with a step)")
+        if step <= upto:
+            keep.append(ln + "\n")
+    if torn.strip():
+        try:
+            step = _step_of(json.loads(torn))
+        except ValueError:
+            step = None
+        if step is None:
+            note = (f"{path}:{len(lines) + 1}: note: dropped a torn last line of the metrics "
+                    "log (the run was stopped while writing it)")
+        elif step <= upto:
+            keep.append(torn + "\n")
+    kept = "".join(keep)
+    return Kept(kept, kept != text, note)
