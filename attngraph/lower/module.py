@@ -30,9 +30,11 @@ reads its inputs from ``x``, keyed by edge role exactly as in ``node.inputs``
 (``detach`` edges arrive already ``.detach()``-ed), and returns the tensor of the
 default port ``""``, or a dict from port name to tensor that covers every port in
 ``node.types`` (including ``""``). Parameters are attributes of that module, so
-they are named ``nodes.<id>.<attr>`` in the state dict. Initialise them with the
-ordinary torch initialisers: :func:`attngraph.lower.compile` seeds the global RNG
-inside ``torch.random.fork_rng`` when a seed is given.
+they are named ``nodes.<id>.<attr>`` in the state dict (``nodes.@<id>.<attr>`` for
+an id that names an attribute of ``nn.ModuleDict``, such as ``keys``: see
+:mod:`attngraph.lower.names`). Initialise them with the ordinary torch initialisers:
+:func:`attngraph.lower.compile` seeds the global RNG inside
+``torch.random.fork_rng`` when a seed is given.
 
 Runtime tensors carry the batch axis first, then the head axis when
 ``TensorType.heads`` is set, then ``dims``: a value of type ``[M, N] ×h`` is a
@@ -66,6 +68,7 @@ from attngraph.errors import AttnGraphError, LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import KINDS
 from attngraph.kinds.base import NodeCtx
+from attngraph.lower.names import NodeDict
 from attngraph.registry import resolve
 
 if TYPE_CHECKING:
@@ -163,7 +166,7 @@ def _key(src: str, port: str) -> str:
     return f"{src}.{port}" if port else src
 
 
-def _linear_groups(schedule: list[Step], nodes: nn.ModuleDict) -> dict[str, tuple[str, ...]]:
+def _linear_groups(schedule: list[Step], nodes: NodeDict) -> dict[str, tuple[str, ...]]:
     """Nodes reading the same value through a fusable linear with the same input
     size and bias use, keyed by the first one's id (only groups of two or more)."""
     found: dict[tuple[str, bool, int, bool], list[str]] = {}
@@ -215,7 +218,7 @@ class GraphModule(nn.Module):
 
     def __init__(self, graph: Graph) -> None:
         super().__init__()
-        self.nodes = nn.ModuleDict()
+        self.nodes = NodeDict()
         schedule: list[Step] = []
         self._locs: dict[str, Any] = {}
         for node in graph.order():
