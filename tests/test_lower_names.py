@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 import attngraph  # noqa: E402
+from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.lower.module import AttnModel, GraphModule, NodeModule  # noqa: E402
 from attngraph.lower.names import ESCAPE, NodeDict, module_key  # noqa: E402
 from attngraph.lower.structure import Block, Loop, Repeat  # noqa: E402
@@ -71,7 +72,7 @@ def test_the_names_cover_the_known_collisions() -> None:
     """The list holds the names that crashed compile, and many more."""
     for n in ("clear", "keys", "items", "values", "update", "pop", "train", "eval", "forward",
               "state_dict", "to", "cuda", "type", "half", "parameters", "modules",
-              "training", "run", "schedule", "nodes", "graph"):
+              "training", "run", "schedule", "nodes", "graph", "binder"):
         assert n in NAMES
     assert "_modules" in ALL_NAMES and "T_destination" in ALL_NAMES
     assert len(ALL_NAMES) > 140 and len(NAMES) > 60
@@ -230,3 +231,21 @@ def test_compile_command_lists_escaped_nodes_by_id() -> None:
 
     table = param_table(attngraph.compile(_chain(["keys", "score"]), seed=0))
     assert table.splitlines()[0].split()[:3] == ["keys", "linear", "20"]
+
+
+def test_an_input_named_self_is_refused_where_it_is_declared() -> None:
+    """``model(self=...)`` cannot work (Module.__call__ takes self): compile says so
+    at the input's line rather than failing at the first call."""
+    text = _chain(["y"]).replace("  x: {type: vectors", "  self: {type: vectors").replace(
+        "from: x", "from: self")
+    with pytest.raises(LoweringError, match="input 'self'") as exc:
+        attngraph.compile(text)
+    assert exc.value.loc.line == 4
+    assert "rename" in (exc.value.hint or "")
+
+
+def test_an_input_named_like_another_inputs_mask_is_refused() -> None:
+    """Inputs ``x`` and ``x_mask`` would both be ``x_mask=``: refused at compile."""
+    text = _chain(["y"]).replace("inputs:\n", "inputs:\n  x_mask: {type: vector, dim: 4}\n")
+    with pytest.raises(LoweringError, match="input 'x_mask' has the name of the mask"):
+        attngraph.compile(text)

@@ -51,13 +51,14 @@ tensors a node exposes outside its ports (e.g. a policy's surrogate loss), keyed
 
 Forward of the top module: ``model(**inputs)`` with one tensor per declared input
 (a graph input ``g`` also takes ``g_adjacency``; tokens/vectors/graph inputs take
-an optional ``<name>_mask``), returning a dict of the declared outputs. A
-``RuntimeError`` inside a node becomes a ``LoweringError`` naming the node and
-its YAML line.
+an optional ``<name>_mask``), returning a dict of the declared outputs. The
+arguments are checked first (:mod:`attngraph.lower.inputs`); a ``RuntimeError``
+inside a node becomes a ``LoweringError`` naming the node and its YAML line.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -291,49 +292,30 @@ class AttnModel(GraphModule):
     """The module :func:`attngraph.compile` returns: ``model(**inputs) -> outputs``."""
 
     def __init__(self, graph: Graph) -> None:
+        from attngraph.lower.inputs import InputBinder
+
         super().__init__(graph)
         self.graph = graph
         self.input_specs: Mapping[str, Any] = {n.id: n.spec for n in graph.inputs}
         self.input_types = {n.id: dict(n.types) for n in graph.inputs}
+        self.binder = InputBinder(graph)
         self.aux: dict[str, Tensor] = {}
+        # where the first parameter (else buffer) lives, so that forward reads it
+        # without walking the modules; a tuple, not a registered submodule
+        self._ref = _first_tensor(self)
+
+    def _reference(self) -> Tensor | None:
+        """A parameter (else a buffer): the dtype and device the model computes in."""
+        if self._ref is not None:
+            t = getattr(self._ref[0], self._ref[1], None)
+            if isinstance(t, Tensor):
+                return t
+        return next(itertools.chain(self.parameters(), self.buffers()), None)
 
     def _bind(self, kwargs: dict[str, Tensor]) -> tuple[dict[str, Tensor], Runtime]:
-        rt = Runtime()
-        vals: dict[str, Tensor] = {}
-        if kwargs:
-            rt.batch = next(iter(kwargs.values())).shape[0]
-        names = set(self.input_specs)
-        allowed = names | {f"{n}_{p}" for n, ts in self.input_types.items() for p in ts if p}
-        unknown = sorted(set(kwargs) - allowed)
-        if unknown:
-            from attngraph.errors import did_you_mean
-
-            msg = f"forward got unknown input '{unknown[0]}'"
-            raise LoweringError(msg, hint=did_you_mean(unknown[0], allowed))
-        for name, spec in self.input_specs.items():
-            if name not in kwargs:
-                node = self.graph.node(name)
-                msg = f"forward needs input '{name}' ({spec.type})"
-                raise LoweringError(msg, node.loc, f"call the model with {name}=<tensor>")
-            x = kwargs[name]
-            vals[name] = x
-            for port, t in self.input_types[name].items():
-                if not port:
-                    continue
-                given = kwargs.get(f"{name}_{port}")
-                if port == "mask":
-                    if given is not None:
-                        given = given.to(torch.bool)
-                        rt.masks.setdefault(str(t.dims[0]), given)
-                    else:
-                        given = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-                elif given is None:
-                    msg = f"forward needs '{name}_{port}' for input '{name}'"
-                    raise LoweringError(msg,
-                                        self.graph.node(name).loc,
-                                        f"pass {name}_{port}=<bool tensor (B, N, N)>")
-                vals[f"{name}.{port}"] = given
-        return vals, rt
+        """Checked input values and the runtime state (masks, batch)."""
+        vals, masks, batch = self.binder.bind(kwargs, self._reference())
+        return vals, Runtime(masks=masks, batch=batch)
 
     def forward(self, **inputs: Tensor) -> dict[str, Tensor]:  # type: ignore[override]
         vals, rt = self._bind(inputs)
@@ -341,6 +323,16 @@ class AttnModel(GraphModule):
         if rt.aux:
             self.aux = rt.aux
         return out
+
+
+def _first_tensor(model: nn.Module) -> tuple[nn.Module, str] | None:
+    """The module and attribute name of the first parameter, else the first buffer."""
+    for table in ("_parameters", "_buffers"):
+        for mod in model.modules():
+            for name, t in getattr(mod, table).items():
+                if t is not None:
+                    return mod, name
+    return None
 
 
 def lower_graph(graph: Graph) -> GraphModule:
