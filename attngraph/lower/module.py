@@ -34,7 +34,10 @@ they are named ``nodes.<id>.<attr>`` in the state dict (``nodes.@<id>.<attr>`` f
 an id that names an attribute of ``nn.ModuleDict``, such as ``keys``: see
 :mod:`attngraph.lower.names`). Initialise them with the ordinary torch initialisers:
 :func:`attngraph.lower.compile` seeds the global RNG inside
-``torch.random.fork_rng`` when a seed is given.
+``torch.random.fork_rng`` when a seed is given. A tensor a rule makes at run time
+takes its dtype and device from its inputs, or from ``rt.dtype`` and ``rt.device``
+(those of the model's inputs), never torch's defaults, so that ``model.double()``
+or ``model.to(device)`` runs.
 
 Runtime tensors carry the batch axis first, then the head axis when
 ``TensorType.heads`` is set, then ``dims``: a value of type ``[M, N] ×h`` is a
@@ -88,6 +91,11 @@ class Runtime:
     aux: dict[str, Tensor] = field(default_factory=dict)
     #: batch size (of the first input)
     batch: int = 1
+    #: dtype of float tensors made at run time (a loop's zero state...): the float
+    #: inputs', else the parameters'
+    dtype: torch.dtype = field(default_factory=torch.get_default_dtype)
+    #: device of tensors made at run time: the inputs'
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
 
 class NodeModule(nn.Module):
@@ -313,9 +321,20 @@ class AttnModel(GraphModule):
         return next(itertools.chain(self.parameters(), self.buffers()), None)
 
     def _bind(self, kwargs: dict[str, Tensor]) -> tuple[dict[str, Tensor], Runtime]:
-        """Checked input values and the runtime state (masks, batch)."""
-        vals, masks, batch = self.binder.bind(kwargs, self._reference())
-        return vals, Runtime(masks=masks, batch=batch)
+        """Checked input values and the runtime state (masks, batch, dtype, device)."""
+        ref = self._reference()
+        vals, masks, batch = self.binder.bind(kwargs, ref)
+        rt = Runtime(masks=masks, batch=batch)
+        floats = [v for v in vals.values() if v.is_floating_point()]
+        if floats:
+            rt.dtype = floats[0].dtype
+        elif ref is not None:
+            rt.dtype = ref.dtype
+        if vals:
+            rt.device = next(iter(vals.values())).device
+        elif ref is not None:
+            rt.device = ref.device
+        return vals, rt
 
     def forward(self, **inputs: Tensor) -> dict[str, Tensor]:  # type: ignore[override]
         vals, rt = self._bind(inputs)
