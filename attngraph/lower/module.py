@@ -308,14 +308,19 @@ class AttnModel(GraphModule):
         self.input_types = {n.id: dict(n.types) for n in graph.inputs}
         self.binder = InputBinder(graph)
         self.aux: dict[str, Tensor] = {}
-        # where the first parameter (else buffer) lives, so that forward reads it
-        # without walking the modules; a tuple, not a registered submodule
+        # the path to the first parameter (else buffer), so that forward finds it
+        # without walking every module; a path, not the module, so that copies and
+        # replicas of the model read their own
         self._ref = _first_tensor(self)
 
     def _reference(self) -> Tensor | None:
         """A parameter (else a buffer): the dtype and device the model computes in."""
         if self._ref is not None:
-            t = getattr(self._ref[0], self._ref[1], None)
+            path, name = self._ref
+            mod: nn.Module | None = self
+            for part in path:
+                mod = mod._modules.get(part) if mod is not None else None
+            t = getattr(mod, name, None)
             if isinstance(t, Tensor):
                 return t
         return next(itertools.chain(self.parameters(), self.buffers()), None)
@@ -344,13 +349,14 @@ class AttnModel(GraphModule):
         return out
 
 
-def _first_tensor(model: nn.Module) -> tuple[nn.Module, str] | None:
-    """The module and attribute name of the first parameter, else the first buffer."""
+def _first_tensor(model: nn.Module) -> tuple[tuple[str, ...], str] | None:
+    """The module path (keys of ``_modules``) and attribute name of the first
+    parameter, else of the first buffer."""
     for table in ("_parameters", "_buffers"):
-        for mod in model.modules():
+        for qual, mod in model.named_modules():
             for name, t in getattr(mod, table).items():
                 if t is not None:
-                    return mod, name
+                    return (tuple(qual.split(".")) if qual else ()), name
     return None
 
 
