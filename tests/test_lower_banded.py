@@ -91,7 +91,7 @@ def test_compiled_local_spec_matches_unfused(heads: int | None, causal: str,
     x = torch.randn(3, n, 16, generator=torch.Generator().manual_seed(0))
     mask = torch.ones(3, n, dtype=torch.bool)
     mask[1, 70:] = False
-    mask[2, :50] = False
+    mask[2, 10:] = False  # queries past 14 see only padding within the window
     calls = []
 
     def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202

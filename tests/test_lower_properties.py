@@ -130,11 +130,11 @@ def test_fully_masked_causal_window_rows_are_zero(fuse: bool) -> None:
     spec = MASKED.replace("MASK", "{causal: true, window: 1}")
     model = attngraph.compile(spec, seed=0, fuse=fuse)
     x = torch.randn(2, 4, 8)
-    mask = torch.tensor([[False, False, True, True], [True] * 4])
+    mask = torch.tensor([[True, False, False, False], [True] * 4])
     z = model(x=x, x_mask=mask)["z"]
     assert torch.isfinite(z).all()
-    # query 0 and 1 of row 0 see only padded items (causal window of 1)
-    assert (z[0, :2] == model.nodes.z.out.bias).all()
+    # queries 2 and 3 of row 0 see only padded items (causal window of 1)
+    assert (z[0, 2:] == model.nodes.z.out.bias).all()
 
 
 MASKED = """
@@ -245,13 +245,15 @@ def test_parameter_count_matches_shape_inference() -> None:
 
 
 def test_runtime_error_names_node_and_line() -> None:
-    """A shape error at run time is a LoweringError naming the node and its YAML line."""
+    """A shape error at run time is a LoweringError naming the node and its YAML line
+    (here a module whose weight was replaced by one of the wrong size)."""
     model = attngraph.compile(SELF.replace("FN", "dot"), seed=0)
+    model.nodes["y"].net[0].weight.data = torch.randn(16, 7)
     with pytest.raises(LoweringError) as exc:
-        model(x=torch.randn(2, 5, 7))
-    assert "node 'q'" in exc.value.message
+        model(x=torch.randn(2, 5, 8))
+    assert "node 'y'" in exc.value.message
     assert exc.value.loc.line == SELF.splitlines().index(
-        "  q: {kind: queries, from: x, dim: 8, heads: 2}") + 1
+        "  y: {kind: mlp, from: z, hidden: 16, out: 8}") + 1
 
 
 def test_missing_input_is_a_located_error() -> None:

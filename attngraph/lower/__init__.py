@@ -4,7 +4,9 @@ Each kind's lowering is named by its :class:`~attngraph.kinds.base.Kind` and liv
 in the module of this package with its family's name (``attention``, ``scorers``,
 ``hard``, ``glimpse``, ``memory``, ``rnn``, ``structure``, ``support``);
 :mod:`attngraph.lower.module` holds the rule interface and the module that walks
-the schedule; ``masks``, ``banded`` and ``sparsemax`` the shared numerics.
+the schedule, ``inputs`` the binding and checking of forward's arguments, ``names``
+the dict of node modules keyed by id; ``masks``, ``banded`` and ``sparsemax`` the
+shared numerics.
 """
 
 from __future__ import annotations

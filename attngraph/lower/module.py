@@ -30,9 +30,14 @@ reads its inputs from ``x``, keyed by edge role exactly as in ``node.inputs``
 (``detach`` edges arrive already ``.detach()``-ed), and returns the tensor of the
 default port ``""``, or a dict from port name to tensor that covers every port in
 ``node.types`` (including ``""``). Parameters are attributes of that module, so
-they are named ``nodes.<id>.<attr>`` in the state dict. Initialise them with the
-ordinary torch initialisers: :func:`attngraph.lower.compile` seeds the global RNG
-inside ``torch.random.fork_rng`` when a seed is given.
+they are named ``nodes.<id>.<attr>`` in the state dict (``nodes.@<id>.<attr>`` for
+an id that names an attribute of ``nn.ModuleDict``, such as ``keys``: see
+:mod:`attngraph.lower.names`). Initialise them with the ordinary torch initialisers:
+:func:`attngraph.lower.compile` seeds the global RNG inside
+``torch.random.fork_rng`` when a seed is given. A tensor a rule makes at run time
+takes its dtype and device from its inputs, or from ``rt.dtype`` and ``rt.device``
+(those of the model's inputs), never torch's defaults, so that ``model.double()``
+or ``model.to(device)`` runs.
 
 Runtime tensors carry the batch axis first, then the head axis when
 ``TensorType.heads`` is set, then ``dims``: a value of type ``[M, N] ×h`` is a
@@ -49,13 +54,14 @@ tensors a node exposes outside its ports (e.g. a policy's surrogate loss), keyed
 
 Forward of the top module: ``model(**inputs)`` with one tensor per declared input
 (a graph input ``g`` also takes ``g_adjacency``; tokens/vectors/graph inputs take
-an optional ``<name>_mask``), returning a dict of the declared outputs. A
-``RuntimeError`` inside a node becomes a ``LoweringError`` naming the node and
-its YAML line.
+an optional ``<name>_mask``), returning a dict of the declared outputs. The
+arguments are checked first (:mod:`attngraph.lower.inputs`); a ``RuntimeError``
+inside a node becomes a ``LoweringError`` naming the node and its YAML line.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -66,6 +72,7 @@ from attngraph.errors import AttnGraphError, LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import KINDS
 from attngraph.kinds.base import NodeCtx
+from attngraph.lower.names import NodeDict
 from attngraph.registry import resolve
 
 if TYPE_CHECKING:
@@ -84,6 +91,11 @@ class Runtime:
     aux: dict[str, Tensor] = field(default_factory=dict)
     #: batch size (of the first input)
     batch: int = 1
+    #: dtype of float tensors made at run time (a loop's zero state...): the float
+    #: inputs', else the parameters'
+    dtype: torch.dtype = field(default_factory=torch.get_default_dtype)
+    #: device of tensors made at run time: the inputs'
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
 
 class NodeModule(nn.Module):
@@ -163,7 +175,7 @@ def _key(src: str, port: str) -> str:
     return f"{src}.{port}" if port else src
 
 
-def _linear_groups(schedule: list[Step], nodes: nn.ModuleDict) -> dict[str, tuple[str, ...]]:
+def _linear_groups(schedule: list[Step], nodes: NodeDict) -> dict[str, tuple[str, ...]]:
     """Nodes reading the same value through a fusable linear with the same input
     size and bias use, keyed by the first one's id (only groups of two or more)."""
     found: dict[tuple[str, bool, int, bool], list[str]] = {}
@@ -215,7 +227,7 @@ class GraphModule(nn.Module):
 
     def __init__(self, graph: Graph) -> None:
         super().__init__()
-        self.nodes = nn.ModuleDict()
+        self.nodes = NodeDict()
         schedule: list[Step] = []
         self._locs: dict[str, Any] = {}
         for node in graph.order():
@@ -288,48 +300,45 @@ class AttnModel(GraphModule):
     """The module :func:`attngraph.compile` returns: ``model(**inputs) -> outputs``."""
 
     def __init__(self, graph: Graph) -> None:
+        from attngraph.lower.inputs import InputBinder
+
         super().__init__(graph)
         self.graph = graph
         self.input_specs: Mapping[str, Any] = {n.id: n.spec for n in graph.inputs}
         self.input_types = {n.id: dict(n.types) for n in graph.inputs}
+        self.binder = InputBinder(graph)
         self.aux: dict[str, Tensor] = {}
+        # the path to the first parameter (else buffer), so that forward finds it
+        # without walking every module; a path, not the module, so that copies and
+        # replicas of the model read their own
+        self._ref = _first_tensor(self)
+
+    def _reference(self) -> Tensor | None:
+        """A parameter (else a buffer): the dtype and device the model computes in."""
+        if self._ref is not None:
+            path, name = self._ref
+            mod: nn.Module | None = self
+            for part in path:
+                mod = mod._modules.get(part) if mod is not None else None
+            t = getattr(mod, name, None)
+            if isinstance(t, Tensor):
+                return t
+        return next(itertools.chain(self.parameters(), self.buffers()), None)
 
     def _bind(self, kwargs: dict[str, Tensor]) -> tuple[dict[str, Tensor], Runtime]:
-        rt = Runtime()
-        vals: dict[str, Tensor] = {}
-        if kwargs:
-            rt.batch = next(iter(kwargs.values())).shape[0]
-        names = set(self.input_specs)
-        allowed = names | {f"{n}_{p}" for n, ts in self.input_types.items() for p in ts if p}
-        unknown = sorted(set(kwargs) - allowed)
-        if unknown:
-            from attngraph.errors import did_you_mean
-
-            msg = f"forward got unknown input '{unknown[0]}'"
-            raise LoweringError(msg, hint=did_you_mean(unknown[0], allowed))
-        for name, spec in self.input_specs.items():
-            if name not in kwargs:
-                node = self.graph.node(name)
-                msg = f"forward needs input '{name}' ({spec.type})"
-                raise LoweringError(msg, node.loc, f"call the model with {name}=<tensor>")
-            x = kwargs[name]
-            vals[name] = x
-            for port, t in self.input_types[name].items():
-                if not port:
-                    continue
-                given = kwargs.get(f"{name}_{port}")
-                if port == "mask":
-                    if given is not None:
-                        given = given.to(torch.bool)
-                        rt.masks.setdefault(str(t.dims[0]), given)
-                    else:
-                        given = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-                elif given is None:
-                    msg = f"forward needs '{name}_{port}' for input '{name}'"
-                    raise LoweringError(msg,
-                                        self.graph.node(name).loc,
-                                        f"pass {name}_{port}=<bool tensor (B, N, N)>")
-                vals[f"{name}.{port}"] = given
+        """Checked input values and the runtime state (masks, batch, dtype, device)."""
+        ref = self._reference()
+        vals, masks, batch = self.binder.bind(kwargs, ref)
+        rt = Runtime(masks=masks, batch=batch)
+        floats = [v for v in vals.values() if v.is_floating_point()]
+        if floats:
+            rt.dtype = floats[0].dtype
+        elif ref is not None:
+            rt.dtype = ref.dtype
+        if vals:
+            rt.device = next(iter(vals.values())).device
+        elif ref is not None:
+            rt.device = ref.device
         return vals, rt
 
     def forward(self, **inputs: Tensor) -> dict[str, Tensor]:  # type: ignore[override]
@@ -338,6 +347,17 @@ class AttnModel(GraphModule):
         if rt.aux:
             self.aux = rt.aux
         return out
+
+
+def _first_tensor(model: nn.Module) -> tuple[tuple[str, ...], str] | None:
+    """The module path (keys of ``_modules``) and attribute name of the first
+    parameter, else of the first buffer."""
+    for table in ("_parameters", "_buffers"):
+        for qual, mod in model.named_modules():
+            for name, t in getattr(mod, table).items():
+                if t is not None:
+                    return (tuple(qual.split(".")) if qual else ()), name
+    return None
 
 
 def lower_graph(graph: Graph) -> GraphModule:

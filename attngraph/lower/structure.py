@@ -8,8 +8,9 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 ``steps`` reference's first axis):
 
 - ``inputs`` are passed unchanged to every step;
-- each ``carry`` starts at ``init`` (or zeros of size ``zeros``) and then takes
-  the body output ``next`` of the previous step;
+- each ``carry`` starts at ``init`` (or zeros of size ``zeros``, in the dtype and
+  on the device of the model's inputs) and then takes the body output ``next`` of
+  the previous step;
 - a ``feed`` without ``feedback`` reads ``from[:, t]``; a feed with ``feedback``
   is the previous output token, shifted right: step 0 gets the id ``start``, and
   step t > 0 gets ``from[:, t-1]`` (teacher forcing: in training mode, when
@@ -121,11 +122,10 @@ class Loop(GraphModule):
         steps = self.steps if self.steps is not None else x["steps"].shape[1]
         fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
         b = rt.batch
-        dev = next(iter(x.values())).device if x else torch.device("cpu")
         state: dict[str, Tensor] = {}
         for c in self.carry:
             state[c.name] = x[c.init] if c.init is not None \
-                else torch.zeros(b, c.zeros, device=dev)
+                else torch.zeros(b, c.zeros, dtype=rt.dtype, device=rt.device)  # (B, zeros)
         stacks: dict[str, list[Tensor]] = {k: [] for k in self.stack_axis}
         prev: dict[str, Tensor] = {}
         for t in range(steps):
@@ -134,7 +134,7 @@ class Loop(GraphModule):
                 if f.feedback is None and f.source is not None:
                     vals[f.name] = x[f.source][:, t]
                 elif t == 0:
-                    vals[f.name] = torch.full((b,), f.start, dtype=torch.long, device=dev)
+                    vals[f.name] = torch.full((b,), f.start, dtype=torch.long, device=rt.device)
                 elif f.source is not None and f.teacher_forcing and self.training:
                     vals[f.name] = x[f.source][:, t - 1]
                 else:
