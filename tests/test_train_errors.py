@@ -1,0 +1,210 @@
+"""Errors of setting up training and of drawing attention are located: at the part of
+the spec at fault (FILE:LINE:COL, with the line shown), at the run or the file at
+fault otherwise, each with a hint; on the command line one error, exit 1, no
+traceback, and nothing written before the error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from click.testing import CliRunner, Result  # noqa: E402
+
+from attngraph.cli import main  # noqa: E402
+from attngraph.errors import SourceLoc, TrainingError  # noqa: E402
+from attngraph.pipeline import load_spec  # noqa: E402
+from attngraph.train.tasks import (  # noqa: E402
+    TASKS,
+    Task,
+    bind_inputs,
+    register_task,
+    task_for,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+GA = ROOT / "specs" / "global_attention.yaml"
+GA_TEXT = GA.read_text(encoding="utf-8")
+
+
+def _spec(tmp_path: Path, old: str, new: str, base: Path = GA) -> Path:
+    """A copy of ``base`` with ``old`` replaced by ``new`` (which must occur once)."""
+    text = base.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path = tmp_path / "spec.yaml"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+def _at(path: Path, line_has: str, token: str) -> tuple[str, int, int]:
+    """(file, line, col) of ``token`` on the first line of ``path`` holding ``line_has``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    n = next(i for i, ln in enumerate(lines) if line_has in ln)
+    return str(path), n + 1, lines[n].index(token, lines[n].index(line_has)) + 1
+
+
+def _where(loc: SourceLoc) -> tuple[str, int, int]:
+    return loc.file, loc.line, loc.col
+
+
+def _located(err: TrainingError, path: Path, line_has: str, token: str) -> None:
+    """The error is at ``token`` in ``path``, prints that line, and has a hint."""
+    assert _where(err.loc) == _at(path, line_has, token), err.format()
+    assert line_has in err.loc.excerpt()
+    assert err.hint
+
+
+def _failed_cleanly(res: Result, where: str) -> str:
+    """The CLI printed one error at ``where`` with a hint, no traceback, and exited 1."""
+    assert res.exit_code == 1, res.output
+    assert isinstance(res.exception, SystemExit), res.exception
+    assert "Traceback" not in res.output
+    assert res.stderr.count(": error: ") == 1, res.stderr
+    assert f"{where}: error: " in res.stderr and "\nhint: " in res.stderr, res.stderr
+    return res.stderr
+
+
+def _train(spec: Path, out: Path, *extra: str) -> Result:
+    return CliRunner().invoke(main, ["train", str(spec), "--steps", "2", "--batch", "4",
+                                     "--out", str(out), "--quiet", *extra])
+
+
+def _cli_at(spec: Path, line_has: str, token: str) -> str:
+    file, line, col = _at(spec, line_has, token)
+    return f"{file}:{line}:{col}"
+
+
+# --- the task and its settings, from the spec's train: section ------------------------
+
+def test_unknown_task_in_the_spec_points_at_train_task(tmp_path: Path) -> None:
+    """A misspelt train.task is located at its value, with a did-you-mean; the CLI
+    prints that one error and writes nothing."""
+    spec = _spec(tmp_path, "task: needle", "task: needel")
+    with pytest.raises(TrainingError, match="unknown task 'needel'") as err:
+        task_for(load_spec(spec), None, 0)
+    _located(err.value, spec, "task: needel", "needel")
+    assert "did you mean 'needle'" in (err.value.hint or "")
+    res = _train(spec, tmp_path / "run")
+    _failed_cleanly(res, _cli_at(spec, "task: needel", "needel"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_task_given_on_the_command_line_names_the_spec_file(tmp_path: Path) -> None:
+    """--task is not in the spec: an unknown one names the spec file (no line), and
+    says what was meant."""
+    with pytest.raises(TrainingError, match="unknown task 'needel'") as err:
+        task_for(load_spec(GA), "needel", 0)
+    assert _where(err.value.loc) == (str(GA), 0, 0)
+    res = _train(GA, tmp_path / "run", "--task", "needel")
+    assert "did you mean 'needle'" in _failed_cleanly(res, str(GA))
+
+
+def test_spec_without_train_section_and_no_task_points_at_the_spec(tmp_path: Path) -> None:
+    """No --task and no train: section: located at the spec's first line (not the file
+    name inside the message)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(GA_TEXT[:GA_TEXT.index("train:")], encoding="utf-8")
+    with pytest.raises(TrainingError) as err:
+        task_for(load_spec(spec), None, 0)
+    assert err.value.message == "no task given and the spec has no 'train:' section"
+    _located(err.value, spec, "attngraph: 1", "attngraph")
+    _failed_cleanly(_train(spec, tmp_path / "run"), _cli_at(spec, "attngraph: 1", "attngraph"))
+
+
+def test_unknown_option_points_at_its_key(tmp_path: Path) -> None:
+    """An option the task lacks is located at its key in train.options."""
+    spec = _spec(tmp_path, "length: 12}", "lenght: 12}")
+    with pytest.raises(TrainingError, match="no option 'lenght'") as err:
+        task_for(load_spec(spec), None, 0)
+    _located(err.value, spec, "options:", "lenght")
+    assert "did you mean 'length'" in (err.value.hint or "")
+    _failed_cleanly(_train(spec, tmp_path / "run"), _cli_at(spec, "options:", "lenght"))
+
+
+def test_mistyped_option_points_at_its_value(tmp_path: Path) -> None:
+    """An option of the wrong type is located at its value, and the hint gives the type."""
+    spec = _spec(tmp_path, "length: 12}", "length: 1.5}")
+    with pytest.raises(TrainingError, match="option 'length' must be int") as err:
+        task_for(load_spec(spec), None, 0)
+    _located(err.value, spec, "options:", "1.5")
+    assert "int" in (err.value.hint or "")
+
+
+def test_options_that_do_not_fit_together_point_at_train_options(tmp_path: Path) -> None:
+    """A task's own check of its options (classes over vocab) is located at train.options."""
+    spec = _spec(tmp_path, "classes: 4, length", "classes: 40, length")
+    with pytest.raises(TrainingError, match="needs vocab >= classes") as err:
+        task_for(load_spec(spec), None, 0)
+    _located(err.value, spec, "options:", "{vocab")
+
+
+def test_options_the_caller_gives_name_the_spec_file() -> None:
+    """Options given by the caller (not written in the spec) are not located in it."""
+    with pytest.raises(TrainingError, match="no option 'lenght'") as err:
+        task_for(load_spec(GA), None, 0, {"lenght": 3})
+    assert _where(err.value.loc) == (str(GA), 0, 0)
+
+
+def test_target_metric_the_task_does_not_measure_points_at_it(tmp_path: Path) -> None:
+    """train.target naming a metric the task never measures is refused at its key, with
+    the task's metrics in the hint (it used to be reported only as 'missing')."""
+    spec = _spec(tmp_path, "attention_peak: 0.8}", "attn_peak: 0.8}")
+    with pytest.raises(TrainingError, match="'attn_peak', which task 'needle'") as err:
+        task_for(load_spec(spec), None, 0)
+    _located(err.value, spec, "target:", "attn_peak")
+    assert "did you mean 'attention_peak'" in (err.value.hint or "")
+    _failed_cleanly(_train(spec, tmp_path / "run"), _cli_at(spec, "target:", "attn_peak"))
+
+
+def test_task_with_an_unregistered_metric_points_at_train_task(tmp_path: Path) -> None:
+    """A task listing a metric nobody registered fails before training, at train.task."""
+    spec = _spec(tmp_path, "task: needle", "task: half_done")
+    spec.write_text(spec.read_text().replace("options: {vocab: 32, classes: 4, length: 12}",
+                                              "options: {}"))
+    spec.write_text(spec.read_text().replace(
+        "target: {accuracy: 0.95, attention_peak: 0.8}", "target: {}"))
+    with TASKS.scoped():
+        @register_task("half_done")
+        class HalfDone(Task):
+            provides = {"tokens": "tokens"}
+            metrics = ("acuracy",)
+
+        with pytest.raises(TrainingError, match="metric 'acuracy'") as err:
+            task_for(load_spec(spec), None, 0)
+    _located(err.value, spec, "task: half_done", "half_done")
+    assert "did you mean 'accuracy'" in (err.value.hint or "")
+
+
+# --- the task's data and the spec's inputs and outputs --------------------------------
+
+def test_ambiguous_fields_point_at_the_input_name(tmp_path: Path) -> None:
+    """Two fields of an input's type, neither of its name: located at the input's key."""
+    with TASKS.scoped():
+        @register_task("two_texts")
+        class TwoTexts(Task):
+            provides = {"left": "tokens", "right": "tokens"}
+
+            def sample(self, rng: Any, size: int, split: str) -> dict[str, Any]:
+                import numpy as np
+
+                z = np.ones((size, 3), dtype=np.int64)
+                return {"left": z, "right": z, "target": z[:, 0]}
+
+        graph = load_spec(GA)
+        task = task_for(graph, "two_texts", 0)
+        with pytest.raises(TrainingError, match="several 'tokens' fields") as err:
+            bind_inputs(graph, task, task.batch(2))
+    _located(err.value, GA, "tokens: {type: tokens", "tokens:")
+    assert "left, right" in (err.value.hint or "")
+
+
+def test_ids_over_the_vocab_point_at_the_inputs_vocab() -> None:
+    """Task data with ids past the input's vocab is located at that vocab."""
+    graph = load_spec(GA)
+    task = task_for(graph, None, 0, {"vocab": 40})
+    with pytest.raises(TrainingError, match="vocab is 32") as err:
+        bind_inputs(graph, task, task.batch(64))
+    _located(err.value, GA, "tokens: {type: tokens", "vocab,")
