@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import SourceLoc, TrainingError  # noqa: E402
 from attngraph.pipeline import load_spec  # noqa: E402
+from attngraph.train.runner import RunConfig, run  # noqa: E402
 from attngraph.train.tasks import (  # noqa: E402
     TASKS,
     Task,
@@ -24,6 +25,7 @@ from attngraph.train.tasks import (  # noqa: E402
     register_task,
     task_for,
 )
+from attngraph.train.trainer import train_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"
@@ -178,7 +180,34 @@ def test_task_with_an_unregistered_metric_points_at_train_task(tmp_path: Path) -
     assert "did you mean 'accuracy'" in (err.value.hint or "")
 
 
+def test_batch_that_does_not_split_over_processes_points_at_train_batch(
+        tmp_path: Path) -> None:
+    """The spec's batch not divisible by --nproc is located at train.batch; a --batch
+    given on the command line names the spec file; nothing starts, nothing is written."""
+    res = CliRunner().invoke(main, ["train", str(GA), "--nproc", "3", "--out",
+                                    str(tmp_path / "run")])
+    _failed_cleanly(res, _cli_at(GA, "  batch: 32", "32"))
+    res = CliRunner().invoke(main, ["train", str(GA), "--batch", "5", "--nproc", "2",
+                                    "--out", str(tmp_path / "run")])
+    _failed_cleanly(res, str(GA))
+    assert not (tmp_path / "run").exists()
+
+
 # --- the task's data and the spec's inputs and outputs --------------------------------
+
+def test_task_without_data_for_an_input_points_at_its_type(tmp_path: Path) -> None:
+    """A task giving no data of an input's type is located at the input's type, before
+    the output directory is touched: training again into it afterwards works."""
+    with pytest.raises(TrainingError, match="no 'tokens' data") as err:
+        t = task_for(load_spec(GA), "karate", 0)
+        bind_inputs(load_spec(GA), t, t.batch(2))
+    _located(err.value, GA, "tokens: {type: tokens", "tokens,")
+    out = tmp_path / "run"
+    res = _train(GA, out, "--task", "karate")
+    _failed_cleanly(res, _cli_at(GA, "tokens: {type: tokens", "tokens,"))
+    assert not out.exists()
+    assert _train(GA, out).exit_code == 0
+
 
 def test_ambiguous_fields_point_at_the_input_name(tmp_path: Path) -> None:
     """Two fields of an input's type, neither of its name: located at the input's key."""
@@ -208,3 +237,38 @@ def test_ids_over_the_vocab_point_at_the_inputs_vocab() -> None:
     with pytest.raises(TrainingError, match="vocab is 32") as err:
         bind_inputs(graph, task, task.batch(64))
     _located(err.value, GA, "tokens: {type: tokens", "vocab,")
+
+
+def test_data_of_another_shape_points_at_the_input(tmp_path: Path) -> None:
+    """Images of another size than the input's are located at the input, before training."""
+    spec = _spec(tmp_path, "options: {canvas: 32,", "options: {canvas: 40,",
+                 base=ROOT / "specs" / "glimpse_soft.yaml")
+    with pytest.raises(TrainingError, match="does not fit") as err:
+        run(RunConfig(spec=str(spec), steps=1, batch=2, out=str(tmp_path / "run"),
+                      quiet=True))
+    _located(err.value, spec, "image: {type: image", "{type")
+    assert not (tmp_path / "run").exists()
+
+
+def test_spec_without_logits_points_at_outputs(tmp_path: Path) -> None:
+    """Training a spec that declares no 'logits' output is refused at its outputs: key,
+    before anything is written."""
+    spec = _spec(tmp_path, "outputs: {logits: logits,", "outputs: {scores: logits,")
+    out = tmp_path / "run"
+    _failed_cleanly(_train(spec, out), _cli_at(spec, "outputs:", "outputs"))
+    assert not out.exists()
+
+
+def test_logits_of_the_wrong_shape_point_at_the_output(tmp_path: Path) -> None:
+    """Logits whose shape does not fit the task's targets are located at the output's
+    reference in the spec."""
+    import attngraph
+
+    spec = _spec(tmp_path, "outputs: {logits: logits,", "outputs: {logits: x,")
+    graph = load_spec(spec)
+    task = task_for(graph, None, 0)
+    model = attngraph.compile(graph, seed=0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(TrainingError, match="output 'logits' has shape") as err:
+        train_step(model, graph, task, task.batch(2), opt)
+    _located(err.value, spec, "outputs:", "x,")
