@@ -5,6 +5,7 @@ traceback, and nothing written before the error."""
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from click.testing import CliRunner, Result  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import SourceLoc, TrainingError  # noqa: E402
 from attngraph.pipeline import load_spec  # noqa: E402
+from attngraph.train.attend import draw, pick_view  # noqa: E402
 from attngraph.train.runner import RunConfig, run  # noqa: E402
 from attngraph.train.tasks import (  # noqa: E402
     TASKS,
@@ -272,3 +274,113 @@ def test_logits_of_the_wrong_shape_point_at_the_output(tmp_path: Path) -> None:
     with pytest.raises(TrainingError, match="output 'logits' has shape") as err:
         train_step(model, graph, task, task.batch(2), opt)
     _located(err.value, spec, "outputs:", "x,")
+
+
+# --- attend ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A short run of global_attention (its test batch: 16 examples)."""
+    out = tmp_path_factory.mktemp("attend") / "run"
+    run(RunConfig(spec=str(GA), steps=1, batch=4, eval_size=16, out=str(out), quiet=True))
+    return out
+
+
+def _attend(run_dir: Path, *extra: str) -> Result:
+    return CliRunner().invoke(main, ["attend", str(run_dir), *extra])
+
+
+def test_example_outside_the_test_batch_names_the_run(trained: Path, tmp_path: Path) -> None:
+    """--example past the run's test batch is an error at the run directory, with the
+    valid range; no picture is drawn."""
+    res = _attend(trained, "--example", "16", "-o", str(tmp_path / "a.png"))
+    err = _failed_cleanly(res, str(trained))
+    assert "outside the test batch of 16" in err and "between 0 and 15" in err
+    assert not (tmp_path / "a.png").exists()
+
+
+def test_picture_into_a_missing_directory_makes_it(trained: Path, tmp_path: Path) -> None:
+    """-o into directories that do not exist makes them, as train makes its --out."""
+    out = tmp_path / "new" / "dir" / "a.png"
+    res = _attend(trained, "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_picture_under_a_file_is_one_error_naming_the_path(trained: Path,
+                                                          tmp_path: Path) -> None:
+    """-o whose directory is a file: one error naming the picture's path, no traceback."""
+    (tmp_path / "plain").write_text("x")
+    for out in (tmp_path / "plain" / "a.png", tmp_path / "plain" / "sub" / "a.png"):
+        err = _failed_cleanly(_attend(trained, "-o", str(out)), str(out))
+        assert "not a directory" in err
+
+
+def test_picture_into_a_read_only_directory_is_one_error(
+        trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A picture that cannot be written (read-only directory) is one error naming its
+    path, with a hint; the refusal is simulated, as root may write anywhere."""
+    from matplotlib.figure import Figure
+
+    def refuse(self: Any, fname: Any, *a: Any, **k: Any) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(fname))
+
+    monkeypatch.setattr(Figure, "savefig", refuse)
+    out = tmp_path / "locked" / "a.png"
+    err = _failed_cleanly(_attend(trained, "-o", str(out)), str(out))
+    assert "cannot write the picture: permission denied" in err
+
+
+@pytest.mark.skipif(__import__("os").geteuid() == 0,
+                    reason="root writes into read-only directories")
+def test_picture_into_a_really_read_only_directory(trained: Path, tmp_path: Path) -> None:
+    """The same with a directory without write permission."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    try:
+        out = locked / "a.png"
+        assert "cannot write the picture" in _failed_cleanly(_attend(trained, "-o", str(out)),
+                                                             str(out))
+    finally:
+        locked.chmod(0o755)
+
+
+def test_picture_of_an_unknown_format_is_refused(trained: Path, tmp_path: Path) -> None:
+    """A suffix matplotlib cannot write is refused at the path before any drawing; a name
+    without a suffix becomes a .png, and the printed path says so."""
+    bad = tmp_path / "a.bmpx"
+    assert ".png" in _failed_cleanly(_attend(trained, "-o", str(bad)), str(bad))
+    res = _attend(trained, "-o", str(tmp_path / "plain_name"))
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "plain_name.png").is_file()
+    assert str(tmp_path / "plain_name.png") in res.stdout
+
+
+def test_run_of_a_spec_without_attention_output_points_into_its_spec(tmp_path: Path) -> None:
+    """attend on a run whose spec declares no attention output is located at the
+    outputs: key of the spec it was trained from (the stored text is shown)."""
+    spec = _spec(tmp_path, "outputs: {logits: logits, attention: p}",
+                 "outputs: {logits: logits}")
+    spec.write_text(spec.read_text().replace(", attention_peak: 0.8}", "}"))
+    out = tmp_path / "run"
+    run(RunConfig(spec=str(spec), steps=1, batch=4, eval_size=4, out=str(out), quiet=True))
+    err = _failed_cleanly(_attend(out), _cli_at(spec, "outputs:", "outputs"))
+    assert "declares no attention output" in err and "outputs: {logits: logits}" in err
+
+
+def test_output_of_a_shape_attend_cannot_draw_points_at_it() -> None:
+    """An attention output attend cannot draw is located at its reference in outputs:."""
+    graph = load_spec(GA)
+    with pytest.raises(TrainingError, match="cannot draw output 'attention'") as err:
+        pick_view(graph, {"attention": torch.tensor(0.5)})
+    _located(err.value, GA, "outputs:", "p}")
+
+
+def test_draw_refuses_an_example_outside_the_batch_at_the_spec(tmp_path: Path) -> None:
+    """draw() called with a batch and an example past it names the spec's file."""
+    graph = load_spec(GA)
+    task = task_for(graph, None, 0)
+    batch = task.batch(2, split="test")
+    with pytest.raises(TrainingError, match="outside the test batch of 2") as err:
+        draw(graph, task, {}, batch, tmp_path / "a.png", example=2)
+    assert _where(err.value.loc) == (str(GA), 0, 0) and err.value.hint
