@@ -72,7 +72,8 @@ def train(spec: str, task: str | None, steps: int | None, batch: int | None,
 @click.option("--example", type=click.IntRange(min=0), default=0, show_default=True,
               help="Which example of the run's test batch.")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
-              help="Picture file (png, svg, pdf) [default: RUN_DIR/attention_EXAMPLE.png].")
+              help="Picture file (png, svg, pdf); a missing directory is made "
+              "[default: RUN_DIR/attention_EXAMPLE.png].")
 @click.option("--query", type=int, default=0, show_default=True,
               help="The query node of a graph picture.")
 @run_stage

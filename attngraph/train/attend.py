@@ -22,11 +22,11 @@ backend) is imported only when drawing.
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.train.speclocs import spec_loc
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -61,7 +61,8 @@ def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
     name = next((k for k in _PREFERRED if k in outputs), None)
     if name is None:
         msg = f"{graph.name} declares no attention output to draw"
-        raise TrainingError(msg, hint="declare one in outputs: {attention: <softmax node>} "
+        raise TrainingError(msg, spec_loc(graph, "outputs", key=True),
+                            "declare one in outputs: {attention: <softmax node>} "
                             f"(outputs now: {', '.join(sorted(outputs))})")
     if name == "locations" and "image" in types:
         return "glimpses", name
@@ -77,7 +78,9 @@ def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
     if w.dim() in (1, 2):
         return "matrix", name
     msg = f"cannot draw output '{name}' of shape {tuple(outputs[name].shape)}"
-    raise TrainingError(msg, hint="attend draws weights [N], [T, N] or locations [T, 2]")
+    edge = dict(graph.outputs).get(name)
+    loc = edge.loc if edge is not None else spec_loc(graph, "outputs", key=True)
+    raise TrainingError(msg, loc, "attend draws weights [N], [T, N] or locations [T, 2]")
 
 
 def _plt() -> Any:
@@ -214,12 +217,19 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     """Draw example ``example`` of a batch's outputs to ``path``; ``(path, view)``.
 
     ``outputs`` and ``batch`` keep their batch axis; ``query`` picks the node of
-    a ``graph`` view. The format follows the suffix (png, svg, pdf).
+    a ``graph`` view. The format follows the suffix (png, svg, pdf; none means
+    png, and ``.png`` is added). A missing directory is made.
+
+    Raises
+    ------
+    TrainingError
+        An example outside the batch; an unknown suffix or a picture that cannot
+        be written (located at the file); a spec without an attention output
+        (located at its ``outputs:``).
     """
     size = next(iter(batch.values())).shape[0]
-    if not 0 <= example < size:
-        msg = f"example {example} is outside the test batch of {size}"
-        raise TrainingError(msg, hint=f"use --example between 0 and {size - 1}")
+    _check_example(example, size, SourceLoc(graph.file))
+    path = _picture(path)
     out = {k: v[example].detach().cpu() for k, v in outputs.items()}
     ex = {k: v[example] for k, v in batch.items()}
     view, name = pick_view(graph, out)
@@ -250,27 +260,55 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
         if pred is not None and label is not None and pred.numel() == 1 == label.numel():
             extra = f"  (predicted {int(pred)}, true {int(label)})"
         ax.set_title(f"{graph.name}: {what}{extra}", fontsize=9)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        try:  # a missing directory is made, as train makes its --out
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=120)
+        except OSError as exc:
+            why = ("a part of its path is a file, not a directory"
+                   if isinstance(exc, (FileExistsError, NotADirectoryError))
+                   else (exc.strerror or str(exc)).lower())
+            msg = f"cannot write the picture: {why}"
+            raise TrainingError(msg, SourceLoc(str(path)),
+                                "draw into a directory you can write: -o PICTURE") from None
     finally:
         plt.close(fig)
     return path, view
 
 
+def _check_example(example: int, size: int, where: SourceLoc) -> None:
+    """Refuse an example index outside a test batch of ``size``."""
+    if not 0 <= example < size:
+        msg = f"example {example} is outside the test batch of {size}"
+        raise TrainingError(msg, where, f"use --example between 0 and {size - 1}")
+
+
+def _picture(path: str | Path) -> Path:
+    """The file a picture is written to: ``.png`` added to a name without a suffix
+    (as matplotlib does); a suffix naming no format matplotlib writes is refused."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    path = Path(path)
+    if not path.suffix:
+        return path.with_suffix(".png")
+    known = FigureCanvasAgg.get_supported_filetypes()
+    if path.suffix[1:].lower() not in known:
+        msg = f"cannot draw a picture as '{path.suffix}'"
+        raise TrainingError(msg, SourceLoc(str(path)), "name the file with one of the "
+                            f"suffixes {', '.join('.' + k for k in sorted(known))}")
+    return path
+
+
 def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
     """``(graph, task, model, checkpoint)`` of a run, from the spec text in its checkpoint."""
     from attngraph.lower import compile as lower
-    from attngraph.pipeline import load_spec
+    from attngraph.pipeline import loads_spec
     from attngraph.train import checkpoints as ck
     from attngraph.train.tasks import task_for
 
     ckpt = ck.load_checkpoint(Path(run_dir))
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = Path(tmp) / Path(ckpt.spec_file).name
-        spec.write_text(ckpt.spec_text, encoding="utf-8")
-        graph = load_spec(spec)
+    # errors in the stored spec name the file it was trained from (and show its text)
+    graph = loads_spec(ckpt.spec_text, ckpt.spec_file)
     if ck.spec_hash(graph) != ckpt.spec_hash:
         msg = "the spec text stored in this checkpoint does not match its hash"
         raise TrainingError(msg, SourceLoc(file=str(Path(run_dir) / ck.CHECKPOINT)),
@@ -295,9 +333,11 @@ def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None 
 
     from attngraph.train.tasks import bind_inputs
 
+    path = _picture(out if out is not None else Path(run_dir) / f"attention_{example}.png")
     graph, task, model, ckpt = load_run(run_dir)
-    batch = task.batch(int(ckpt.config.get("eval_size", 256)), split="test")
+    size = int(ckpt.config.get("eval_size", 256))
+    _check_example(example, size, SourceLoc(str(run_dir)))
+    batch = task.batch(size, split="test")
     with torch.no_grad():
         outputs = model(**bind_inputs(graph, task, batch))
-    path = Path(out) if out is not None else Path(run_dir) / f"attention_{example}.png"
     return draw(graph, task, outputs, batch, path, example=example, query=query)

@@ -41,8 +41,16 @@ from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train import checkpoints as ck
 from attngraph.train import ddp, rundir
 from attngraph.train.progress import Progress
+from attngraph.train.speclocs import spec_loc
 from attngraph.train.tasks import Task, compute_metrics, task_for
-from attngraph.train.trainer import TrainSettings, build, evaluate, seeded, train_step
+from attngraph.train.trainer import (
+    TrainSettings,
+    build,
+    check_fits,
+    evaluate,
+    seeded,
+    train_step,
+)
 
 if TYPE_CHECKING:
     from torch import nn
@@ -249,10 +257,12 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
 
     Loads the spec, and on ``resume`` the checkpoint (refusing another spec's or
     a damaged one) whose stored settings then win over ``config``'s except
-    ``steps``; makes the task once to check its options; checks the batch splits
+    ``steps``; makes the task once to check its options, and that its data fits
+    the spec (:func:`attngraph.train.trainer.check_fits`); checks the batch splits
     over ``world``. On rank 0 (the one that writes files), also refuses an
     output directory that holds another run (without ``overwrite``) or cannot be
-    written (:func:`attngraph.train.rundir.check`). Nothing is written.
+    written (:func:`attngraph.train.rundir.check`). Nothing is written. Errors in
+    the spec's settings point at them in the spec.
 
     Parameters
     ----------
@@ -287,10 +297,20 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
     cfg = _resolve(replace(config, out=str(out_dir)), graph)
     if (cfg.batch or 0) % world:
         msg = f"batch {cfg.batch} does not split evenly over {world} processes"
-        raise TrainingError(msg, SourceLoc(file=str(cfg.spec)),
+        raise TrainingError(msg, _batch_loc(graph, config, out_dir),
                             f"use a batch that is a multiple of {world}")
-    task_for(graph, cfg.task, cfg.seed, cfg.options)  # fail before spawning ranks
+    # fail before spawning ranks, and before the output directory is touched
+    check_fits(graph, task_for(graph, cfg.task, cfg.seed, cfg.options))
     return graph, cfg, prior
+
+
+def _batch_loc(graph: Graph, config: RunConfig, out_dir: Path) -> SourceLoc:
+    """Where the batch size came from: the checkpoint, the caller, or the spec."""
+    if config.resume:
+        return SourceLoc(file=str(out_dir / ck.CHECKPOINT))
+    if config.batch:
+        return SourceLoc(file=graph.file)
+    return spec_loc(graph, "train", "batch")
 
 
 def run(config: RunConfig, *, rank: int = 0, world: int = 1,

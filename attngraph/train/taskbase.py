@@ -126,23 +126,36 @@ class Task:
 
     def __init__(self, *, seed: int = 0, **options: Any) -> None:
         opts: dict[str, Any] = dict(self.defaults)
-        for k, v in options.items():
-            if k not in self.defaults:
-                msg = f"task '{self.name}' has no option '{k}'"
-                known = ", ".join(sorted(self.defaults)) or "none"
-                raise TrainingError(msg, hint=f"{did_you_mean(k, self.defaults)} "
-                                    f"(options: {known})")
-            want = type(self.defaults[k])
-            if want is float and isinstance(v, int) and not isinstance(v, bool):
-                v = float(v)
-            if not isinstance(v, want) or (want is int and isinstance(v, bool)):
-                msg = f"task '{self.name}': option '{k}' must be {want.__name__}, got {v!r}"
-                raise TrainingError(msg)
-            opts[k] = v
+        opts.update({k: self.option(k, v) for k, v in options.items()})
         self.seed = seed
         self.opts = opts
         self.check()
         self._train_rng: np.random.Generator | None = None
+
+    @classmethod
+    def option(cls, name: str, value: Any) -> Any:
+        """``value`` as option ``name`` takes it (an int given for a float widened).
+
+        Raises
+        ------
+        TrainingError
+            When the task has no option ``name`` (with a did-you-mean and the
+            options it has), or ``value`` is not of the default's type.
+        """
+        if name not in cls.defaults:
+            msg = f"task '{cls.name}' has no option '{name}'"
+            known = ", ".join(sorted(cls.defaults)) or "none"
+            raise TrainingError(msg, hint=f"{did_you_mean(name, cls.defaults)} "
+                                f"(options: {known})")
+        want = type(cls.defaults[name])
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            msg = (f"task '{cls.name}': option '{name}' must be {want.__name__}, "
+                   f"got {value!r}")
+            raise TrainingError(msg, hint=f"give a {want.__name__}, like its default "
+                                f"{cls.defaults[name]!r}")
+        return value
 
     def check(self) -> None:
         """Refuse inconsistent options (raise :class:`TrainingError`)."""

@@ -38,11 +38,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import TrainingError
+from attngraph.errors import SourceLoc, TrainingError, did_you_mean
 from attngraph.registry import RegistryError
 
 # the built-in tasks and metrics register themselves on import
 from attngraph.train import metrics, task_graphs, task_images, task_sequences  # noqa: F401
+from attngraph.train.speclocs import relocated, spec_loc
 from attngraph.train.taskbase import (
     BOS,
     IGNORE,
@@ -56,7 +57,7 @@ from attngraph.train.taskbase import (
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from attngraph.ir.graph import Graph
+    from attngraph.ir.graph import Graph, Node
 
 __all__ = [
     "IGNORE", "BOS", "TASKS", "METRICS", "Task", "register_task", "register_metric",
@@ -67,6 +68,11 @@ __all__ = [
 def task_for(graph: Graph, name: str | None, seed: int,
              options: Mapping[str, Any] | None = None) -> Task:
     """The task ``name`` (default: the spec's), with the spec's options when it is its task.
+
+    Errors point into the spec: an unknown task, option or target metric of
+    the spec's ``train:`` section at that entry, a missing ``train:`` section at
+    the spec's start. What the caller gave (another task, options that differ
+    from the spec's) is not in the spec, so those errors name just its file.
 
     Parameters
     ----------
@@ -87,16 +93,65 @@ def task_for(graph: Graph, name: str | None, seed: int,
     Raises
     ------
     TrainingError
-        No task given and none in the spec, an unknown task or bad options.
+        No task given and none in the spec, an unknown task, bad options, a
+        task listing an unregistered metric, or a ``train.target`` naming a
+        metric the task does not measure.
     """
     ts = graph.train
     name = name or (ts.task if ts is not None else None)
     if name is None:
-        msg = f"{graph.file}: no task given and the spec has no 'train:' section"
-        raise TrainingError(msg, hint="pass --task NAME, or add train: {task: <name>}")
-    opts = dict(ts.options) if ts is not None and ts.task == name else {}
-    opts.update(options or {})
-    return get_task(name, seed=seed, **opts)
+        msg = "no task given and the spec has no 'train:' section"
+        raise TrainingError(msg, spec_loc(graph),
+                            "pass --task NAME, or add train: {task: <name>}")
+    own = ts is not None and ts.task == name  # the spec's task: its train: section applies
+    file = SourceLoc(graph.file)
+    at_task = spec_loc(graph, "train", "task") if own else file
+    try:
+        cls = TASKS[name]
+    except RegistryError as exc:  # a task name is a training setting
+        raise relocated(exc, at_task) from None
+    spec_opts = dict(ts.options) if own and ts is not None else {}
+    opts = {**spec_opts, **(options or {})}
+    from_spec = {k for k, v in spec_opts.items() if opts[k] == v}
+    for k, v in opts.items():
+        try:
+            cls.option(k, v)
+        except TrainingError as exc:
+            loc = (spec_loc(graph, "train", "options", k, key=k not in cls.defaults)
+                   if k in from_spec else file)
+            raise relocated(exc, loc) from None
+    _check_metrics(graph, cls, at_task, own)
+    try:
+        return cls(seed=seed, **opts)
+    except TrainingError as exc:  # options that do not fit together
+        if set(opts) - from_spec:
+            loc = file
+        elif spec_opts:
+            loc = spec_loc(graph, "train", "options")
+        else:
+            loc = at_task
+        defaults = ", ".join(f"{k}: {v!r}" for k, v in cls.defaults.items())
+        hint = exc.hint or f"choose options that fit together (defaults: {defaults})"
+        raise TrainingError(exc.message, loc, hint) from None
+
+
+def _check_metrics(graph: Graph, cls: type[Task], at_task: SourceLoc, own: bool) -> None:
+    """Refuse a task listing an unregistered metric, and target metrics it lacks."""
+    for m in cls.metrics:
+        if m not in METRICS:
+            msg = f"task '{cls.name}' lists the metric '{m}', which is not registered"
+            hint = (f"{did_you_mean(m, METRICS)}; fix the task's metrics, or register "
+                    "the metric with @register_metric")
+            raise TrainingError(msg, at_task, hint)
+    if not own or graph.train is None:
+        return
+    for m in graph.train.target:
+        if m not in cls.metrics:
+            msg = f"train.target names the metric '{m}', which task '{cls.name}' does not measure"
+            close = did_you_mean(m, cls.metrics)
+            measures = f"task '{cls.name}' measures: {', '.join(cls.metrics) or 'nothing'}"
+            hint = f"{close} ({measures})" if close.startswith("did") else measures
+            raise TrainingError(msg, spec_loc(graph, "train", "target", m, key=True), hint)
 
 
 def get_task(name: str, *, seed: int = 0, **options: Any) -> Task:
@@ -127,7 +182,9 @@ def get_task(name: str, *, seed: int = 0, **options: Any) -> Task:
     return cls(seed=seed, **options)
 
 
-def _field_for(task: Task, name: str, typ: str) -> str:
+def _field_for(graph: Graph, task: Task, node: Node[Any]) -> str:
+    """The batch field feeding input ``node``: same name first, else the one of its type."""
+    name, typ = node.id, node.spec.type
     same = [f for f, t in task.provides.items() if t == typ]
     if name in same:
         return name
@@ -136,14 +193,13 @@ def _field_for(task: Task, name: str, typ: str) -> str:
     offered = ", ".join(f"{f} ({t})" for f, t in task.provides.items()) or "nothing"
     if not same:
         msg = f"task '{task.name}' gives no '{typ}' data for input '{name}'"
-        raise TrainingError(msg,
-                            hint=f"it provides: {offered}")
-    msg = (
-        f"task '{task.name}' gives several '{typ}' fields; input "
-                        f"'{name}' matches none by name"
-    )
-    raise TrainingError(msg, hint="rename it to one of: "
-                        + ", ".join(same))
+        raise TrainingError(msg, node.where("type"),
+                            f"it provides: {offered}; train this spec on another task "
+                            "(--task)")
+    msg = (f"task '{task.name}' gives several '{typ}' fields; input '{name}' matches "
+           "none by name")
+    raise TrainingError(msg, spec_loc(graph, "inputs", name, key=True),
+                        "rename it to one of: " + ", ".join(same))
 
 
 def bind_inputs(graph: Graph, task: Task, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
@@ -175,8 +231,7 @@ def bind_inputs(graph: Graph, task: Task, batch: Mapping[str, Tensor]) -> dict[s
     """
     kw: dict[str, Tensor] = {}
     for node in graph.inputs:
-        typ = node.spec.type
-        f = _field_for(task, node.id, typ)
+        f = _field_for(graph, task, node)
         x = batch[f]
         _check_fits(task, node, f, x)
         kw[node.id] = x
@@ -186,22 +241,20 @@ def bind_inputs(graph: Graph, task: Task, batch: Mapping[str, Tensor]) -> dict[s
     return kw
 
 
-def _check_fits(task: Task, node: Any, f: str, x: Tensor) -> None:
+def _check_fits(task: Task, node: Node[Any], f: str, x: Tensor) -> None:
+    """Refuse data that does not fit input ``node``, located at the input in the spec."""
     s = node.spec
     t = node.types[""]
     where = f"task '{task.name}' field '{f}' for input '{node.id}'"
     if s.type == "tokens" and s.vocab is not None and int(x.max()) >= int(s.vocab):
         msg = f"{where}: ids up to {int(x.max())}, but vocab is {s.vocab}"
-        raise TrainingError(msg,
-                            hint="make the spec's vocab larger or the task's vocab smaller")
+        raise TrainingError(msg, node.where("vocab"),
+                            "make the spec's vocab larger or the task's vocab smaller")
     fixed = [d for d in t.dims if isinstance(d, int)]
     got = [int(d) for d, w in zip(x.shape[1:], t.dims, strict=False) if isinstance(w, int)]
     if x.dim() - 1 != t.rank or fixed != got:
-        msg = (
-            f"{where}: data of shape {tuple(x.shape[1:])} does not fit "
-                            f"{t}"
-        )
-        raise TrainingError(msg, hint="set the task's options to the spec's dims")
+        msg = f"{where}: data of shape {tuple(x.shape[1:])} does not fit {t}"
+        raise TrainingError(msg, node.loc, "set the task's options to the spec's dims")
 
 
 def compute_metrics(task: Task, outputs: Mapping[str, Any],

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from attngraph.errors import TrainingError
 from attngraph.spec.models import TrainSpec
+from attngraph.train.speclocs import spec_loc
 from attngraph.train.tasks import IGNORE, Task, bind_inputs, compute_metrics
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
 __all__ = ["TrainSettings", "Step", "build", "make_optimizer", "seeded", "train_step",
-           "evaluate", "task_loss", "reward_of"]
+           "evaluate", "task_loss", "reward_of", "check_fits"]
 
 
 #: The defaults of a ``train:`` section, read from its model.
@@ -185,7 +186,8 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
 
     out = (net if net is not None else model)(**bind_inputs(graph, task, batch))
     target = batch[task.target]
-    loss = task_loss(out, target) + model_reinforce_loss(model, reward_of(out, target))
+    loss = task_loss(out, target, graph=graph)
+    loss = loss + model_reinforce_loss(model, reward_of(out, target))
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
@@ -224,21 +226,48 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int) -> dict[str,
         model.train(was)
 
 
-def _logits_target(outputs: Mapping[str, Tensor], target: Tensor) -> tuple[Tensor, Tensor]:
+def check_fits(graph: Graph, task: Task) -> None:
+    """Refuse a spec and task that cannot train together, before anything is written.
+
+    The spec must declare a ``logits`` output, and two of the task's test
+    examples must bind to its inputs (:func:`~attngraph.train.tasks.bind_inputs`).
+    Every error is located in the spec.
+
+    Raises
+    ------
+    TrainingError
+        At the spec's ``outputs:`` without ``logits``, or at the input the
+        task's data does not fit.
+    """
+    if "logits" not in dict(graph.outputs):
+        raise _no_logits(graph)
+    bind_inputs(graph, task, task.batch(2, split="test"))
+
+
+def _no_logits(graph: Graph | None) -> TrainingError:
+    msg = "training needs the spec to declare an output named 'logits'"
+    loc = spec_loc(graph, "outputs", key=True) if graph is not None else None
+    return TrainingError(msg, loc, "add outputs: {logits: <node>}")
+
+
+def _logits_target(outputs: Mapping[str, Tensor], target: Tensor,
+                   graph: Graph | None = None) -> tuple[Tensor, Tensor]:
+    """The logits over the target's axes; errors located in ``graph``'s spec when given."""
     logits = outputs.get("logits")
     if logits is None:
-        msg = "training needs the spec to declare an output named 'logits'"
-        raise TrainingError(msg, hint="add outputs: {logits: <node>}")
+        raise _no_logits(graph)
     if logits.dim() == target.dim() + 2 and logits.shape[1] == 1:  # one query: [B, 1, C]
         logits = logits.squeeze(1)
     if logits.shape[:-1] != target.shape:
         msg = (f"output 'logits' has shape {tuple(logits.shape)}, but the task's "
                f"targets are {tuple(target.shape)}")
-        raise TrainingError(msg, hint="logits must be [..., classes] over the targets' axes")
+        loc = graph.output("logits").loc if graph is not None else None
+        raise TrainingError(msg, loc, "logits must be [..., classes] over the targets' axes")
     return logits, target
 
 
-def task_loss(outputs: Mapping[str, Tensor], target: Tensor) -> Tensor:
+def task_loss(outputs: Mapping[str, Tensor], target: Tensor, *,
+              graph: Graph | None = None) -> Tensor:
     """Cross-entropy of ``logits`` against ``target``, skipping IGNORE entries.
 
     Parameters
@@ -247,6 +276,8 @@ def task_loss(outputs: Mapping[str, Tensor], target: Tensor) -> Tensor:
         A compiled model's outputs; must hold ``logits`` ``[..., classes]``.
     target : Tensor
         Class ids over the logits' leading axes (:data:`IGNORE` where nothing is scored).
+    graph : Graph, optional
+        The model's spec, to locate an error at its ``outputs:``.
 
     Returns
     -------
@@ -260,7 +291,7 @@ def task_loss(outputs: Mapping[str, Tensor], target: Tensor) -> Tensor:
     """
     import torch.nn.functional as F
 
-    logits, target = _logits_target(outputs, target)
+    logits, target = _logits_target(outputs, target, graph)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
                            ignore_index=IGNORE)
 
