@@ -14,7 +14,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import Model, NodeModel, PosFloat, PosInt, Ref, Size
+from attngraph.spec.models import Model, NodeModel, PosInt, Ref, Scale, Size
 
 
 class ItemsSpec(NodeModel):
@@ -76,7 +76,7 @@ class SoftmaxSpec(NodeModel):
     kind: Literal["softmax"]
     scores: Ref
     mask: MaskSpec | None = None
-    temperature: PosFloat = 1.0
+    temperature: Scale = 1.0
     fn: Literal["softmax", "sparsemax"] = "softmax"
 
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import NodeModel, PosFloat, Ref
+from attngraph.spec.models import NodeModel, Ref, Scale
 
 
 class PolicySpec(NodeModel):
@@ -19,10 +19,10 @@ class PolicySpec(NodeModel):
     scores: Ref | None = None
     mean: Ref | None = None
     dist: Literal["categorical", "gaussian"] = "categorical"
-    std: PosFloat = 0.1
+    std: Scale = 0.1
     estimator: Literal["reinforce", "straight_through", "gumbel"] = "reinforce"
     baseline: Ref | bool = True
-    tau: PosFloat = 1.0
+    tau: Scale = 1.0
 
 
 @kind("policy", PolicySpec, lowering="attngraph.lower.hard:PolicyNode", role="weights",

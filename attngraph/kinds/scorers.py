@@ -22,7 +22,7 @@ from attngraph.errors import did_you_mean
 from attngraph.ir.graph import Dim, TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
 from attngraph.registry import Registry
-from attngraph.spec.models import Ident, LearnedQuery, NodeModel, PosFloat, Ref, Size
+from attngraph.spec.models import Ident, LearnedQuery, NodeModel, Ref, Scale, Size, check_scale
 
 __all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec"]
 
@@ -103,10 +103,23 @@ class ScorerSpec(NodeModel):
     key: Ref | None = None
     pairs: Literal["all", "aligned"] = "all"
     hidden: Size | None = None
-    beta: PosFloat | Literal["learned"] | None = None
+    beta: Scale | Literal["learned"] | None = None
     mode: Literal["learned", "gaussian"] | None = None
     max_len: Size | None = None
-    sigma: PosFloat | None = None
+    sigma: Scale | None = None
+
+    @field_validator("beta", mode="before")
+    @classmethod
+    def _beta_range(cls, v: Any) -> Any:
+        # checked before the union, so that the range is the one error shown (YAML 1.1
+        # reads 1.0e9, without a sign in the exponent, as text)
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            try:
+                number = float(v)
+            except ValueError:
+                return v
+            check_scale(number)
+        return v
 
     @field_validator("fn")
     @classmethod

@@ -47,7 +47,7 @@ class FeedSpec(Model):
 
     from_: Ref | None = Field(default=None, alias="from")
     feedback: Ident | None = None
-    start: Annotated[int, Field(ge=0)] = 0
+    start: Annotated[int, Field(ge=0, le=1_000_000_000)] = 0
     teacher_forcing: bool = True
 
 
