@@ -94,7 +94,7 @@ class ReadoutSpec(NodeModel):
 def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
     """Output size of a projection; counts its parameters."""
     s = ctx.spec
-    d_out = int(s.dim) if s.dim is not None else d_in
+    d_out = s.dim if s.dim is not None else d_in
     if s.proj == "identity":
         if d_out != d_in:
             ctx.fail(f"proj identity keeps the size {d_in}, but dim is {d_out}",
@@ -102,7 +102,7 @@ def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
     elif s.proj == "linear":
         ctx.params += d_in * d_out + (d_out if s.bias else 0)
     else:
-        h = int(s.hidden) if s.hidden is not None else d_out
+        h = s.hidden if s.hidden is not None else d_out
         ctx.params += d_in * h + h + h * d_out + (d_out if s.bias else 0)
     return d_out
 
@@ -118,16 +118,19 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail(f"items from token ids {t} need 'embed: <size>'", "from",
                      "add embed: d to look the ids up in a learned table")
         if t.rank != 1:
-            ctx.fail(f"items from ids need one items axis, got {t}", "from")
+            ctx.fail(f"items from ids need one items axis, got {t}", "from",
+                     "read the tokens input itself")
         src = ctx.src("from")
         vocab = src.field("vocab") if src.is_input and src.spec is not None else None
         if vocab is None:
             ctx.fail("items with 'embed' need token ids from a tokens input (for its vocab)",
-                     "from")
-        ctx.params += int(vocab) * int(s.embed)
-        n, d = t.dims[0], int(s.embed)
-    elif t.rank == 3:
-        c, h, w = (int(x) for x in t.dims)
+                     "from", "read a tokens input directly, or use an embedding node with "
+                     "vocab: <size> (e.g. inside a block)")
+        ctx.params += vocab * s.embed
+        n, d = t.dims[0], s.embed
+    elif t.rank == 3 and t.dtype == "float":
+        c, h, w = (ctx.fixed(x, f"the {what} of image '{ctx.edge('from').ref}'", "from")
+                   for x, what in zip(t.dims, ("channels", "height", "width"), strict=True))
         if s.patches is not None:
             ph, pw = s.patches
             if h % ph or w % pw:
@@ -141,13 +144,13 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if s.embed is not None:
             ctx.fail("'embed' applies to token ids, but this input is vectors", "from",
                      "use dim: <size> to project vectors")
-        n, d = t.dims[0], int(t.dims[1])
+        n, d = t.dims[0], ctx.features("from")
     else:
         ctx.fail(f"items need tokens, vectors [N, d], an image or a graph, got {t}", "from",
                  "a single vector is one item: use kind 'queries' or 'linear' for it")
     if s.dim is not None:
-        ctx.params += d * int(s.dim) + (int(s.dim) if s.bias else 0)
-        d = int(s.dim)
+        ctx.params += d * s.dim + (s.dim if s.bias else 0)
+        d = s.dim
     return {"": TensorType((n, d))}
 
 
@@ -155,20 +158,22 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     s = ctx.spec
     if getattr(s, "learned", None) is not None:
         if ctx.has("from"):
-            ctx.fail("give 'from' or 'learned', not both")
+            ctx.fail("give 'from' or 'learned', not both",
+                     hint="drop 'learned' to project 'from', or drop 'from' for learned queries")
         if s.dim is None:
             ctx.fail("learned queries need 'dim: <size>'", hint="e.g. {learned: 4, dim: d}")
-        k, d = int(s.learned), int(s.dim)
+        k, d = s.learned, s.dim
         ctx.params += k * d
         lead: tuple = (k,)
     else:
         if not ctx.has("from"):
-            ctx.fail(f"{what} need 'from: <node>' (or learned: K for queries)")
+            ctx.fail(f"{what} need 'from: <node>' (or learned: K for queries)",
+                     hint="add from: <items or vector>")
         t = ctx.t("from")
         if t.dtype != "float" or t.rank not in (1, 2) or t.heads:
             ctx.fail(f"{what} project vectors [d] or items [N, d], got {t}", "from")
         lead = t.dims[:-1]
-        d = _proj_dim(ctx, int(t.dims[-1]))
+        d = _proj_dim(ctx, ctx.features("from"))
     h = s.heads
     if h:
         if d % h:
@@ -251,12 +256,12 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if (w.heads or None) != (v.heads or None):
         ctx.fail(f"weights have {w.heads or 1} head(s) but values have {v.heads or 1}",
                  "values", "give values the same 'heads' as queries and keys")
-    d = int(v.dims[1])
+    d = ctx.features("values")
     if v.heads and s.combine == "concat":
         d *= v.heads
     if s.out is not None:
-        ctx.params += d * int(s.out) + (int(s.out) if s.bias else 0)
-        d = int(s.out)
+        ctx.params += d * s.out + (s.out if s.bias else 0)
+        d = s.out
     return {"": TensorType((*w.dims[:-1], d))}
 
 
@@ -284,8 +289,8 @@ def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"fused attention needs values over the keys' items, got {v} and {k}",
                  "values")
     s = ctx.spec
-    d = int(v.dims[1]) * (v.heads if v.heads and s.combine == "concat" else 1)
+    d = ctx.features("values") * (v.heads if v.heads and s.combine == "concat" else 1)
     if s.out is not None:
-        ctx.params += d * int(s.out) + (int(s.out) if s.bias else 0)
-        d = int(s.out)
+        ctx.params += d * s.out + (s.out if s.bias else 0)
+        d = s.out
     return {"": TensorType((*q.dims[:-1], d))}

@@ -26,12 +26,12 @@ the default port); it may add to ``ctx.params`` and fail with ``ctx.fail``.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, NoReturn, TypeVar
 
 from attngraph.errors import AttnGraphError, RegistryError, ShapeError, did_you_mean
-from attngraph.ir.graph import Edge, Graph, Node, TensorType
+from attngraph.ir.graph import Dim, Edge, Graph, Node, TensorType
 from attngraph.registry import Registry
 from attngraph.spec.models import Model
 
@@ -86,7 +86,7 @@ class NodeCtx:
         """The input edge of ``role`` (a located error if missing)."""
         e = self.node.edge(role)
         if e is None:
-            self.fail(f"missing field '{role}'")
+            self.fail(f"missing field '{role}'", hint=f"add '{role}: <node>'")
         return e
 
     def has(self, role: str) -> bool:
@@ -100,6 +100,32 @@ class NodeCtx:
     def type_of(self, e: Edge) -> TensorType:
         """Type arriving on edge ``e``."""
         return self.graph.node(e.src).types[e.port]
+
+    def fixed(self, dim: Dim, what: str, role: str | None = None, hint: str | None = None,
+              *, field: str | None = None) -> int:
+        """``dim`` as a number: a size that weights or a layout depend on.
+
+        A symbolic length (``N``, ``T``) is known only when a batch arrives, so
+        it cannot size a weight: fail ``"<what> must be a fixed number, found the
+        length N"`` at the edge of ``role`` (or ``field``, or the node).
+        """
+        if isinstance(dim, int):
+            return dim
+        self.fail(
+            f"{what} must be a fixed number, found the length {dim}", role,
+            hint or f"{dim} is a length, known only when a batch arrives, so it cannot size "
+            "a weight: give this node features [..., d] (e.g. the readout of weights over "
+            "items), not the scores or weights themselves",
+            field=field,
+        )
+
+    def features(self, role: str) -> int:
+        """The feature size (last axis) of the input of ``role``, a fixed number."""
+        t = self.t(role)
+        if t.rank == 0:
+            self.fail(f"'{self.edge(role).ref}' is a scalar {t}, with no feature axis", role,
+                      "give it a vector [d] or items [N, d]")
+        return self.fixed(t.dims[-1], f"the feature size of '{role}'", role)
 
     def body(self) -> Graph:
         """The instantiated body of a block, repeat or loop node."""
@@ -123,16 +149,19 @@ class RuleCtx(NodeCtx):
 
     ``done`` holds the nodes inferred so far; ``infer`` is the shape inference of a
     whole graph, given by the pass that runs the rules (block bodies are inferred
-    with it). A rule adds to ``params`` and may set ``body``.
+    with it; ``infer(graph, ids=...)``). ``ids`` bounds the token ids a block's
+    inputs are bound to, when known: ids of input ``y`` are below ``ids["y"]``. A
+    rule adds to ``params`` and may set ``body``.
     """
 
     error = ShapeError
 
     def __init__(self, node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
-                 infer: Callable[[Graph], Graph]) -> None:
+                 infer: Callable[..., Graph], ids: Mapping[str, int] | None = None) -> None:
         super().__init__(node, graph)
         self.done = done
         self.infer = infer
+        self.ids: Mapping[str, int] = ids or {}
         self.params = 0
         self.body_graph: Graph | None = None
 
@@ -171,8 +200,22 @@ class RuleCtx(NodeCtx):
                       "make items first, e.g. {kind: items, from: <input>}")
         return t
 
-    def infer_block(self, name: str, bound: dict[str, TensorType]) -> Graph:
-        """Instantiate block ``name`` with its inputs bound to ``bound`` types."""
+    def id_bound(self, e: Edge) -> int | None:
+        """How many ids the value on edge ``e`` may take (ids are below it), if known:
+        a tokens input's ``vocab``, a labels input's ``classes``, or what a block's
+        input was bound to."""
+        src = self.done[e.src]
+        if not src.is_input or e.port:
+            return None
+        if src.spec is not None:
+            bound = src.spec.vocab or src.spec.classes
+            return int(bound) if bound is not None else None
+        return self.ids.get(src.id)
+
+    def infer_block(self, name: str, bound: dict[str, TensorType],
+                    ids: Mapping[str, int] | None = None) -> Graph:
+        """Instantiate block ``name`` with its inputs bound to ``bound`` types (and
+        ``ids``: for inputs bound to token ids, how many ids they may take)."""
         tmpl = self.graph.blocks[name]
         missing = [n.id for n in tmpl.inputs if n.id not in bound]
         extra = sorted(set(bound) - {n.id for n in tmpl.inputs})
@@ -180,11 +223,14 @@ class RuleCtx(NodeCtx):
             want = ", ".join(n.id for n in tmpl.inputs) or "none"
             self.fail(f"block '{name}' takes inputs ({want}); "
                       + (f"missing {', '.join(missing)}" if missing else
-                         f"unknown {', '.join(extra)}"))
+                         f"unknown {', '.join(extra)}"),
+                      hint="bind each of its inputs once, under inputs:, carry: or feed:"
+                      if self.node.kind == "loop" else "bind each of its inputs once: from: {"
+                      + ", ".join(f"{n.id}: <node>" for n in tmpl.inputs) + "}")
         nodes = [replace(n, types={"": bound[n.id]}) if n.is_input else n for n in tmpl.nodes]
         sub = replace(tmpl, nodes=tuple(nodes), blocks=self.graph.blocks)
         try:
-            return self.infer(sub)
+            return self.infer(sub, ids=ids or {})
         except AttnGraphError as exc:
             d = exc.diagnostics[0]
             msg = f"in block '{name}' (used by node '{self.node.id}'): {d.message}"

@@ -51,6 +51,9 @@ class ScorerInfo:
     takes_query: bool = True
     #: parameters that depend on the spec's settings (a learned temperature)
     spec_params: Callable[[Any], int] = lambda spec: 0
+    #: elements the function makes per score besides the score (``hidden`` for
+    #: additive: the ``tanh(W q + U k)`` of every pair), ``inner(dq, dk, hidden)``
+    inner: Callable[[int, int, int], int] = lambda dq, dk, h: 0
     #: a shape rule of its own, ``shape(ctx, query type or None, key type)``, for
     #: functions whose scores are not one per (query, key) pair of content
     shape: Callable[[RuleCtx, TensorType | None, TensorType], dict[str, TensorType]] | None \
@@ -139,11 +142,11 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if info is None:
         ctx.fail(f"unknown scorer fn '{s.fn}'", hint=did_you_mean(s.fn, SCORERS), field="fn")
     k = ctx.need_items("key", f"scorer fn '{s.fn}'")
-    n, dk = k.dims[0], int(k.dims[1])
+    n, dk = k.dims[0], ctx.features("key")
     learned_q = getattr(s.query, "learned", None)
     if learned_q is not None:
-        q = TensorType((int(learned_q),), heads=k.heads)
-        ctx.params += int(learned_q) * (k.heads or 1)
+        q = TensorType((learned_q,), heads=k.heads)
+        ctx.params += learned_q * (k.heads or 1)
         qname = "learned"
     elif ctx.has("query"):
         q = ctx.t("query")
@@ -164,14 +167,19 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  "give queries and keys the same 'heads'")
     if info.shape is not None:
         return info.shape(ctx, q, k)
-    dq = int(q.dims[-1]) if q is not None else dk
+    if learned_q is not None:
+        dq = learned_q
+    elif q is not None:
+        dq = ctx.features("query")
+    else:
+        dq = dk
     if info.same_size and dq != dk:
         ctx.fail(
             f"scorer fn '{s.fn}' needs query and key of one size "
             f"(query {qname}: {dq}, key {ctx.edge('key').ref}: {dk})",
             hint="make both dims equal, or use fn 'general' (q^T W k), which maps between sizes",
         )
-    hidden = int(s.hidden) if s.hidden is not None else dk
+    hidden = s.hidden if s.hidden is not None else dk
     ctx.params += info.params(dq, dk, hidden) * (k.heads or 1)
     ctx.params += info.spec_params(s)
     return {"": _pairs(ctx, q, k, n)}
@@ -202,7 +210,11 @@ def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, Te
         if max_len is None:
             ctx.fail("location scores learned per position need 'max_len'",
                      hint="add max_len: <longest N>")
-        ctx.params += int(max_len)
+        if isinstance(n, int) and n > max_len:
+            ctx.fail(f"location scores learned for max_len {max_len} positions, but the keys "
+                     f"have {n} items", field="max_len",
+                     hint=f"raise max_len to {n}, or drop it (the keys are a fixed {n} items)")
+        ctx.params += max_len
         if q is not None:
             ctx.fail("location mode 'learned' takes no query", "query",
                      "use mode: gaussian to center a window on a position predicted from it")
@@ -210,8 +222,9 @@ def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, Te
     if q is None:
         ctx.fail("location mode 'gaussian' predicts its position from a query",
                  hint="add query: <decoder state>")
-    hidden = int(s.hidden) if s.hidden is not None else int(q.dims[-1])
-    ctx.params += int(q.dims[-1]) * hidden + hidden
+    dq = ctx.fixed(q.dims[-1], "the feature size of 'query'", "query")
+    hidden = s.hidden if s.hidden is not None else dq
+    ctx.params += dq * hidden + hidden
     return {"": TensorType((n,) if q.rank == 1 else (q.dims[0], n))}
 
 
