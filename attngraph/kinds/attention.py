@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import Model, NodeModel, PosInt, Ref, Scale, Size
 
 
@@ -107,8 +107,18 @@ def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
     return d_out
 
 
+def _items_work(ctx: WorkCtx) -> Work:
+    """The projection (``dim``) once per item; a lookup or a copy per element."""
+    out, src = ctx.out(), ctx.t("from")
+    table = 0
+    if src.dtype == "long":
+        table = ctx.graph.node(ctx.edge("from").src).spec.vocab * ctx.spec.embed
+    n = ctx.positions(out)
+    return Work(n * (ctx.node.params - table) + ctx.elements(out) + ctx.elements(src))
+
+
 @kind("items", ItemsSpec, lowering="attngraph.lower.attention:Items", role="items",
-      style=Style("#cfe2f3", "box"))
+      style=Style("#cfe2f3", "box"), work=_items_work)
 def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]: embedded tokens, projected vectors, image patches, graph nodes."""
     s = ctx.spec
@@ -154,6 +164,15 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((n, d))}
 
 
+def _qkv_work(ctx: WorkCtx) -> Work:
+    """Learned vectors are copied; a projection runs once per vector, before the heads split."""
+    out = ctx.out()
+    if getattr(ctx.spec, "learned", None) is not None:
+        return Work(ctx.elements(out))
+    vectors = ctx.elements(ctx.t("from")) // ctx.features("from")
+    return Work(ctx.node.params * vectors + ctx.elements(out))
+
+
 def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     s = ctx.spec
     if getattr(s, "learned", None) is not None:
@@ -186,28 +205,28 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
 
 
 @kind("queries", QueriesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
-      style=_PROJ, transparent=True)
+      style=_PROJ, transparent=True, work=_qkv_work)
 def queries_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[M, d] or [d]; with heads h, [M, d/h] per head."""
     return _qkv(ctx, "queries")
 
 
 @kind("keys", KeysSpec, lowering="attngraph.lower.attention:Proj", role="projection",
-      style=_PROJ, transparent=True)
+      style=_PROJ, transparent=True, work=_qkv_work)
 def keys_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "keys")
 
 
 @kind("values", ValuesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
-      style=_PROJ, transparent=True)
+      style=_PROJ, transparent=True, work=_qkv_work)
 def values_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "values")
 
 
 @kind("softmax", SoftmaxSpec, lowering="attngraph.lower.attention:Softmax", role="weights",
-      style=Style("#fce5cd", "box"))
+      style=Style("#fce5cd", "box"), work=elementwise_work)
 def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Weights of the scores' shape, summing to one over the last (items) axis."""
     s = ctx.spec
@@ -236,8 +255,15 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims, heads=t.heads, simplex=True)}
 
 
+def _readout_work(ctx: WorkCtx) -> Work:
+    """Each weight times a value vector, then the ``out`` projection once per result."""
+    out = ctx.out()
+    weighted = ctx.elements(ctx.t("weights")) * ctx.features("values")
+    return Work(weighted + ctx.node.params * ctx.positions(out) + ctx.elements(out))
+
+
 @kind("readout", ReadoutSpec, lowering="attngraph.lower.attention:lower_readout", role="readout",
-      style=Style("#ead1dc", "box"))
+      style=Style("#ead1dc", "box"), work=_readout_work)
 def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """z = Σ_i p_i v_i: [d] per query; heads merged by ``combine``; optional ``out``."""
     s = ctx.spec
@@ -277,8 +303,17 @@ class FusedAttentionSpec(NodeModel):
     bias: bool = True
 
 
+def _attention_work(ctx: WorkCtx) -> Work:
+    """Scores and the weighted sum of every (query, key) pair; the scores are a tensor."""
+    q, k = ctx.t("query"), ctx.t("key")
+    pairs = (k.heads or 1) * ctx.n(k.dims[0]) * (ctx.n(q.dims[0]) if q.rank == 2 else 1)
+    out = ctx.out()
+    macs = pairs * (ctx.features("key") + ctx.features("values"))
+    return Work(macs + ctx.node.params * ctx.positions(out), inner=pairs)
+
+
 @kind("attention", FusedAttentionSpec, lowering="attngraph.lower.attention:FusedAttention",
-      role="attention", style=Style("#ead1dc", "box"), internal=True)
+      role="attention", style=Style("#ead1dc", "box"), internal=True, work=_attention_work)
 def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""
     q, k, v = ctx.t("query"), ctx.need_items("key", "fused attention"), ctx.t("values")

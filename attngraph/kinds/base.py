@@ -21,10 +21,16 @@ The built-in kinds live in one module per family (``attention``, ``scorers``,
 
 A shape rule gets a :class:`RuleCtx` and returns ``{port: TensorType}`` (``""`` is
 the default port); it may add to ``ctx.params`` and fail with ``ctx.fail``.
+
+A kind may also say what one run of a node costs (``work=``, a :data:`WorkRule`):
+multiply-adds and the largest tensor it makes inside, per example, at given
+lengths. The resource guard (:mod:`attngraph.analysis.sizes`) reads it; without
+one, a node costs its parameters once per position of its output (a dense layer).
 """
 
 from __future__ import annotations
 
+import math
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -37,7 +43,8 @@ from attngraph.spec.models import Model
 
 __all__ = [
     "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
-    "DEFAULT_STYLE", "spec_kinds",
+    "DEFAULT_STYLE", "spec_kinds", "Bound", "Work", "WorkCtx", "WorkRule", "dense_work",
+    "elementwise_work", "no_work",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
@@ -242,6 +249,79 @@ ShapeRule = Callable[[RuleCtx], dict[str, TensorType]]
 
 
 @dataclass(frozen=True)
+class Work:
+    """What one run of a node costs for one example: ``macs`` multiply-adds, and
+    ``inner``, the elements of the largest tensor it makes besides its outputs
+    (the ``(M, N, hidden)`` sum of an additive scorer over all pairs)."""
+
+    macs: int = 0
+    inner: int = 0
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A length that a node caps: ``symbol`` is at most ``most`` (its ``field`` says so)."""
+
+    symbol: str
+    most: int
+    node: Node[Any]
+    field: str
+
+
+class WorkCtx(NodeCtx):
+    """What a work rule may read: an inferred node, its inputs' types, and ``n(dim)``,
+    the size of a dimension at the lengths the guard assumes. A rule whose node
+    holds a table over positions says how long a length may be with :meth:`at_most`."""
+
+    def __init__(self, node: Node[Any], graph: Graph, length: Callable[[str], int]) -> None:
+        super().__init__(node, graph)
+        self.length = length
+        self.bounds: list[Bound] = []
+
+    def at_most(self, dim: Dim, most: int, field: str) -> None:
+        """Record that the length ``dim`` (if symbolic) is at most ``most``."""
+        if isinstance(dim, str):
+            self.bounds.append(Bound(dim, most, self.node, field))
+
+    def n(self, dim: Dim) -> int:
+        """A dimension's size: its number, or the assumed size of its length."""
+        return dim if isinstance(dim, int) else self.length(dim)
+
+    def elements(self, t: TensorType) -> int:
+        """Elements of one example's value of type ``t`` (heads included)."""
+        return (t.heads or 1) * math.prod(self.n(d) for d in t.dims)
+
+    def positions(self, t: TensorType) -> int:
+        """How many feature vectors a value of type ``t`` holds (all but its last axis)."""
+        return (t.heads or 1) * math.prod(self.n(d) for d in t.dims[:-1])
+
+    def out(self) -> TensorType:
+        """The node's default output type."""
+        return self.node.types[""]
+
+
+#: A work rule: ``rule(ctx) -> Work`` for one run of a node.
+WorkRule = Callable[[WorkCtx], Work]
+
+
+def dense_work(ctx: WorkCtx) -> Work:
+    """Each parameter used once per output position (linear layers, rnn), plus a few
+    operations per output element."""
+    out = ctx.out()
+    return Work(ctx.node.params * ctx.positions(out) + ctx.elements(out))
+
+
+def elementwise_work(ctx: WorkCtx) -> Work:
+    """A few operations per output element, whatever the parameters (lookups, sums)."""
+    return Work(ctx.elements(ctx.out()))
+
+
+def no_work(ctx: WorkCtx) -> Work:
+    """Nothing of its own (an input; a block, repeat or loop, whose body the guard counts)."""
+    return Work()
+
+
+@dataclass(frozen=True)
 class Kind(Generic[SpecT]):
     """Everything attngraph knows about one node kind (see the module docstring)."""
 
@@ -255,6 +335,8 @@ class Kind(Generic[SpecT]):
     transparent: bool = False
     #: made by a pass, never written in a spec (not in the schema or validation)
     internal: bool = False
+    #: what one run costs (the resource guard); None: :func:`dense_work`
+    work: WorkRule | None = None
 
     @property
     def doc(self) -> str:
@@ -273,7 +355,7 @@ def spec_kinds() -> dict[str, type[Model]]:
 
 def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | None = None,
          role: KindRole = "support", style: Style = DEFAULT_STYLE,
-         transparent: bool = False, internal: bool = False,
+         transparent: bool = False, internal: bool = False, work: WorkRule | None = None,
          ) -> Callable[[ShapeRule], Kind[SpecT]]:
     """Define and register kind ``name`` whose shape rule is the decorated function.
 
@@ -286,7 +368,7 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
         raise RegistryError(msg, hint=f'add  kind: Literal["{name}"]  to {spec.__name__}')
 
     def deco(rule: ShapeRule) -> Kind[SpecT]:
-        k = Kind(name, spec, rule, lowering, role, style, transparent, internal)
+        k = Kind(name, spec, rule, lowering, role, style, transparent, internal, work)
         KINDS.register(name, k)
         return k
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.spec.models import NodeModel, PosInt, Ref
 
 
@@ -25,8 +25,16 @@ class GlimpseSpec(NodeModel):
     scales: Annotated[int, Field(ge=1, le=8)] = 1
 
 
+def _glimpse_work(ctx: WorkCtx) -> Work:
+    """Bilinear samples of every pixel of every scale's patch (before it is pooled)."""
+    s = ctx.spec
+    c = ctx.n(ctx.t("image").dims[0])
+    patches = [c * (s.size * 2**i) ** 2 for i in range(s.scales)]
+    return Work(4 * sum(patches), inner=patches[-1])
+
+
 @kind("glimpse", GlimpseSpec, lowering="attngraph.lower.glimpse:GlimpseNode", role="sensor",
-      style=Style("#f9cb9c", "box"))
+      style=Style("#f9cb9c", "box"), work=_glimpse_work)
 def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Image [C, H, W] at loc [2] in [-1, 1] -> [scales·C·size·size]."""
     img = ctx.need_rank("image", 3, "glimpse reads an image [C, H, W]",

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, elementwise_work, kind
 from attngraph.spec.models import NodeModel, Ref, Size
 
 
@@ -47,7 +47,7 @@ class AddressSpec(NodeModel):
 
 
 @kind("memory", MemorySpec, lowering="attngraph.lower.memory:MemoryNode", role="memory",
-      style=Style("#d0e0e3", "cylinder"))
+      style=Style("#d0e0e3", "cylinder"), work=elementwise_work)
 def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Slots [S, width]; learned, zero or small-constant initial contents."""
     s = ctx.spec

@@ -20,7 +20,7 @@ from pydantic import field_validator
 
 from attngraph.errors import did_you_mean
 from attngraph.ir.graph import Dim, TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.registry import Registry
 from attngraph.spec.models import Ident, LearnedQuery, NodeModel, Ref, Scale, Size, check_scale
 
@@ -85,11 +85,13 @@ for _info in (
     ScorerInfo("scaled_dot", "q·k/√d", same_size=True, module=_mod("ScaledDot")),
     ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk, module=_mod("General")),
     ScorerInfo("additive", "vᵀ tanh(W q + U k)",
-               params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive")),
+               params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive"),
+               inner=lambda dq, dk, h: h),
     ScorerInfo("cosine", "β · cos(q, k)", same_size=True, module=_mod("Cosine"),
                spec_params=lambda spec: 1 if spec.beta == "learned" else 0),
     ScorerInfo("mlp", "vᵀtanh(W k)", needs_query=False, takes_query=False,
-               params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore")),
+               params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore"),
+               inner=lambda dq, dk, h: h),
     ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
                params=lambda dq, dk, h: dq + dk, module=_mod("Gat")),
 ):
@@ -133,8 +135,33 @@ class ScorerSpec(NodeModel):
         return v
 
 
+def _scorer_work(ctx: WorkCtx) -> Work:
+    """Every score costs the key's size (and what the function makes per score); the
+    function's parameters apply once per query and once per key."""
+    s = ctx.spec
+    info = SCORERS[s.fn]
+    k = ctx.t("key")
+    scores = ctx.elements(ctx.out())
+    dk = ctx.features("key")
+    if getattr(s.query, "learned", None) is not None:
+        dq, nq = s.query.learned, k.heads or 1
+    elif ctx.has("query"):
+        q = ctx.t("query")
+        dq, nq = ctx.features("query"), ctx.positions(q)
+    else:
+        dq, nq = dk, 0
+        if s.max_len is not None:  # location scores learned per position
+            ctx.at_most(k.dims[0], s.max_len, "max_len")
+    hidden = s.hidden if s.hidden is not None else dk
+    per = info.inner(dq, dk, hidden)
+    # positions(k) counts every head's keys: each head applies its own parameters
+    vectors = nq + ctx.positions(k)
+    return Work(scores * (dk + per) + info.params(dq, dk, hidden) * vectors,
+                inner=scores * per)
+
+
 @kind("scorer", ScorerSpec, lowering="attngraph.lower.scorers:lower_scorer", role="scorer",
-      style=Style("#fff2cc", "box"))
+      style=Style("#fff2cc", "box"), work=_scorer_work)
 def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Scores [N] (one query), [M, N] (all pairs) or [N] (aligned pairs)."""
     s = ctx.spec

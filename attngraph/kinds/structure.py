@@ -13,7 +13,7 @@ from pydantic import Field
 
 from attngraph.errors import did_you_mean
 from attngraph.ir.graph import Dim, Edge, Graph, TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, kind, no_work
 from attngraph.spec.models import SIZE, BlockName, Ident, Model, NodeModel, PosInt, Ref, Size
 
 
@@ -82,7 +82,7 @@ def _ports(body: Graph) -> dict[str, TensorType]:
 
 
 @kind("block", BlockUseSpec, lowering="attngraph.lower.structure:Block", role="structure",
-      style=Style("#ffffff", "box"))
+      style=Style("#ffffff", "box"), work=no_work)
 def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The block's output(s), with its inputs bound to ``from``."""
     name = ctx.spec.block
@@ -104,7 +104,7 @@ def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat", role="structure",
-      style=Style("#ffffff", "box3d"))
+      style=Style("#ffffff", "box3d"), work=no_work)
 def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """K rounds of a one-input block whose output has its input's type."""
     name = ctx.spec.block
@@ -125,7 +125,8 @@ def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": out}
 
 
-@kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop", role="structure")
+@kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop", role="structure",
+      work=no_work)
 def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Runs the body once per step; each body output is stacked to [T, ...]."""
     s = ctx.spec

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import Edge, Node, TensorType
-from attngraph.kinds.base import RuleCtx, kind
+from attngraph.kinds.base import RuleCtx, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import NodeModel, Prob, Ref, Size
 
 
@@ -119,7 +119,8 @@ def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*t.dims[:-1], out))}
 
 
-@kind("embedding", EmbeddingSpec, lowering="attngraph.lower.support:lower_embedding")
+@kind("embedding", EmbeddingSpec, lowering="attngraph.lower.support:lower_embedding",
+      work=elementwise_work)
 def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids [...] -> [..., dim]."""
     t = ctx.t("from")
@@ -159,7 +160,16 @@ def image_grid(src: Node, type_of: Callable[[Edge], TensorType]) -> tuple[int, i
     return h // ph, w // pw
 
 
-@kind("position", PositionSpec, lowering="attngraph.lower.support:lower_position")
+def _position_work(ctx: WorkCtx) -> Work:
+    """A copy per element; a learned table of ``max_len`` rows caps the items' length."""
+    s = ctx.spec
+    if s.encoding == "learned" and s.max_len is not None:
+        ctx.at_most(ctx.out().dims[0], s.max_len, "max_len")
+    return elementwise_work(ctx)
+
+
+@kind("position", PositionSpec, lowering="attngraph.lower.support:lower_position",
+      work=_position_work)
 def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Context vectors from positions: [N, dim] for the items of ``from``; for
     ``encoding: xy``, the (x, y) centre of each image patch, [N, 2]."""
