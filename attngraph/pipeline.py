@@ -38,8 +38,9 @@ MAX_TENSOR = 500_000_000
 #: Elements of all the tensors one forward makes, which training keeps for the
 #: backward pass (8 GB of float32).
 MAX_HELD = 2_000_000_000
-#: Multiply-adds of one forward (about 3 s on one CPU core at 70 GMAC/s).
-MAX_MACS = 200_000_000_000
+#: Multiply-adds of one forward (about 15 s on one CPU core at 70 GMAC/s; well under
+#: a second on a GPU).
+MAX_MACS = 1_000_000_000_000
 #: Node runs of one forward, loop steps and repeat rounds multiplying (each run is a
 #: Python call of at least ~50 µs with its backward).
 MAX_RUNS = 50_000

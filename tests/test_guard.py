@@ -3,7 +3,6 @@ the catalog and the docs' examples pass with room to spare."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -119,13 +118,16 @@ def test_a_huge_image_input_is_refused_as_an_input() -> None:
 
 def test_the_work_of_a_forward_is_refused_with_the_node_that_costs_most() -> None:
     """Multiply-adds over the limit: the figure, the limit and the costliest node."""
-    text = HEAD + ("nodes:\n  a: {kind: linear, from: x, out: 4000}\n"
-                   "  b: {kind: linear, from: a, out: 8000}\noutputs: {b: b}\n")
+    text = HEAD + ("blocks:\n  layer:\n    inputs: [h]\n    nodes:\n"
+                   "      y: {kind: linear, from: h, out: 2000}\n    output: y\n"
+                   "nodes:\n  a: {kind: linear, from: x, out: 2000}\n"
+                   "  r: {kind: repeat, block: layer, times: 60, from: a, share: true}\n"
+                   "outputs: {r: r}\n")
     got = refused(text)
-    assert re.fullmatch(r"one forward at batch 32, N = 256 would take about [\d,]+ "
-                        r"multiply-adds, over the limit of 200,000,000,000 \(node 'b' costs "
-                        r"the most\)", got[0][0]), got
-    assert got[0][1:3] == (8, 6)
+    assert got[0][0] == (
+        "one forward at batch 32, N = 256 would take about 1,968,209,920,000 multiply-adds, "
+        "over the limit of 1,000,000,000,000 (node 'y' costs the most)"), got
+    assert got[0][1:3] == (10, 10)
 
 
 def test_all_tensors_of_a_forward_are_counted_together() -> None:

@@ -138,3 +138,23 @@ def test_glimpse_counts_its_largest_patch() -> None:
     node = g.node("g")
     assert node.types[""].dims == (3 * 3 * 8 * 8,)
     assert sz.macs.value >= 4 * 3 * (8**2 + 16**2 + 32**2)
+
+
+@pytest.mark.parametrize(("fn", "macs"), [
+    # W applies to the one query; each of the N scores costs d
+    ("general", 8 * 8 + 10 * 8),
+    # W q and U k: hidden per query and per key, hidden more per score (the tanh sum)
+    ("additive", (8 * 8 + 8 * 8 + 8 + 8) * (1 + 10) + 10 * (8 + 8)),
+])
+def test_a_scorer_applies_its_parameters_where_it_does(fn: str, macs: int) -> None:
+    """A general scorer's W multiplies each query once, not every key; an additive
+    scorer's parameters are counted for queries and keys (within 2x of its work)."""
+    g = graph(f"  h: {{type: vector, dim: d}}\nnodes:\n"
+              f"  s: {{kind: scorer, fn: {fn}, query: h, key: x}}\noutputs: {{s: s}}\n")
+    node = g.node("s")
+    from attngraph.kinds import KINDS
+    from attngraph.kinds.base import WorkCtx
+
+    work = KINDS["scorer"].work
+    assert work is not None
+    assert work(WorkCtx(node, g, lambda sym: 10)).macs == macs

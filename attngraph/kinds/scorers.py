@@ -54,6 +54,9 @@ class ScorerInfo:
     #: elements the function makes per score besides the score (``hidden`` for
     #: additive: the ``tanh(W q + U k)`` of every pair), ``inner(dq, dk, hidden)``
     inner: Callable[[int, int, int], int] = lambda dq, dk, h: 0
+    #: whom the parameters apply to, once each: every query (``W`` of ``general``),
+    #: every key (``mlp``), or both (``additive``'s ``W q`` and ``U k``, and a user's)
+    applies: Literal["query", "key", "each"] = "each"
     #: a shape rule of its own, ``shape(ctx, query type or None, key type)``, for
     #: functions whose scores are not one per (query, key) pair of content
     shape: Callable[[RuleCtx, TensorType | None, TensorType], dict[str, TensorType]] | None \
@@ -83,7 +86,8 @@ def _mod(name: str) -> str:
 for _info in (
     ScorerInfo("dot", "q·k", same_size=True, module=_mod("Dot")),
     ScorerInfo("scaled_dot", "q·k/√d", same_size=True, module=_mod("ScaledDot")),
-    ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk, module=_mod("General")),
+    ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk, module=_mod("General"),
+               applies="query"),
     ScorerInfo("additive", "vᵀ tanh(W q + U k)",
                params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive"),
                inner=lambda dq, dk, h: h),
@@ -91,7 +95,7 @@ for _info in (
                spec_params=lambda spec: 1 if spec.beta == "learned" else 0),
     ScorerInfo("mlp", "vᵀtanh(W k)", needs_query=False, takes_query=False,
                params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore"),
-               inner=lambda dq, dk, h: h),
+               inner=lambda dq, dk, h: h, applies="key"),
     ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
                params=lambda dq, dk, h: dq + dk, module=_mod("Gat")),
 ):
@@ -155,7 +159,7 @@ def _scorer_work(ctx: WorkCtx) -> Work:
     hidden = s.hidden if s.hidden is not None else dk
     per = info.inner(dq, dk, hidden)
     # positions(k) counts every head's keys: each head applies its own parameters
-    vectors = nq + ctx.positions(k)
+    vectors = {"query": nq, "key": ctx.positions(k), "each": nq + ctx.positions(k)}[info.applies]
     return Work(scores * (dk + per) + info.params(dq, dk, hidden) * vectors,
                 inner=scores * per)
 
@@ -259,4 +263,5 @@ register_scorer(ScorerInfo(
     "location", "s_i = w_i (learned per position), or "
     "-(i - p)²/(2σ²) with p = N·sigmoid(vᵀ tanh(W q))",
     needs_query=False, content=False, module=_mod("Location"), shape=_location,
+    applies="query",
 ))
