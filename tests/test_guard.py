@@ -215,3 +215,16 @@ def test_the_limits_are_the_documented_ones() -> None:
     for n in (pl.MAX_PARAMS, pl.MAX_DIM, pl.MAX_TENSOR, pl.MAX_HELD, pl.MAX_MACS, pl.MAX_RUNS,
               pl.MAX_MODULES, pl.MAX_STEPS, ASSUMED_BATCH, ASSUMED_LENGTH):
         assert f"{n:,}" in text, n
+
+
+def test_an_mlp_hidden_layer_is_a_tensor_of_its_own() -> None:
+    """An mlp with a hidden layer of 999,999 over 36 image patches (2 GB peak in a
+    forward and backward of 3 images): its hidden vectors are counted and refused."""
+    text = ("attngraph: 1\nname: t\ninputs:\n  img: {type: image, height: 24, width: 24}\n"
+            "nodes:\n  x: {kind: items, from: img, patches: [4, 4], dim: 48}\n"
+            "  f: {kind: mlp, from: x, hidden: 999999, out: 48}\noutputs: {f: f}\n")
+    got = refused(text)
+    assert got[0] == (
+        "node 'f' would make a tensor of 1,151,998,848 elements (4.6 GB of float32) at "
+        "batch 32, over the limit of 500,000,000", 7, 6,
+        f"shrink the sizes it multiplies (hidden, heads, lengths), {LARGE}")

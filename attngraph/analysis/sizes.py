@@ -134,6 +134,8 @@ def _walk(graph: Graph, acc: _Acc, runs: int, modules: int, top: Node[Any] | Non
             acc.tensor_of(ctx.elements(t), n, runs, owner)
         if work.inner:
             acc.tensor_of(work.inner, n, runs, owner)
+        if work.kept is not None and work.kept > work.inner:
+            acc.held[owner.id] += (work.kept - work.inner) * acc.batch * runs
         macs = work.macs * acc.batch * runs
         acc.macs += macs
         if macs > acc.heaviest.value:

@@ -114,7 +114,10 @@ def _items_work(ctx: WorkCtx) -> Work:
     if src.dtype == "long":
         table = ctx.graph.node(ctx.edge("from").src).spec.vocab * ctx.spec.embed
     n = ctx.positions(out)
-    return Work(n * (ctx.node.params - table) + ctx.elements(out) + ctx.elements(src))
+    # patches are cut into a tensor of their own before a projection (dim) reads them
+    cut = ctx.elements(src) if src.rank == 3 and ctx.spec.dim is not None else 0
+    return Work(n * (ctx.node.params - table) + ctx.elements(out) + ctx.elements(src),
+                inner=cut)
 
 
 @kind("items", ItemsSpec, lowering="attngraph.lower.attention:Items", role="items",
@@ -170,7 +173,8 @@ def _qkv_work(ctx: WorkCtx) -> Work:
     if getattr(ctx.spec, "learned", None) is not None:
         return Work(ctx.elements(out))
     vectors = ctx.elements(ctx.t("from")) // ctx.features("from")
-    return Work(ctx.node.params * vectors + ctx.elements(out))
+    hidden = vectors * ctx.spec.hidden if ctx.spec.proj == "mlp" and ctx.spec.hidden else 0
+    return Work(ctx.node.params * vectors + ctx.elements(out), inner=hidden)
 
 
 def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
@@ -190,7 +194,9 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
                      hint="add from: <items or vector>")
         t = ctx.t("from")
         if t.dtype != "float" or t.rank not in (1, 2) or t.heads:
-            ctx.fail(f"{what} project vectors [d] or items [N, d], got {t}", "from")
+            ctx.fail(f"{what} project vectors [d] or items [N, d], got {t}", "from",
+                     "merge heads in the readout (combine: concat) first" if t.heads else
+                     "give them float items [N, d] (ids become items with embed:) or a vector")
         lead = t.dims[:-1]
         d = _proj_dim(ctx, ctx.features("from"))
     h = s.heads
@@ -274,7 +280,8 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"weights '{wref}' are not normalised over items", "weights",
                  "feed the readout a softmax (or a policy's sample), not raw scores")
     if v.rank != 2 or v.dtype != "float":
-        ctx.fail(f"values must be items [N, d], got {v}", "values")
+        ctx.fail(f"values must be items [N, d], got {v}", "values",
+                 "give it the items (or their values projection) the weights range over")
     if w.dims[-1] != v.dims[0]:
         ctx.fail(f"weights '{wref}' are normalised over {w.dims[-1]} items, but values "
                  f"'{ctx.edge('values').ref}' have {v.dims[0]}", "values",

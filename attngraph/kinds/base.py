@@ -250,12 +250,15 @@ ShapeRule = Callable[[RuleCtx], dict[str, TensorType]]
 
 @dataclass(frozen=True)
 class Work:
-    """What one run of a node costs for one example: ``macs`` multiply-adds, and
+    """What one run of a node costs for one example: ``macs`` multiply-adds;
     ``inner``, the elements of the largest tensor it makes besides its outputs
-    (the ``(M, N, hidden)`` sum of an additive scorer over all pairs)."""
+    (the ``(M, N, hidden)`` sum of an additive scorer over all pairs, an mlp's
+    hidden layer); ``kept``, the elements of all such tensors together (what the
+    backward pass keeps; default ``inner``)."""
 
     macs: int = 0
     inner: int = 0
+    kept: int | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, kind
+from attngraph.kinds.base import RuleCtx, Work, WorkCtx, kind
 from attngraph.spec.models import NodeModel, Ref, Size
 
 
@@ -26,7 +26,17 @@ class RnnSpec(NodeModel):
     init: Ref | None = None
 
 
-@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn", role="recurrent")
+def _rnn_work(ctx: WorkCtx) -> Work:
+    """Its weights once per item; the gates of every item, layer and direction are kept."""
+    s = ctx.spec
+    out = ctx.out()
+    steps = ctx.positions(out)
+    gates = (3 if s.cell == "gru" else 4) * s.hidden * (2 if s.bidirectional else 1)
+    return Work(ctx.node.params * steps + ctx.elements(out), inner=steps * gates,
+                kept=steps * gates * s.layers)
+
+
+@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn", role="recurrent", work=_rnn_work)
 def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
     s = ctx.spec

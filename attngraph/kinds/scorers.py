@@ -183,7 +183,8 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         q = ctx.t("query")
         qname = ctx.edge("query").ref
         if q.dtype != "float" or q.rank not in (1, 2):
-            ctx.fail(f"a query is a vector [d] or queries [M, d], got {q}", "query")
+            ctx.fail(f"a query is a vector [d] or queries [M, d], got {q}", "query",
+                     "give it a float state vector or items, or query: {learned: d}")
     else:
         q = None
         qname = ""

@@ -109,7 +109,17 @@ def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": t.with_dims(*t.dims[:-1], out)}
 
 
-@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp", transparent=True)
+def _mlp_work(ctx: WorkCtx) -> Work:
+    """Its weights once per position; each layer's hidden vectors (and their activation)
+    are tensors of their own."""
+    out = ctx.out()
+    hidden = ctx.positions(out) * ctx.spec.hidden
+    return Work(ctx.node.params * ctx.positions(out) + ctx.elements(out), inner=hidden,
+                kept=2 * ctx.spec.layers * hidden)
+
+
+@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp", transparent=True,
+      work=_mlp_work)
 def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> hidden (× layers) -> [..., out]."""
     t = _float(ctx)

@@ -75,7 +75,8 @@ def infer_shapes(graph: Graph, *, ids: Mapping[str, int] | None = None) -> Graph
             ports = sorted(p for p in done[e.src].types if p)
             diags.append(Diagnostic(
                 e.loc, f"output '{name or 'output'}': '{e.src}' has no port '{e.port}'",
-                did_you_mean(e.port, ports) if ports else None,
+                did_you_mean(e.port, ports) if ports
+                else f"'{e.src}' has one output: write '{e.src}' without a port",
             ))
     if diags:
         raise ShapeError(diags[0].message, diagnostics=diags)
