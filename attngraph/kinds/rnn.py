@@ -46,7 +46,8 @@ def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  "token ids become vectors through items (embed:) or embedding")
     if t.rank not in (1, 2) or t.heads:
         ctx.fail(f"rnn reads a sequence [N, d] or one step [d], got {t}", "from",
-                 "merge heads in the readout (combine: concat) first" if t.heads else None)
+                 "merge heads in the readout (combine: concat) first" if t.heads else
+                 "give it items [N, d] (a sequence) or a vector [d] (one step)")
     d, h = ctx.features("from"), s.hidden
     dirs = 2 if s.bidirectional else 1
     if t.rank == 1 and (s.bidirectional or s.layers > 1):

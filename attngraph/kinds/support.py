@@ -212,7 +212,8 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                      f"(the items are a fixed {n})", field="max_len")
         ctx.params += max_len * s.dim
     elif s.dim % 2:
-        ctx.fail(f"sinusoidal positions need an even dim, got {s.dim}", field="dim")
+        ctx.fail(f"sinusoidal positions need an even dim, got {s.dim}", field="dim",
+                 hint=f"use dim: {s.dim + 1} (sin and cos come in pairs)")
     return {"": TensorType((n, s.dim))}
 
 
