@@ -282,3 +282,16 @@ def test_blocks_nested_to_the_limit_compile_and_run(kind: str) -> None:
 
     o = check(chain(MAX_BLOCK_DEPTH, kind), "t.yaml")
     assert o.outcome == "valid", o
+
+
+def test_a_block_node_named_like_its_input_is_refused_with_a_hint() -> None:
+    """A block whose node takes an input's name: located, with what to do."""
+    text = ("attngraph: 1\nname: t\ninputs:\n  x: {type: vectors, dim: 4}\nblocks:\n  b:\n"
+            "    inputs: [h]\n    nodes:\n      h: {kind: linear, from: h, out: 4}\n"
+            "    output: h\nnodes:\n  z: {kind: block, block: b, from: x}\noutputs: {z: z}\n")
+    with pytest.raises(GraphError) as info:
+        loads_spec(text, "t.yaml")
+    d = info.value.diagnostics[0]
+    assert (d.message, d.loc.line, d.hint) == (
+        "block 'b': 'h' is both an input and a node", 9,
+        "rename the node 'h' (its inputs are named under inputs:)")

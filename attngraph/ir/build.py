@@ -222,12 +222,14 @@ def _block(ctx: _Ctx, name: str, block: m.BlockSpec) -> Graph:
            for k, i in enumerate(block.inputs)]
     clash = set(block.inputs) & set(block.nodes)
     for c in sorted(clash):
-        ctx.error((*base, "nodes", c), f"block '{name}': '{c}' is both an input and a node")
+        ctx.error((*base, "nodes", c), f"block '{name}': '{c}' is both an input and a node",
+                  f"rename the node '{c}' (its inputs are named under inputs:)")
     known = set(block.inputs) | set(block.nodes)
     scope = f" of block '{name}'"
     nodes = _nodes(ctx, (*base, "nodes"), block.nodes, known, scope)
     if block.outputs is not None and block.output is not None:
-        ctx.error(base, f"block '{name}': give 'output' or 'outputs', not both")
+        ctx.error(base, f"block '{name}': give 'output' or 'outputs', not both",
+                  "keep output: <node> for one result, or outputs: {name: <node>} for several")
     if block.outputs is None and block.output is None:
         ctx.error(base, f"block '{name}': missing field 'output'",
                   "name the node the block returns: output: <node>")
