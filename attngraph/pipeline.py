@@ -4,63 +4,171 @@ It composes the stages: :func:`~attngraph.source.load` (YAML with positions) →
 :func:`~attngraph.spec.validate.validate` (against the models of
 :data:`attngraph.kinds.KINDS`) → :func:`~attngraph.ir.build.build` →
 :func:`~attngraph.ir.verify.verify` → the :data:`~attngraph.passes.FRONT` passes
-(shape inference) → the resource guard.
+(shape inference) → the resource guard (:func:`check_resources`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from attngraph.errors import SourceLoc, SpecError
+from attngraph.analysis.sizes import ASSUMED_BATCH, ASSUMED_LENGTH, Sizes, measure
+from attngraph.errors import Diagnostic, SourceLoc, SpecError
 from attngraph.ir.build import build
-from attngraph.ir.graph import Graph
+from attngraph.ir.graph import Graph, Node
 from attngraph.ir.verify import verify
 from attngraph.kinds import spec_kinds
 from attngraph.passes import FRONT, Pipeline
 from attngraph.source import Document, load, loads
 from attngraph.spec.validate import validate
 
-__all__ = ["load_spec", "loads_spec", "check_resources", "MAX_PARAMS", "MAX_DIM"]
+__all__ = [
+    "load_spec", "loads_spec", "check_resources", "MAX_PARAMS", "MAX_DIM", "MAX_TENSOR",
+    "MAX_HELD", "MAX_MACS", "MAX_RUNS", "MAX_MODULES", "MAX_STEPS", "ASSUMED_BATCH",
+    "ASSUMED_LENGTH",
+]
 
-#: Parameter count over which a spec is refused unless ``allow_large``.
-MAX_PARAMS = 2_000_000_000
-#: Largest single dimension accepted unless ``allow_large``.
+#: Parameters of the whole spec (400 MB of float32; about a second to initialise).
+MAX_PARAMS = 100_000_000
+#: Largest single dimension.
 MAX_DIM = 1_000_000
+#: Elements of the largest tensor one node makes, batch included (2 GB of float32).
+MAX_TENSOR = 500_000_000
+#: Elements of all the tensors one forward makes, which training keeps for the
+#: backward pass (8 GB of float32).
+MAX_HELD = 2_000_000_000
+#: Multiply-adds of one forward (about 15 s on one CPU core at 70 GMAC/s; well under
+#: a second on a GPU).
+MAX_MACS = 1_000_000_000_000
+#: Node runs of one forward, loop steps and repeat rounds multiplying (each run is a
+#: Python call of at least ~50 µs with its backward).
+MAX_RUNS = 50_000
+#: Node modules compiling builds (a repeat's rounds each have their own).
+MAX_MODULES = 20_000
+#: Steps of one loop.
+MAX_STEPS = 10_000
+
+_LARGE = "or pass --allow-large (allow_large=True) if you mean it"
 
 
-def check_resources(graph: Graph, doc: Document | None = None) -> None:
-    """Refuse graphs whose parameters or dims would exhaust the machine."""
-    loc = doc.loc(()) if doc is not None else SourceLoc(graph.file)
-    params = graph.params
-    if params > MAX_PARAMS:
-        msg = f"spec would have {params:,} parameters, over the limit of {MAX_PARAMS:,}"
-        raise SpecError(
-            msg,
-            loc, "shrink dims, or pass --allow-large (allow_large=True) if you mean it",
-        )
+def _at(sizes: Sizes) -> str:
+    """``at batch 32, N = 256``: the sizes a figure assumes."""
+    lens = ", ".join(f"{k} = {v:,}" for k, v in sorted(sizes.lengths.items()))
+    return f"at batch {sizes.batch:,}" + (f", {lens}" if lens else "")
+
+
+def _gb(elements: int) -> str:
+    return f"{elements * 4 / 1e9:,.1f} GB of float32"
+
+
+def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | None = None,
+                    length: int | Mapping[str, int] | None = None) -> Sizes:
+    """Refuse a graph whose forward would exhaust the machine; return its figures.
+
+    The figures (:func:`attngraph.analysis.sizes.measure`) assume ``batch``
+    examples (default :data:`ASSUMED_BATCH`) and, for every symbolic length, the
+    size in ``length`` (one for all, or one per name; default
+    :data:`ASSUMED_LENGTH`, or a learned table's ``max_len`` if less).
+
+    Raises
+    ------
+    SpecError
+        One diagnostic per limit passed, each with the figure and the limit,
+        located at the node that makes it (or the spec).
+    """
+    root = doc.loc(()) if doc is not None else SourceLoc(graph.file, 1, 1)
+    diags: list[Diagnostic] = []
+
+    def where(n: Node[Any] | None, field: str | None = None) -> SourceLoc:
+        if n is None:
+            return root
+        loc = n.where(field) if field else n.loc
+        return loc if loc.line > 0 else root
+
+    sizes = measure(graph, batch=batch, length=length)
+    p = sizes.params
+    if p.value > MAX_PARAMS:
+        most = f" (node '{p.node.id}' has {p.node.params:,})" if p.node is not None else ""
+        diags.append(Diagnostic(
+            where(p.node), f"spec would have {p.value:,} parameters, over the limit of "
+            f"{MAX_PARAMS:,}{most}", f"shrink dims, {_LARGE}"))
     for _path, n in graph.walk():
-        for t in n.types.values():
-            for d in t.dims:
-                if isinstance(d, int) and d > MAX_DIM:
-                    msg = (
-                        f"node '{n.id}' has a dimension of {d:,}, over the limit of "
-                        f"{MAX_DIM:,}"
-                    )
-                    raise SpecError(
-                        msg, n.loc, "pass --allow-large if you mean it",
-                    )
+        for typ in n.types.values():
+            big = [d for d in typ.dims if isinstance(d, int) and d > MAX_DIM]
+            if big:
+                diags.append(Diagnostic(
+                    where(n), f"node '{n.id}' has a dimension of {big[0]:,}, over the limit of "
+                    f"{MAX_DIM:,}", f"shrink the dims, {_LARGE}"))
+                break
+    given = length if isinstance(length, Mapping) else {}
+    for b in sizes.bounds:
+        n_len = sizes.lengths.get(b.symbol, 0)
+        if (isinstance(length, int) or b.symbol in given) and n_len > b.most:
+            diags.append(Diagnostic(
+                where(b.node, b.field),
+                f"node '{b.node.id}': its learned table covers {b.field} {b.most:,} positions, "
+                f"but the length {b.symbol} is {n_len:,} here",
+                f"raise {b.field} to at least {n_len:,}, or use a length of at most "
+                f"{b.most:,}"))
+    s = sizes.steps
+    too_long = s.value > MAX_STEPS and s.node is not None
+    if too_long and s.node is not None:
+        sym = s.node.types[""].dims[0]
+        named = f" ({sym} = {s.value:,})" if isinstance(sym, str) else ""
+        diags.append(Diagnostic(
+            where(s.node, "steps"), f"node '{s.node.id}': a loop of {s.value:,} steps{named}, "
+            f"over the limit of {MAX_STEPS:,}",
+            f"each step runs the body once, node by node: use fewer steps, {_LARGE}"))
+    t = sizes.tensor
+    if t.value > MAX_TENSOR and t.node is not None:
+        what = f"input '{t.node.id}' is" if t.node.is_input else f"node '{t.node.id}' would make"
+        diags.append(Diagnostic(
+            where(t.node), f"{what} a tensor of {t.value:,} elements "
+            f"({_gb(t.value)}) {_at(sizes)}, over the limit of {MAX_TENSOR:,}",
+            f"shrink the sizes it multiplies (hidden, heads, lengths), {_LARGE}"))
+    h = sizes.held
+    if h.value > MAX_HELD and t.value <= MAX_TENSOR:  # else the largest one says it
+        diags.append(Diagnostic(
+            where(h.node), f"one forward {_at(sizes)} would make {h.value:,} tensor elements "
+            f"({_gb(h.value)}, kept for the backward pass), over the limit of {MAX_HELD:,}",
+            f"shrink sizes, steps or rounds, {_LARGE}"))
+    m = sizes.macs
+    if m.value > MAX_MACS:
+        most = f" (node '{m.node.id}' costs the most)" if m.node is not None else ""
+        diags.append(Diagnostic(
+            where(m.node), f"one forward {_at(sizes)} would take about {m.value:,} "
+            f"multiply-adds, over the limit of {MAX_MACS:,}{most}",
+            f"shrink sizes, steps or rounds, {_LARGE}"))
+    r = sizes.runs
+    if r.value > MAX_RUNS and not too_long:  # else the loop's steps say it
+        diags.append(Diagnostic(
+            where(r.node), f"one forward {_at(sizes)} would run {r.value:,} nodes one after "
+            f"another (loop steps and repeat rounds multiply), over the limit of {MAX_RUNS:,}",
+            f"use fewer steps or rounds, or fewer nodes in their blocks, {_LARGE}"))
+    mod = sizes.modules
+    if mod.value > MAX_MODULES:
+        diags.append(Diagnostic(
+            where(mod.node), f"compiling would build {mod.value:,} node modules (each round "
+            f"of a repeat has its own), over the limit of {MAX_MODULES:,}",
+            f"use fewer rounds, or share one set of parameters (share: true), {_LARGE}"))
+    if diags:
+        raise SpecError(diags[0].message, diagnostics=diags)
+    return sizes
 
 
-def _front(doc: Document, allow_large: bool, front: Pipeline) -> Graph:
+def _front(doc: Document, allow_large: bool, front: Pipeline, batch: int | None,
+           length: int | Mapping[str, int] | None) -> Graph:
     spec = validate(doc, spec_kinds())
     graph = front(verify(build(spec, doc)))
     if not allow_large:
-        check_resources(graph, doc)
+        check_resources(graph, doc, batch=batch, length=length)
     return graph
 
 
-def load_spec(path: str | Path, *, allow_large: bool = False,
-              front: Pipeline = FRONT) -> Graph:
+def load_spec(path: str | Path, *, allow_large: bool = False, front: Pipeline = FRONT,
+              batch: int | None = None, length: int | Mapping[str, int] | None = None,
+              ) -> Graph:
     """Read, validate, build, verify and shape-check a spec file.
 
     Parameters
@@ -68,10 +176,15 @@ def load_spec(path: str | Path, *, allow_large: bool = False,
     path : str or Path
         A YAML spec.
     allow_large : bool, optional
-        Accept specs over the parameter and dimension limits.
+        Accept specs over the resource limits (:func:`check_resources`).
     front : Pipeline, optional
         The passes run after build and verify (default :data:`attngraph.passes.FRONT`;
         ``FRONT.with_print_after(...)`` prints the IR after them).
+    batch : int, optional
+        The batch the resource guard assumes (default :data:`ASSUMED_BATCH`).
+    length : int or mapping, optional
+        The size the guard gives every symbolic length, or each by name (default
+        :data:`ASSUMED_LENGTH`); pass what the forward will use.
 
     Returns
     -------
@@ -84,10 +197,11 @@ def load_spec(path: str | Path, *, allow_large: bool = False,
         A :class:`SpecError`, :class:`GraphError` or :class:`ShapeError` holding
         every problem found, each located in the file.
     """
-    return _front(load(path), allow_large, front)
+    return _front(load(path), allow_large, front, batch, length)
 
 
 def loads_spec(text: str, file: str = "<spec>", *, allow_large: bool = False,
-               front: Pipeline = FRONT) -> Graph:
+               front: Pipeline = FRONT, batch: int | None = None,
+               length: int | Mapping[str, int] | None = None) -> Graph:
     """Like :func:`load_spec`, from YAML text."""
-    return _front(loads(text, file), allow_large, front)
+    return _front(loads(text, file), allow_large, front, batch, length)

@@ -196,12 +196,13 @@ def test_version_and_top_level() -> None:
 
 
 def test_resource_guard_refuses_huge_specs() -> None:
-    """A spec over 2e9 parameters is refused with the figure, unless allow_large."""
+    """A spec over 1e8 parameters is refused with the figure, unless allow_large."""
     text = BASE + "  v: {kind: linear, from: items, out: 400000000}\noutputs: {v: v}\n"
     with pytest.raises(SpecError) as info:
         loads_spec(text, "t.yaml")
     assert info.value.message == (
-        "spec would have 3,600,000,000 parameters, over the limit of 2,000,000,000"
+        "spec would have 3,600,000,000 parameters, over the limit of 100,000,000 "
+        "(node 'v' has 3,600,000,000)"
     )
     g = loads_spec(text, "t.yaml", allow_large=True)
     assert g.params == 3_600_000_000

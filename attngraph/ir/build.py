@@ -7,15 +7,19 @@ sizes, references and block names is read from the models
 (:func:`attngraph.spec.fields.fields_of`). Dangling references and unknown dims are
 collected and raised together as one :class:`~attngraph.errors.GraphError`.
 Block definitions become template graphs; a ``block``, ``repeat`` or ``loop``
-node gets its body instantiated by shape inference.
+node gets its body instantiated by shape inference. A size given as a dims name
+meets the bounds of its field as a number written there would (``times`` of a
+``repeat`` is at most 1,024 either way), and blocks nest at most
+:data:`MAX_BLOCK_DEPTH` deep, checked here before anything recurses through them.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from attngraph.errors import Diagnostic, GraphError, SourceLoc, did_you_mean
 from attngraph.ir.graph import Edge, Graph, Node, Role
@@ -23,7 +27,11 @@ from attngraph.source import Document, PathKey
 from attngraph.spec import models as m
 from attngraph.spec.fields import fields_of
 
-__all__ = ["build"]
+__all__ = ["build", "MAX_BLOCK_DEPTH"]
+
+#: Deepest nesting of blocks (a block whose nodes use a block whose nodes use ...);
+#: every stage after this one walks bodies recursively.
+MAX_BLOCK_DEPTH = 32
 
 
 class _Ctx:
@@ -39,13 +47,45 @@ class _Ctx:
         self.diags.append(Diagnostic(self.loc(path), msg, hint))
 
 
-def _resolve_size(ctx: _Ctx, where: str, path: PathKey, value: Any) -> Any:
+@functools.cache
+def _number_check(model: type[BaseModel], attr: str) -> TypeAdapter[Any]:
+    """Validation of a size field's number as if written in place (its own bounds)."""
+    info = model.model_fields[attr]
+    if not info.metadata:
+        return TypeAdapter(cast(Any, info.annotation))
+    # Annotated[type, *metadata]: the field's type with its own bounds
+    args = (info.annotation, *info.metadata)
+    return TypeAdapter(cast(Any, Annotated)[args])
+
+
+def _resolve_size(ctx: _Ctx, where: str, path: PathKey, value: Any,
+                  model: type[BaseModel] | None = None, attr: str = "") -> Any:
     if isinstance(value, str) and not isinstance(value, bool):
-        if value in ctx.dims:
-            return ctx.dims[value]
-        ctx.error(path, f"{where}: '{value}' is not a dims name",
-                  did_you_mean(value, ctx.dims) if ctx.dims else "declare it under dims:")
-        return 1
+        if value not in ctx.dims:
+            ctx.error(path, f"{where}: '{value}' is not a dims name",
+                      did_you_mean(value, ctx.dims) if ctx.dims else "declare it under dims:")
+            return 1
+        number = ctx.dims[value]
+        if model is None:
+            return number
+        try:
+            _number_check(model, attr).validate_python(number)
+        except ValidationError as exc:
+            errs = exc.errors(include_url=False)
+            err = next((e for e in errs if not e["type"].endswith("_type")), errs[0])
+            field = path[-1]
+            bound = err.get("ctx") or {}
+            most = bound.get("le")
+            if most is None:
+                msg = str(err["msg"])
+                ctx.error(path, f"{where}: {field} '{value}' is {number:,}: "
+                          f"{msg[0].lower()}{msg[1:]}", f"change '{value}' under dims:")
+            else:
+                ctx.error(path, f"{where}: {field} '{value}' is {number:,}, over the limit of "
+                          f"{most:,} for {field}", f"make '{value}' at most {most:,} under "
+                          f"dims:, or write a number of at most {most:,} here")
+            return 1
+        return number
     return value
 
 
@@ -63,7 +103,7 @@ def _resolve_model(ctx: _Ctx, where: str, path: PathKey, model: BaseModel) -> An
             nd = {k: _resolve_model(ctx, where, (*path, key, k), x) for k, x in v.items()}
             update[name] = nd
         elif key in table.sizes and isinstance(v, str):
-            update[name] = _resolve_size(ctx, where, (*path, key), v)
+            update[name] = _resolve_size(ctx, where, (*path, key), v, type(model), name)
     return model.model_copy(update=update) if update else model
 
 
@@ -182,12 +222,14 @@ def _block(ctx: _Ctx, name: str, block: m.BlockSpec) -> Graph:
            for k, i in enumerate(block.inputs)]
     clash = set(block.inputs) & set(block.nodes)
     for c in sorted(clash):
-        ctx.error((*base, "nodes", c), f"block '{name}': '{c}' is both an input and a node")
+        ctx.error((*base, "nodes", c), f"block '{name}': '{c}' is both an input and a node",
+                  f"rename the node '{c}' (its inputs are named under inputs:)")
     known = set(block.inputs) | set(block.nodes)
     scope = f" of block '{name}'"
     nodes = _nodes(ctx, (*base, "nodes"), block.nodes, known, scope)
     if block.outputs is not None and block.output is not None:
-        ctx.error(base, f"block '{name}': give 'output' or 'outputs', not both")
+        ctx.error(base, f"block '{name}': give 'output' or 'outputs', not both",
+                  "keep output: <node> for one result, or outputs: {name: <node>} for several")
     if block.outputs is None and block.output is None:
         ctx.error(base, f"block '{name}': missing field 'output'",
                   "name the node the block returns: output: <node>")
@@ -204,6 +246,51 @@ def _block(ctx: _Ctx, name: str, block: m.BlockSpec) -> Graph:
         outs = (("", e),)
     return Graph(name=name, nodes=tuple(ins + nodes), outputs=outs, dims=ctx.dims,
                  file=ctx.doc.file, title=block.label, summary=block.note, block=name)
+
+
+def _block_uses(g: Graph) -> list[tuple[Node[Any], str, str]]:
+    """(node, field, block name) for every field of ``g``'s nodes that names a block."""
+    return [(n, key, str(n.field(key))) for n in g.nodes if not n.is_input
+            for key in sorted(fields_of(type(n.spec)).blocks) if n.field(key) is not None]
+
+
+def _check_nesting(ctx: _Ctx, blocks: dict[str, Graph]) -> None:
+    """Refuse blocks nested deeper than :data:`MAX_BLOCK_DEPTH`, at the use one too deep.
+
+    Iterative, so that any depth is measured without recursing; a cycle of blocks
+    counts once round (``verify`` reports it).
+    """
+    uses = {name: [u for u in _block_uses(g) if u[2] in blocks] for name, g in blocks.items()}
+    height: dict[str, int] = {}
+    seen: set[str] = set()
+    for root in blocks:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(uses[root]))]
+        while stack:
+            name, todo = stack[-1]
+            nxt = next(todo, None)
+            if nxt is None:
+                height[name] = 1 + max((height.get(b, 0) for _, _, b in uses[name]), default=0)
+                stack.pop()
+            elif nxt[2] not in seen:
+                seen.add(nxt[2])
+                stack.append((nxt[2], iter(uses[nxt[2]])))
+    top = max(blocks, key=lambda b: height.get(b, 0), default=None)
+    if top is None or height[top] <= MAX_BLOCK_DEPTH:
+        return
+    chain = [top]
+    for _ in range(MAX_BLOCK_DEPTH):
+        node, key, inner = max(uses[chain[-1]], key=lambda u: height.get(u[2], 0))
+        chain.append(inner)
+    shown = " -> ".join(chain[:3]) + " -> ... -> " + " -> ".join(chain[-2:]) \
+        + (" -> ..." if height[top] > len(chain) else "")
+    ctx.error(("blocks", chain[-2], "nodes", node.id, key),
+              f"node '{node.id}' of block '{chain[-2]}': blocks nest {height[top]} deep "
+              f"({shown}), over the limit of {MAX_BLOCK_DEPTH}",
+              "use fewer levels: write some blocks' nodes into the block that uses them, "
+              "or stack rounds of one block with kind: repeat")
 
 
 def build(spec: m.Spec, doc: Document) -> Graph:
@@ -246,6 +333,8 @@ def build(spec: m.Spec, doc: Document) -> Graph:
             if bname is not None and bname not in blocks:
                 ctx.error((*path, key), f"node '{n.id}': '{bname}' is not a block",
                           did_you_mean(bname, blocks) if blocks else "define it under blocks:")
+    if not ctx.diags:
+        _check_nesting(ctx, blocks)
     if ctx.diags:
         raise GraphError(ctx.diags[0].message, diagnostics=ctx.diags)
     graph = Graph(

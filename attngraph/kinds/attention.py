@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import Model, NodeModel, PosFloat, PosInt, Ref, Size
+from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
+from attngraph.spec.models import Model, NodeModel, PosInt, Ref, Scale, Size
 
 
 class ItemsSpec(NodeModel):
@@ -76,7 +76,7 @@ class SoftmaxSpec(NodeModel):
     kind: Literal["softmax"]
     scores: Ref
     mask: MaskSpec | None = None
-    temperature: PosFloat = 1.0
+    temperature: Scale = 1.0
     fn: Literal["softmax", "sparsemax"] = "softmax"
 
 
@@ -94,7 +94,7 @@ class ReadoutSpec(NodeModel):
 def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
     """Output size of a projection; counts its parameters."""
     s = ctx.spec
-    d_out = int(s.dim) if s.dim is not None else d_in
+    d_out = s.dim if s.dim is not None else d_in
     if s.proj == "identity":
         if d_out != d_in:
             ctx.fail(f"proj identity keeps the size {d_in}, but dim is {d_out}",
@@ -102,13 +102,26 @@ def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
     elif s.proj == "linear":
         ctx.params += d_in * d_out + (d_out if s.bias else 0)
     else:
-        h = int(s.hidden) if s.hidden is not None else d_out
+        h = s.hidden if s.hidden is not None else d_out
         ctx.params += d_in * h + h + h * d_out + (d_out if s.bias else 0)
     return d_out
 
 
+def _items_work(ctx: WorkCtx) -> Work:
+    """The projection (``dim``) once per item; a lookup or a copy per element."""
+    out, src = ctx.out(), ctx.t("from")
+    table = 0
+    if src.dtype == "long":
+        table = ctx.graph.node(ctx.edge("from").src).spec.vocab * ctx.spec.embed
+    n = ctx.positions(out)
+    # patches are cut into a tensor of their own before a projection (dim) reads them
+    cut = ctx.elements(src) if src.rank == 3 and ctx.spec.dim is not None else 0
+    return Work(n * (ctx.node.params - table) + ctx.elements(out) + ctx.elements(src),
+                inner=cut)
+
+
 @kind("items", ItemsSpec, lowering="attngraph.lower.attention:Items", role="items",
-      style=Style("#cfe2f3", "box"))
+      style=Style("#cfe2f3", "box"), work=_items_work)
 def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]: embedded tokens, projected vectors, image patches, graph nodes."""
     s = ctx.spec
@@ -118,16 +131,19 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail(f"items from token ids {t} need 'embed: <size>'", "from",
                      "add embed: d to look the ids up in a learned table")
         if t.rank != 1:
-            ctx.fail(f"items from ids need one items axis, got {t}", "from")
+            ctx.fail(f"items from ids need one items axis, got {t}", "from",
+                     "read the tokens input itself")
         src = ctx.src("from")
         vocab = src.field("vocab") if src.is_input and src.spec is not None else None
         if vocab is None:
             ctx.fail("items with 'embed' need token ids from a tokens input (for its vocab)",
-                     "from")
-        ctx.params += int(vocab) * int(s.embed)
-        n, d = t.dims[0], int(s.embed)
-    elif t.rank == 3:
-        c, h, w = (int(x) for x in t.dims)
+                     "from", "read a tokens input directly, or use an embedding node with "
+                     "vocab: <size> (e.g. inside a block)")
+        ctx.params += vocab * s.embed
+        n, d = t.dims[0], s.embed
+    elif t.rank == 3 and t.dtype == "float":
+        c, h, w = (ctx.fixed(x, f"the {what} of image '{ctx.edge('from').ref}'", "from")
+                   for x, what in zip(t.dims, ("channels", "height", "width"), strict=True))
         if s.patches is not None:
             ph, pw = s.patches
             if h % ph or w % pw:
@@ -141,34 +157,48 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if s.embed is not None:
             ctx.fail("'embed' applies to token ids, but this input is vectors", "from",
                      "use dim: <size> to project vectors")
-        n, d = t.dims[0], int(t.dims[1])
+        n, d = t.dims[0], ctx.features("from")
     else:
         ctx.fail(f"items need tokens, vectors [N, d], an image or a graph, got {t}", "from",
                  "a single vector is one item: use kind 'queries' or 'linear' for it")
     if s.dim is not None:
-        ctx.params += d * int(s.dim) + (int(s.dim) if s.bias else 0)
-        d = int(s.dim)
+        ctx.params += d * s.dim + (s.dim if s.bias else 0)
+        d = s.dim
     return {"": TensorType((n, d))}
+
+
+def _qkv_work(ctx: WorkCtx) -> Work:
+    """Learned vectors are copied; a projection runs once per vector, before the heads split."""
+    out = ctx.out()
+    if getattr(ctx.spec, "learned", None) is not None:
+        return Work(ctx.elements(out))
+    vectors = ctx.elements(ctx.t("from")) // ctx.features("from")
+    hidden = vectors * ctx.spec.hidden if ctx.spec.proj == "mlp" and ctx.spec.hidden else 0
+    return Work(ctx.node.params * vectors + ctx.elements(out), inner=hidden)
 
 
 def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     s = ctx.spec
     if getattr(s, "learned", None) is not None:
         if ctx.has("from"):
-            ctx.fail("give 'from' or 'learned', not both")
+            ctx.fail("give 'from' or 'learned', not both",
+                     hint="drop 'learned' to project 'from', or drop 'from' for learned queries")
         if s.dim is None:
             ctx.fail("learned queries need 'dim: <size>'", hint="e.g. {learned: 4, dim: d}")
-        k, d = int(s.learned), int(s.dim)
+        k, d = s.learned, s.dim
         ctx.params += k * d
         lead: tuple = (k,)
     else:
         if not ctx.has("from"):
-            ctx.fail(f"{what} need 'from: <node>' (or learned: K for queries)")
+            ctx.fail(f"{what} need 'from: <node>' (or learned: K for queries)",
+                     hint="add from: <items or vector>")
         t = ctx.t("from")
         if t.dtype != "float" or t.rank not in (1, 2) or t.heads:
-            ctx.fail(f"{what} project vectors [d] or items [N, d], got {t}", "from")
+            ctx.fail(f"{what} project vectors [d] or items [N, d], got {t}", "from",
+                     "merge heads in the readout (combine: concat) first" if t.heads else
+                     "give them float items [N, d] (ids become items with embed:) or a vector")
         lead = t.dims[:-1]
-        d = _proj_dim(ctx, int(t.dims[-1]))
+        d = _proj_dim(ctx, ctx.features("from"))
     h = s.heads
     if h:
         if d % h:
@@ -181,28 +211,28 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
 
 
 @kind("queries", QueriesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
-      style=_PROJ, transparent=True)
+      style=_PROJ, transparent=True, work=_qkv_work)
 def queries_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[M, d] or [d]; with heads h, [M, d/h] per head."""
     return _qkv(ctx, "queries")
 
 
 @kind("keys", KeysSpec, lowering="attngraph.lower.attention:Proj", role="projection",
-      style=_PROJ, transparent=True)
+      style=_PROJ, transparent=True, work=_qkv_work)
 def keys_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "keys")
 
 
 @kind("values", ValuesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
-      style=_PROJ, transparent=True)
+      style=_PROJ, transparent=True, work=_qkv_work)
 def values_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "values")
 
 
 @kind("softmax", SoftmaxSpec, lowering="attngraph.lower.attention:Softmax", role="weights",
-      style=Style("#fce5cd", "box"))
+      style=Style("#fce5cd", "box"), work=elementwise_work)
 def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Weights of the scores' shape, summing to one over the last (items) axis."""
     s = ctx.spec
@@ -231,8 +261,15 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims, heads=t.heads, simplex=True)}
 
 
+def _readout_work(ctx: WorkCtx) -> Work:
+    """Each weight times a value vector, then the ``out`` projection once per result."""
+    out = ctx.out()
+    weighted = ctx.elements(ctx.t("weights")) * ctx.features("values")
+    return Work(weighted + ctx.node.params * ctx.positions(out) + ctx.elements(out))
+
+
 @kind("readout", ReadoutSpec, lowering="attngraph.lower.attention:lower_readout", role="readout",
-      style=Style("#ead1dc", "box"))
+      style=Style("#ead1dc", "box"), work=_readout_work)
 def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """z = Σ_i p_i v_i: [d] per query; heads merged by ``combine``; optional ``out``."""
     s = ctx.spec
@@ -243,7 +280,8 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"weights '{wref}' are not normalised over items", "weights",
                  "feed the readout a softmax (or a policy's sample), not raw scores")
     if v.rank != 2 or v.dtype != "float":
-        ctx.fail(f"values must be items [N, d], got {v}", "values")
+        ctx.fail(f"values must be items [N, d], got {v}", "values",
+                 "give it the items (or their values projection) the weights range over")
     if w.dims[-1] != v.dims[0]:
         ctx.fail(f"weights '{wref}' are normalised over {w.dims[-1]} items, but values "
                  f"'{ctx.edge('values').ref}' have {v.dims[0]}", "values",
@@ -251,12 +289,12 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if (w.heads or None) != (v.heads or None):
         ctx.fail(f"weights have {w.heads or 1} head(s) but values have {v.heads or 1}",
                  "values", "give values the same 'heads' as queries and keys")
-    d = int(v.dims[1])
+    d = ctx.features("values")
     if v.heads and s.combine == "concat":
         d *= v.heads
     if s.out is not None:
-        ctx.params += d * int(s.out) + (int(s.out) if s.bias else 0)
-        d = int(s.out)
+        ctx.params += d * s.out + (s.out if s.bias else 0)
+        d = s.out
     return {"": TensorType((*w.dims[:-1], d))}
 
 
@@ -272,8 +310,17 @@ class FusedAttentionSpec(NodeModel):
     bias: bool = True
 
 
+def _attention_work(ctx: WorkCtx) -> Work:
+    """Scores and the weighted sum of every (query, key) pair; the scores are a tensor."""
+    q, k = ctx.t("query"), ctx.t("key")
+    pairs = (k.heads or 1) * ctx.n(k.dims[0]) * (ctx.n(q.dims[0]) if q.rank == 2 else 1)
+    out = ctx.out()
+    macs = pairs * (ctx.features("key") + ctx.features("values"))
+    return Work(macs + ctx.node.params * ctx.positions(out), inner=pairs)
+
+
 @kind("attention", FusedAttentionSpec, lowering="attngraph.lower.attention:FusedAttention",
-      role="attention", style=Style("#ead1dc", "box"), internal=True)
+      role="attention", style=Style("#ead1dc", "box"), internal=True, work=_attention_work)
 def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""
     q, k, v = ctx.t("query"), ctx.need_items("key", "fused attention"), ctx.t("values")
@@ -284,8 +331,8 @@ def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"fused attention needs values over the keys' items, got {v} and {k}",
                  "values")
     s = ctx.spec
-    d = int(v.dims[1]) * (v.heads if v.heads and s.combine == "concat" else 1)
+    d = ctx.features("values") * (v.heads if v.heads and s.combine == "concat" else 1)
     if s.out is not None:
-        ctx.params += d * int(s.out) + (int(s.out) if s.bias else 0)
-        d = int(s.out)
+        ctx.params += d * s.out + (s.out if s.bias else 0)
+        d = s.out
     return {"": TensorType((*q.dims[:-1], d))}

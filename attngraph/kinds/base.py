@@ -21,23 +21,30 @@ The built-in kinds live in one module per family (``attention``, ``scorers``,
 
 A shape rule gets a :class:`RuleCtx` and returns ``{port: TensorType}`` (``""`` is
 the default port); it may add to ``ctx.params`` and fail with ``ctx.fail``.
+
+A kind may also say what one run of a node costs (``work=``, a :data:`WorkRule`):
+multiply-adds and the largest tensor it makes inside, per example, at given
+lengths. The resource guard (:mod:`attngraph.analysis.sizes`) reads it; without
+one, a node costs its parameters once per position of its output (a dense layer).
 """
 
 from __future__ import annotations
 
+import math
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, NoReturn, TypeVar
 
 from attngraph.errors import AttnGraphError, RegistryError, ShapeError, did_you_mean
-from attngraph.ir.graph import Edge, Graph, Node, TensorType
+from attngraph.ir.graph import Dim, Edge, Graph, Node, TensorType
 from attngraph.registry import Registry
 from attngraph.spec.models import Model
 
 __all__ = [
     "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
-    "DEFAULT_STYLE", "spec_kinds",
+    "DEFAULT_STYLE", "spec_kinds", "Bound", "Work", "WorkCtx", "WorkRule", "dense_work",
+    "elementwise_work", "no_work",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
@@ -86,7 +93,7 @@ class NodeCtx:
         """The input edge of ``role`` (a located error if missing)."""
         e = self.node.edge(role)
         if e is None:
-            self.fail(f"missing field '{role}'")
+            self.fail(f"missing field '{role}'", hint=f"add '{role}: <node>'")
         return e
 
     def has(self, role: str) -> bool:
@@ -100,6 +107,32 @@ class NodeCtx:
     def type_of(self, e: Edge) -> TensorType:
         """Type arriving on edge ``e``."""
         return self.graph.node(e.src).types[e.port]
+
+    def fixed(self, dim: Dim, what: str, role: str | None = None, hint: str | None = None,
+              *, field: str | None = None) -> int:
+        """``dim`` as a number: a size that weights or a layout depend on.
+
+        A symbolic length (``N``, ``T``) is known only when a batch arrives, so
+        it cannot size a weight: fail ``"<what> must be a fixed number, found the
+        length N"`` at the edge of ``role`` (or ``field``, or the node).
+        """
+        if isinstance(dim, int):
+            return dim
+        self.fail(
+            f"{what} must be a fixed number, found the length {dim}", role,
+            hint or f"{dim} is a length, known only when a batch arrives, so it cannot size "
+            "a weight: give this node features [..., d] (e.g. the readout of weights over "
+            "items), not the scores or weights themselves",
+            field=field,
+        )
+
+    def features(self, role: str) -> int:
+        """The feature size (last axis) of the input of ``role``, a fixed number."""
+        t = self.t(role)
+        if t.rank == 0:
+            self.fail(f"'{self.edge(role).ref}' is a scalar {t}, with no feature axis", role,
+                      "give it a vector [d] or items [N, d]")
+        return self.fixed(t.dims[-1], f"the feature size of '{role}'", role)
 
     def body(self) -> Graph:
         """The instantiated body of a block, repeat or loop node."""
@@ -123,16 +156,19 @@ class RuleCtx(NodeCtx):
 
     ``done`` holds the nodes inferred so far; ``infer`` is the shape inference of a
     whole graph, given by the pass that runs the rules (block bodies are inferred
-    with it). A rule adds to ``params`` and may set ``body``.
+    with it; ``infer(graph, ids=...)``). ``ids`` bounds the token ids a block's
+    inputs are bound to, when known: ids of input ``y`` are below ``ids["y"]``. A
+    rule adds to ``params`` and may set ``body``.
     """
 
     error = ShapeError
 
     def __init__(self, node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
-                 infer: Callable[[Graph], Graph]) -> None:
+                 infer: Callable[..., Graph], ids: Mapping[str, int] | None = None) -> None:
         super().__init__(node, graph)
         self.done = done
         self.infer = infer
+        self.ids: Mapping[str, int] = ids or {}
         self.params = 0
         self.body_graph: Graph | None = None
 
@@ -171,8 +207,22 @@ class RuleCtx(NodeCtx):
                       "make items first, e.g. {kind: items, from: <input>}")
         return t
 
-    def infer_block(self, name: str, bound: dict[str, TensorType]) -> Graph:
-        """Instantiate block ``name`` with its inputs bound to ``bound`` types."""
+    def id_bound(self, e: Edge) -> int | None:
+        """How many ids the value on edge ``e`` may take (ids are below it), if known:
+        a tokens input's ``vocab``, a labels input's ``classes``, or what a block's
+        input was bound to."""
+        src = self.done[e.src]
+        if not src.is_input or e.port:
+            return None
+        if src.spec is not None:
+            bound = src.spec.vocab or src.spec.classes
+            return int(bound) if bound is not None else None
+        return self.ids.get(src.id)
+
+    def infer_block(self, name: str, bound: dict[str, TensorType],
+                    ids: Mapping[str, int] | None = None) -> Graph:
+        """Instantiate block ``name`` with its inputs bound to ``bound`` types (and
+        ``ids``: for inputs bound to token ids, how many ids they may take)."""
         tmpl = self.graph.blocks[name]
         missing = [n.id for n in tmpl.inputs if n.id not in bound]
         extra = sorted(set(bound) - {n.id for n in tmpl.inputs})
@@ -180,11 +230,14 @@ class RuleCtx(NodeCtx):
             want = ", ".join(n.id for n in tmpl.inputs) or "none"
             self.fail(f"block '{name}' takes inputs ({want}); "
                       + (f"missing {', '.join(missing)}" if missing else
-                         f"unknown {', '.join(extra)}"))
+                         f"unknown {', '.join(extra)}"),
+                      hint="bind each of its inputs once, under inputs:, carry: or feed:"
+                      if self.node.kind == "loop" else "bind each of its inputs once: from: {"
+                      + ", ".join(f"{n.id}: <node>" for n in tmpl.inputs) + "}")
         nodes = [replace(n, types={"": bound[n.id]}) if n.is_input else n for n in tmpl.nodes]
         sub = replace(tmpl, nodes=tuple(nodes), blocks=self.graph.blocks)
         try:
-            return self.infer(sub)
+            return self.infer(sub, ids=ids or {})
         except AttnGraphError as exc:
             d = exc.diagnostics[0]
             msg = f"in block '{name}' (used by node '{self.node.id}'): {d.message}"
@@ -193,6 +246,82 @@ class RuleCtx(NodeCtx):
 
 #: A shape rule: ``rule(ctx) -> {port: type}``.
 ShapeRule = Callable[[RuleCtx], dict[str, TensorType]]
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one run of a node costs for one example: ``macs`` multiply-adds;
+    ``inner``, the elements of the largest tensor it makes besides its outputs
+    (the ``(M, N, hidden)`` sum of an additive scorer over all pairs, an mlp's
+    hidden layer); ``kept``, the elements of all such tensors together (what the
+    backward pass keeps; default ``inner``)."""
+
+    macs: int = 0
+    inner: int = 0
+    kept: int | None = None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A length that a node caps: ``symbol`` is at most ``most`` (its ``field`` says so)."""
+
+    symbol: str
+    most: int
+    node: Node[Any]
+    field: str
+
+
+class WorkCtx(NodeCtx):
+    """What a work rule may read: an inferred node, its inputs' types, and ``n(dim)``,
+    the size of a dimension at the lengths the guard assumes. A rule whose node
+    holds a table over positions says how long a length may be with :meth:`at_most`."""
+
+    def __init__(self, node: Node[Any], graph: Graph, length: Callable[[str], int]) -> None:
+        super().__init__(node, graph)
+        self.length = length
+        self.bounds: list[Bound] = []
+
+    def at_most(self, dim: Dim, most: int, field: str) -> None:
+        """Record that the length ``dim`` (if symbolic) is at most ``most``."""
+        if isinstance(dim, str):
+            self.bounds.append(Bound(dim, most, self.node, field))
+
+    def n(self, dim: Dim) -> int:
+        """A dimension's size: its number, or the assumed size of its length."""
+        return dim if isinstance(dim, int) else self.length(dim)
+
+    def elements(self, t: TensorType) -> int:
+        """Elements of one example's value of type ``t`` (heads included)."""
+        return (t.heads or 1) * math.prod(self.n(d) for d in t.dims)
+
+    def positions(self, t: TensorType) -> int:
+        """How many feature vectors a value of type ``t`` holds (all but its last axis)."""
+        return (t.heads or 1) * math.prod(self.n(d) for d in t.dims[:-1])
+
+    def out(self) -> TensorType:
+        """The node's default output type."""
+        return self.node.types[""]
+
+
+#: A work rule: ``rule(ctx) -> Work`` for one run of a node.
+WorkRule = Callable[[WorkCtx], Work]
+
+
+def dense_work(ctx: WorkCtx) -> Work:
+    """Each parameter used once per output position (linear layers, rnn), plus a few
+    operations per output element."""
+    out = ctx.out()
+    return Work(ctx.node.params * ctx.positions(out) + ctx.elements(out))
+
+
+def elementwise_work(ctx: WorkCtx) -> Work:
+    """A few operations per output element, whatever the parameters (lookups, sums)."""
+    return Work(ctx.elements(ctx.out()))
+
+
+def no_work(ctx: WorkCtx) -> Work:
+    """Nothing of its own (an input; a block, repeat or loop, whose body the guard counts)."""
+    return Work()
 
 
 @dataclass(frozen=True)
@@ -209,6 +338,8 @@ class Kind(Generic[SpecT]):
     transparent: bool = False
     #: made by a pass, never written in a spec (not in the schema or validation)
     internal: bool = False
+    #: what one run costs (the resource guard); None: :func:`dense_work`
+    work: WorkRule | None = None
 
     @property
     def doc(self) -> str:
@@ -227,7 +358,7 @@ def spec_kinds() -> dict[str, type[Model]]:
 
 def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | None = None,
          role: KindRole = "support", style: Style = DEFAULT_STYLE,
-         transparent: bool = False, internal: bool = False,
+         transparent: bool = False, internal: bool = False, work: WorkRule | None = None,
          ) -> Callable[[ShapeRule], Kind[SpecT]]:
     """Define and register kind ``name`` whose shape rule is the decorated function.
 
@@ -240,7 +371,7 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
         raise RegistryError(msg, hint=f'add  kind: Literal["{name}"]  to {spec.__name__}')
 
     def deco(rule: ShapeRule) -> Kind[SpecT]:
-        k = Kind(name, spec, rule, lowering, role, style, transparent, internal)
+        k = Kind(name, spec, rule, lowering, role, style, transparent, internal, work)
         KINDS.register(name, k)
         return k
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.spec.models import NodeModel, PosInt, Ref
 
 
@@ -25,19 +25,34 @@ class GlimpseSpec(NodeModel):
     scales: Annotated[int, Field(ge=1, le=8)] = 1
 
 
+def _glimpse_work(ctx: WorkCtx) -> Work:
+    """Bilinear samples of every pixel of every scale's patch (before it is pooled)."""
+    s = ctx.spec
+    c = ctx.n(ctx.t("image").dims[0])
+    patches = [c * (s.size * 2**i) ** 2 for i in range(s.scales)]
+    return Work(4 * sum(patches), inner=patches[-1])
+
+
 @kind("glimpse", GlimpseSpec, lowering="attngraph.lower.glimpse:GlimpseNode", role="sensor",
-      style=Style("#f9cb9c", "box"))
+      style=Style("#f9cb9c", "box"), work=_glimpse_work)
 def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Image [C, H, W] at loc [2] in [-1, 1] -> [scales·C·size·size]."""
-    img = ctx.need_rank("image", 3, "glimpse reads an image [C, H, W]")
+    img = ctx.need_rank("image", 3, "glimpse reads an image [C, H, W]",
+                         "give it an image input {type: image, height: H, width: W}")
+    if img.dtype != "float" or img.heads:
+        ctx.fail(f"glimpse reads an image [C, H, W] of pixels, got {img}", "image",
+                 "give it an image input {type: image, height: H, width: W}")
     loc = ctx.t("loc")
-    if loc.rank != 1 or loc.dims[0] != 2:
-        ctx.fail(f"glimpse location is [2] (x, y in [-1, 1]), got {loc}", "loc")
-    c = int(img.dims[0])
+    if loc.rank != 1 or loc.dims[0] != 2 or loc.dtype != "float":
+        ctx.fail(f"glimpse location is [2] (x, y in [-1, 1]), got {loc}", "loc",
+                 "predict it with {kind: linear, from: <state>, out: 2, act: tanh}")
+    c, h, w = (ctx.fixed(x, f"the {what} of image '{ctx.edge('image').ref}'", "image")
+               for x, what in zip(img.dims, ("channels", "height", "width"), strict=True))
     s = ctx.spec
-    if s.size * (2 ** (s.scales - 1)) > 4 * max(int(img.dims[1]), int(img.dims[2])):
+    if s.size * (2 ** (s.scales - 1)) > 4 * max(h, w):
         ctx.fail(f"glimpse of {s.size} px at {s.scales} scales is far larger than the image",
-                 field="size")
+                 hint=f"the largest patch, size·2^(scales-1), is at most 4 × {max(h, w)} px: "
+                 "use a smaller size or fewer scales", field="size")
     return {"": TensorType((s.scales * c * s.size * s.size,))}
 
 

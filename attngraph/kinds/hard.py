@@ -9,7 +9,7 @@ from typing import Literal
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, kind
-from attngraph.spec.models import NodeModel, PosFloat, Ref
+from attngraph.spec.models import NodeModel, Ref, Scale
 
 
 class PolicySpec(NodeModel):
@@ -19,10 +19,10 @@ class PolicySpec(NodeModel):
     scores: Ref | None = None
     mean: Ref | None = None
     dist: Literal["categorical", "gaussian"] = "categorical"
-    std: PosFloat = 0.1
+    std: Scale = 0.1
     estimator: Literal["reinforce", "straight_through", "gumbel"] = "reinforce"
     baseline: Ref | bool = True
-    tau: PosFloat = 1.0
+    tau: Scale = 1.0
 
 
 @kind("policy", PolicySpec, lowering="attngraph.lower.hard:PolicyNode", role="weights",
@@ -35,8 +35,10 @@ def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail("a categorical policy samples from 'scores' (and takes no 'mean')",
                      hint="give scores: <scorer>, or use dist: gaussian with mean: <node>")
         t = ctx.t("scores")
-        if t.rank == 0:
-            ctx.fail("a categorical policy needs scores over items", "scores")
+        if t.rank == 0 or t.dtype != "float":
+            ctx.fail(f"a categorical policy needs float scores over items, but "
+                     f"'{ctx.edge('scores').ref}' is {t}", "scores",
+                     "give it the scores of a scorer ([N] or [M, N])")
         sample = TensorType(t.dims, heads=t.heads, simplex=True)
         lp = TensorType(t.dims[:-1], heads=t.heads)
     else:
@@ -47,16 +49,18 @@ def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail("estimator 'gumbel' relaxes categorical choices, not gaussian ones",
                      hint="use reinforce for gaussian locations", field="estimator")
         t = ctx.t("mean")
-        if t.rank != 1:
-            ctx.fail(f"a gaussian policy's mean is a vector [k], got {t}", "mean")
+        if t.rank != 1 or t.dtype != "float" or t.heads:
+            ctx.fail(f"a gaussian policy's mean is a float vector [k], got {t}", "mean",
+                     "predict it with {kind: linear, from: <state>, out: 2, act: tanh}")
         sample = TensorType(t.dims)
         lp = TensorType(())
     if isinstance(s.baseline, bool):
         ctx.params += 1 if s.baseline else 0
     else:
         b = ctx.t("baseline")
-        if b.rank != 1:
-            ctx.fail(f"the baseline reads a vector [d], got {b}", "baseline")
-        ctx.params += int(b.dims[0]) + 1
+        if b.rank != 1 or b.dtype != "float" or b.heads:
+            ctx.fail(f"the baseline reads a float vector [d], got {b}", "baseline",
+                     "give it a state vector, e.g. the rnn's state, or write baseline: true")
+        ctx.params += ctx.features("baseline") + 1
     return {"": sample, "sample": sample, "log_prob": lp, "entropy": lp,
             "baseline": TensorType(())}

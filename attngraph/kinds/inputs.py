@@ -7,7 +7,7 @@ no lowering rule (the compiled module binds them from ``forward``'s arguments).
 from __future__ import annotations
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, kind, no_work
 from attngraph.spec.models import InputSpec
 
 
@@ -18,7 +18,7 @@ def _need(ctx: RuleCtx, field: str, typ: str, example: str) -> int:
     return v
 
 
-@kind("input", InputSpec, role="input", style=Style("#eeeeee", "invhouse"))
+@kind("input", InputSpec, role="input", style=Style("#eeeeee", "invhouse"), work=no_work)
 def input_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Types of each input type; ``length`` names the symbolic item count."""
     s = ctx.spec

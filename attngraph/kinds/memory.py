@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, elementwise_work, kind
 from attngraph.spec.models import NodeModel, Ref, Size
 
 
@@ -47,27 +47,28 @@ class AddressSpec(NodeModel):
 
 
 @kind("memory", MemorySpec, lowering="attngraph.lower.memory:MemoryNode", role="memory",
-      style=Style("#d0e0e3", "cylinder"))
+      style=Style("#d0e0e3", "cylinder"), work=elementwise_work)
 def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Slots [S, width]; learned, zero or small-constant initial contents."""
     s = ctx.spec
     if s.init == "learned":
-        ctx.params += int(s.slots) * int(s.width)
-    return {"": TensorType((int(s.slots), int(s.width)))}
+        ctx.params += s.slots * s.width
+    return {"": TensorType((s.slots, s.width))}
 
 
 @kind("write", WriteSpec, lowering="attngraph.lower.memory:WriteNode", role="memory",
       style=Style("#d0e0e3", "box"))
 def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """M' = M ⊙ (1 - w eᵀ) + w aᵀ with erase e = sigmoid(.), add a."""
-    mem = ctx.need_rank("memory", 2, "write needs a memory [S, width]")
+    mem = ctx.need_rank("memory", 2, "write needs a memory [S, width]",
+                         "give it a memory node, or the carried memory of a loop")
     w = ctx.t("weights")
     if not w.simplex or w.dims != mem.dims[:1]:
         ctx.fail(f"write weights must be normalised over the {mem.dims[0]} slots, got {w}",
                  "weights", "address the memory with a softmax over its slots")
     for role in ("erase", "add"):
         v = ctx.t(role)
-        if v.rank != 1 or v.dims[0] != mem.dims[1]:
+        if v.rank != 1 or v.dims[0] != mem.dims[1] or v.dtype != "float" or v.heads:
             ctx.fail(f"{role} vector must be [{mem.dims[1]}], got {v}", role,
                      f"project it with a linear to out: {mem.dims[1]}")
     return {"": mem}
@@ -79,10 +80,16 @@ def address_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """NTM location addressing of content weights [S]: gate, shift, sharpen."""
     c, p, ctl = ctx.t("content"), ctx.t("prev"), ctx.t("control")
     if not c.simplex or c.rank != 1:
-        ctx.fail(f"content weights must be a softmax over slots, got {c}", "content")
+        ctx.fail(f"content weights must be a softmax over slots, got {c}", "content",
+                 "give it a softmax of the memory's cosine scores")
     if p.dims != c.dims:
-        ctx.fail(f"previous weights {p} do not match content weights {c}", "prev")
-    ctx.need_rank("control", 1, "control is the controller state [d]")
+        ctx.fail(f"previous weights {p} do not match content weights {c}", "prev",
+                 "give prev the last step's addressing weights over the same slots")
+    ctx.need_rank("control", 1, "control is the controller state [d]",
+                  "give it the controller's state vector, e.g. an rnn step's output")
+    if ctl.dtype != "float" or ctl.heads:
+        ctx.fail(f"control is the controller state, a float vector [d], got {ctl}", "control",
+                 "give it the controller's state vector, e.g. an rnn step's output")
     k = 2 * ctx.spec.shifts + 1
-    ctx.params += (int(ctl.dims[0]) + 1) * (1 + k + 1)
+    ctx.params += (ctx.features("control") + 1) * (1 + k + 1)
     return {"": TensorType(c.dims, simplex=True)}

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, kind
+from attngraph.kinds.base import RuleCtx, Work, WorkCtx, kind
 from attngraph.spec.models import NodeModel, Ref, Size
 
 
@@ -26,7 +26,17 @@ class RnnSpec(NodeModel):
     init: Ref | None = None
 
 
-@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn", role="recurrent")
+def _rnn_work(ctx: WorkCtx) -> Work:
+    """Its weights once per item; the gates of every item, layer and direction are kept."""
+    s = ctx.spec
+    out = ctx.out()
+    steps = ctx.positions(out)
+    gates = (3 if s.cell == "gru" else 4) * s.hidden * (2 if s.bidirectional else 1)
+    return Work(ctx.node.params * steps + ctx.elements(out), inner=steps * gates,
+                kept=steps * gates * s.layers)
+
+
+@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn", role="recurrent", work=_rnn_work)
 def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
     s = ctx.spec
@@ -34,12 +44,15 @@ def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if t.dtype != "float" or t.rank == 0:
         ctx.fail(f"'{ctx.edge('from').ref}' is {t}; an rnn reads float features", "from",
                  "token ids become vectors through items (embed:) or embedding")
-    if t.rank not in (1, 2):
-        ctx.fail(f"rnn reads a sequence [N, d] or one step [d], got {t}", "from")
-    d, h = int(t.dims[-1]), int(s.hidden)
+    if t.rank not in (1, 2) or t.heads:
+        ctx.fail(f"rnn reads a sequence [N, d] or one step [d], got {t}", "from",
+                 "merge heads in the readout (combine: concat) first" if t.heads else
+                 "give it items [N, d] (a sequence) or a vector [d] (one step)")
+    d, h = ctx.features("from"), s.hidden
     dirs = 2 if s.bidirectional else 1
     if t.rank == 1 and (s.bidirectional or s.layers > 1):
-        ctx.fail("one rnn step (input [d]) is a single unidirectional layer", "from")
+        ctx.fail("one rnn step (input [d]) is a single unidirectional layer", "from",
+                 "drop bidirectional and layers, or read a sequence [N, d]")
     gates = 3 if s.cell == "gru" else 4
     for layer in range(s.layers):
         d_in = d if layer == 0 else h * dirs
@@ -47,8 +60,9 @@ def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if ctx.has("init"):
         it = ctx.t("init")
         want = h if t.rank == 1 else h * dirs
-        if it.rank != 1 or int(it.dims[0]) not in (h, want):
-            ctx.fail(f"init state must be [{h}], got {it}", "init")
+        if it.rank != 1 or it.dtype != "float" or it.heads or it.dims[0] not in (h, want):
+            ctx.fail(f"init state must be [{h}], got {it}", "init",
+                     f"give it a float vector of the hidden size {h}")
     state = TensorType((h * dirs,))
     out = TensorType((t.dims[0], h * dirs)) if t.rank == 2 else state
     return {"": out, "out": out, "state": state}

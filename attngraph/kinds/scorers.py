@@ -20,9 +20,9 @@ from pydantic import field_validator
 
 from attngraph.errors import did_you_mean
 from attngraph.ir.graph import Dim, TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.registry import Registry
-from attngraph.spec.models import Ident, LearnedQuery, NodeModel, PosFloat, Ref, Size
+from attngraph.spec.models import Ident, LearnedQuery, NodeModel, Ref, Scale, Size, check_scale
 
 __all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec"]
 
@@ -51,6 +51,12 @@ class ScorerInfo:
     takes_query: bool = True
     #: parameters that depend on the spec's settings (a learned temperature)
     spec_params: Callable[[Any], int] = lambda spec: 0
+    #: elements the function makes per score besides the score (``hidden`` for
+    #: additive: the ``tanh(W q + U k)`` of every pair), ``inner(dq, dk, hidden)``
+    inner: Callable[[int, int, int], int] = lambda dq, dk, h: 0
+    #: whom the parameters apply to, once each: every query (``W`` of ``general``),
+    #: every key (``mlp``), or both (``additive``'s ``W q`` and ``U k``, and a user's)
+    applies: Literal["query", "key", "each"] = "each"
     #: a shape rule of its own, ``shape(ctx, query type or None, key type)``, for
     #: functions whose scores are not one per (query, key) pair of content
     shape: Callable[[RuleCtx, TensorType | None, TensorType], dict[str, TensorType]] | None \
@@ -80,13 +86,16 @@ def _mod(name: str) -> str:
 for _info in (
     ScorerInfo("dot", "q·k", same_size=True, module=_mod("Dot")),
     ScorerInfo("scaled_dot", "q·k/√d", same_size=True, module=_mod("ScaledDot")),
-    ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk, module=_mod("General")),
+    ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk, module=_mod("General"),
+               applies="query"),
     ScorerInfo("additive", "vᵀ tanh(W q + U k)",
-               params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive")),
+               params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive"),
+               inner=lambda dq, dk, h: h),
     ScorerInfo("cosine", "β · cos(q, k)", same_size=True, module=_mod("Cosine"),
                spec_params=lambda spec: 1 if spec.beta == "learned" else 0),
     ScorerInfo("mlp", "vᵀtanh(W k)", needs_query=False, takes_query=False,
-               params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore")),
+               params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore"),
+               inner=lambda dq, dk, h: h, applies="key"),
     ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
                params=lambda dq, dk, h: dq + dk, module=_mod("Gat")),
 ):
@@ -103,10 +112,23 @@ class ScorerSpec(NodeModel):
     key: Ref | None = None
     pairs: Literal["all", "aligned"] = "all"
     hidden: Size | None = None
-    beta: PosFloat | Literal["learned"] | None = None
+    beta: Scale | Literal["learned"] | None = None
     mode: Literal["learned", "gaussian"] | None = None
     max_len: Size | None = None
-    sigma: PosFloat | None = None
+    sigma: Scale | None = None
+
+    @field_validator("beta", mode="before")
+    @classmethod
+    def _beta_range(cls, v: Any) -> Any:
+        # checked before the union, so that the range is the one error shown (YAML 1.1
+        # reads 1.0e9, without a sign in the exponent, as text)
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            try:
+                number = float(v)
+            except ValueError:
+                return v
+            check_scale(number)
+        return v
 
     @field_validator("fn")
     @classmethod
@@ -117,8 +139,33 @@ class ScorerSpec(NodeModel):
         return v
 
 
+def _scorer_work(ctx: WorkCtx) -> Work:
+    """Every score costs the key's size (and what the function makes per score); the
+    function's parameters apply once per query and once per key."""
+    s = ctx.spec
+    info = SCORERS[s.fn]
+    k = ctx.t("key")
+    scores = ctx.elements(ctx.out())
+    dk = ctx.features("key")
+    if getattr(s.query, "learned", None) is not None:
+        dq, nq = s.query.learned, k.heads or 1
+    elif ctx.has("query"):
+        q = ctx.t("query")
+        dq, nq = ctx.features("query"), ctx.positions(q)
+    else:
+        dq, nq = dk, 0
+        if s.max_len is not None:  # location scores learned per position
+            ctx.at_most(k.dims[0], s.max_len, "max_len")
+    hidden = s.hidden if s.hidden is not None else dk
+    per = info.inner(dq, dk, hidden)
+    # positions(k) counts every head's keys: each head applies its own parameters
+    vectors = {"query": nq, "key": ctx.positions(k), "each": nq + ctx.positions(k)}[info.applies]
+    return Work(scores * (dk + per) + info.params(dq, dk, hidden) * vectors,
+                inner=scores * per)
+
+
 @kind("scorer", ScorerSpec, lowering="attngraph.lower.scorers:lower_scorer", role="scorer",
-      style=Style("#fff2cc", "box"))
+      style=Style("#fff2cc", "box"), work=_scorer_work)
 def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Scores [N] (one query), [M, N] (all pairs) or [N] (aligned pairs)."""
     s = ctx.spec
@@ -126,17 +173,18 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if info is None:
         ctx.fail(f"unknown scorer fn '{s.fn}'", hint=did_you_mean(s.fn, SCORERS), field="fn")
     k = ctx.need_items("key", f"scorer fn '{s.fn}'")
-    n, dk = k.dims[0], int(k.dims[1])
+    n, dk = k.dims[0], ctx.features("key")
     learned_q = getattr(s.query, "learned", None)
     if learned_q is not None:
-        q = TensorType((int(learned_q),), heads=k.heads)
-        ctx.params += int(learned_q) * (k.heads or 1)
+        q = TensorType((learned_q,), heads=k.heads)
+        ctx.params += learned_q * (k.heads or 1)
         qname = "learned"
     elif ctx.has("query"):
         q = ctx.t("query")
         qname = ctx.edge("query").ref
         if q.dtype != "float" or q.rank not in (1, 2):
-            ctx.fail(f"a query is a vector [d] or queries [M, d], got {q}", "query")
+            ctx.fail(f"a query is a vector [d] or queries [M, d], got {q}", "query",
+                     "give it a float state vector or items, or query: {learned: d}")
     else:
         q = None
         qname = ""
@@ -151,14 +199,19 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  "give queries and keys the same 'heads'")
     if info.shape is not None:
         return info.shape(ctx, q, k)
-    dq = int(q.dims[-1]) if q is not None else dk
+    if learned_q is not None:
+        dq = learned_q
+    elif q is not None:
+        dq = ctx.features("query")
+    else:
+        dq = dk
     if info.same_size and dq != dk:
         ctx.fail(
             f"scorer fn '{s.fn}' needs query and key of one size "
             f"(query {qname}: {dq}, key {ctx.edge('key').ref}: {dk})",
             hint="make both dims equal, or use fn 'general' (q^T W k), which maps between sizes",
         )
-    hidden = int(s.hidden) if s.hidden is not None else dk
+    hidden = s.hidden if s.hidden is not None else dk
     ctx.params += info.params(dq, dk, hidden) * (k.heads or 1)
     ctx.params += info.spec_params(s)
     return {"": _pairs(ctx, q, k, n)}
@@ -189,7 +242,11 @@ def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, Te
         if max_len is None:
             ctx.fail("location scores learned per position need 'max_len'",
                      hint="add max_len: <longest N>")
-        ctx.params += int(max_len)
+        if isinstance(n, int) and n > max_len:
+            ctx.fail(f"location scores learned for max_len {max_len} positions, but the keys "
+                     f"have {n} items", field="max_len",
+                     hint=f"raise max_len to {n}, or drop it (the keys are a fixed {n} items)")
+        ctx.params += max_len
         if q is not None:
             ctx.fail("location mode 'learned' takes no query", "query",
                      "use mode: gaussian to center a window on a position predicted from it")
@@ -197,8 +254,9 @@ def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, Te
     if q is None:
         ctx.fail("location mode 'gaussian' predicts its position from a query",
                  hint="add query: <decoder state>")
-    hidden = int(s.hidden) if s.hidden is not None else int(q.dims[-1])
-    ctx.params += int(q.dims[-1]) * hidden + hidden
+    dq = ctx.fixed(q.dims[-1], "the feature size of 'query'", "query")
+    hidden = s.hidden if s.hidden is not None else dq
+    ctx.params += dq * hidden + hidden
     return {"": TensorType((n,) if q.rank == 1 else (q.dims[0], n))}
 
 
@@ -206,4 +264,5 @@ register_scorer(ScorerInfo(
     "location", "s_i = w_i (learned per position), or "
     "-(i - p)²/(2σ²) with p = N·sigmoid(vᵀ tanh(W q))",
     needs_query=False, content=False, module=_mod("Location"), shape=_location,
+    applies="query",
 ))

@@ -11,8 +11,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from attngraph.ir.graph import Dim, Graph, TensorType
-from attngraph.kinds.base import RuleCtx, Style, kind
+from attngraph.errors import did_you_mean
+from attngraph.ir.graph import Dim, Edge, Graph, TensorType
+from attngraph.kinds.base import RuleCtx, Style, kind, no_work
 from attngraph.spec.models import SIZE, BlockName, Ident, Model, NodeModel, PosInt, Ref, Size
 
 
@@ -47,7 +48,7 @@ class FeedSpec(Model):
 
     from_: Ref | None = Field(default=None, alias="from")
     feedback: Ident | None = None
-    start: Annotated[int, Field(ge=0)] = 0
+    start: Annotated[int, Field(ge=0, le=1_000_000_000)] = 0
     teacher_forcing: bool = True
 
 
@@ -62,6 +63,16 @@ class LoopSpec(NodeModel):
     feed: dict[Ident, FeedSpec] = Field(default_factory=dict)
 
 
+def _ids(ctx: RuleCtx, edges: dict[str, Edge]) -> dict[str, int]:
+    """How many ids each block input bound to token ids may take, where known."""
+    out: dict[str, int] = {}
+    for name, e in edges.items():
+        n = ctx.id_bound(e)
+        if n is not None:
+            out[name] = n
+    return out
+
+
 def _ports(body: Graph) -> dict[str, TensorType]:
     outs = body.output_types()
     if "" in outs:
@@ -71,39 +82,42 @@ def _ports(body: Graph) -> dict[str, TensorType]:
 
 
 @kind("block", BlockUseSpec, lowering="attngraph.lower.structure:Block", role="structure",
-      style=Style("#ffffff", "box"))
+      style=Style("#ffffff", "box"), work=no_work)
 def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The block's output(s), with its inputs bound to ``from``."""
     name = ctx.spec.block
     tmpl = ctx.graph.blocks[name]
     names = [n.id for n in tmpl.inputs]
     if isinstance(ctx.spec.from_, dict):
-        bound = {str(e.role.key): ctx.type_of(e) for e in ctx.node.edges("from")}
+        edges = {str(e.role.key): e for e in ctx.node.edges("from")}
     else:
         if len(names) != 1:
             ctx.fail(f"block '{name}' takes inputs ({', '.join(names)}); give from as a "
                      "mapping", "from", "from: {" + ", ".join(f"{n}: <node>" for n in names)
                      + "}")
-        bound = {names[0]: ctx.t("from")}
-    body = ctx.infer_block(name, bound)
+        edges = {names[0]: ctx.edge("from")}
+    bound = {k: ctx.type_of(e) for k, e in edges.items()}
+    body = ctx.infer_block(name, bound, _ids(ctx, edges))
     ctx.body_graph = body
     ctx.params += body.params
     return _ports(body)
 
 
 @kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat", role="structure",
-      style=Style("#ffffff", "box3d"))
+      style=Style("#ffffff", "box3d"), work=no_work)
 def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """K rounds of a one-input block whose output has its input's type."""
     name = ctx.spec.block
     tmpl = ctx.graph.blocks[name]
     if len(tmpl.inputs) != 1 or len(tmpl.outputs) != 1:
         ctx.fail(f"repeat stacks a block with one input and one output; '{name}' has "
-                 f"{len(tmpl.inputs)} and {len(tmpl.outputs)}")
+                 f"{len(tmpl.inputs)} and {len(tmpl.outputs)}",
+                 hint="use kind: block for a block of other inputs or outputs")
     t = ctx.t("from")
-    body = ctx.infer_block(name, {tmpl.inputs[0].id: t})
+    first = tmpl.inputs[0].id
+    body = ctx.infer_block(name, {first: t}, _ids(ctx, {first: ctx.edge("from")}))
     out = body.output_types()[tmpl.outputs[0][0]]
-    if out.dims != t.dims or out.heads != t.heads:
+    if out.dims != t.dims or out.heads != t.heads or out.dtype != t.dtype:
         ctx.fail(f"repeat feeds each round's output to the next, but block '{name}' maps "
                  f"{t} to {out}", hint="make the block return its input's shape")
     ctx.body_graph = body
@@ -111,7 +125,8 @@ def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": out}
 
 
-@kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop", role="structure")
+@kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop", role="structure",
+      work=no_work)
 def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Runs the body once per step; each body output is stacked to [T, ...]."""
     s = ctx.spec
@@ -123,9 +138,12 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     else:
         st = ctx.t("steps")
         if st.rank == 0:
-            ctx.fail(f"steps '{ctx.edge('steps').ref}' has no length", "steps")
+            ctx.fail(f"steps '{ctx.edge('steps').ref}' has no length", "steps",
+                     "give a sequence whose first axis is the steps (e.g. the targets), or "
+                     "a number")
         steps = st.dims[0]
     bound: dict[str, TensorType] = {}
+    ids = _ids(ctx, {str(e.role.key): e for e in ctx.node.edges("inputs")})
     for e in ctx.node.edges("inputs"):
         bound[str(e.role.key)] = ctx.type_of(e)
     outs = dict(tmpl.outputs)
@@ -133,37 +151,71 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if c.init is not None:
             bound[cname] = ctx.t(f"carry.{cname}.init")
         elif c.zeros is not None:
-            bound[cname] = TensorType((int(c.zeros),))
+            bound[cname] = TensorType((c.zeros,))
         else:
-            ctx.fail(f"carry '{cname}' needs 'init: <node>' or 'zeros: <size>'", field="carry")
+            ctx.fail(f"carry '{cname}' needs 'init: <node>' or 'zeros: <size>'",
+                     hint=f"e.g. {cname}: {{zeros: 64, next: <output>}}", field="carry")
         if c.next not in outs:
             ctx.fail(f"carry '{cname}': body '{name}' has no output '{c.next}'",
-                     hint="outputs: " + ", ".join(k for k in outs if k), field="carry")
+                     hint=did_you_mean(c.next, [k for k in outs if k]), field="carry")
     for fname, f in s.feed.items():
         if f.from_ is not None:
             ft = ctx.t(f"feed.{fname}.from")
             if ft.rank == 0:
                 ctx.fail(f"feed '{fname}' reads one element per step; "
-                         f"'{ctx.edge(f'feed.{fname}.from').ref}' has no steps axis")
+                         f"'{ctx.edge(f'feed.{fname}.from').ref}' has no steps axis",
+                         f"feed.{fname}.from", "feed a sequence [T, ...]; give a "
+                         "value the same at every step under inputs: instead")
+            if ft.dims[0] != steps:
+                ctx.fail(f"feed '{fname}' reads one element per step, but "
+                         f"'{ctx.edge(f'feed.{fname}.from').ref}' has {ft.dims[0]} of them "
+                         f"for {steps} steps", f"feed.{fname}.from",
+                         f"give steps: {ctx.edge(f'feed.{fname}.from').src} (the steps are "
+                         "its length)")
+            if f.feedback is not None and (ft.dtype != "long" or ft.rank != 1):
+                ctx.fail(f"feed '{fname}' feeds back ids, so its 'from' must be the target ids "
+                         f"[T], got {ft}", f"feed.{fname}.from",
+                         "give the targets, a tokens or labels input")
             bound[fname] = TensorType(ft.dims[1:], dtype=ft.dtype)
+            n_ids = ctx.id_bound(ctx.edge(f"feed.{fname}.from"))
+            if n_ids is not None:
+                ids[fname] = n_ids
         elif f.feedback is not None:
             bound[fname] = TensorType((), dtype="long")
         else:
             ctx.fail(f"feed '{fname}' needs 'from: <input>' or 'feedback: <output>'",
+                     hint=f"e.g. {fname}: {{from: <targets>, feedback: <logits output>}}",
                      field="feed")
         if f.feedback is not None and f.feedback not in outs:
             ctx.fail(f"feed '{fname}': body '{name}' has no output '{f.feedback}'",
-                     field="feed")
-    body = ctx.infer_block(name, bound)
+                     hint=did_you_mean(f.feedback, [k for k in outs if k]), field="feed")
+    body = ctx.infer_block(name, bound, ids)
     body_out = body.output_types()
     for cname, c in s.carry.items():
         got = body_out[c.next]
-        if got.dims != bound[cname].dims:
+        start = bound[cname]
+        if (got.dims, got.heads, got.dtype) != (start.dims, start.heads, start.dtype):
             ctx.fail(f"carry '{cname}' starts as {bound[cname]} but output '{c.next}' is {got}",
                      hint="a carried state keeps its shape from step to step")
-    for f in s.feed.values():
-        if f.feedback is not None and body_out[f.feedback].rank != 1:
-            ctx.fail(f"feedback '{f.feedback}' must be logits [V] to pick the next id")
+    fed_back: dict[str, int] = {}
+    for fname, f in s.feed.items():
+        if f.feedback is None:
+            continue
+        logits = body_out[f.feedback]
+        if logits.rank != 1 or logits.dtype != "float" or logits.heads:
+            ctx.fail(f"feedback '{f.feedback}' must be logits [V] to pick the next id, "
+                     f"got {logits}", hint="feed back a linear's output (out: <vocab>)",
+                     field="feed")
+        v = ctx.fixed(logits.dims[0], f"the size of feedback '{f.feedback}'", field="feed")
+        if f.start >= v:
+            ctx.fail(f"feed '{fname}' starts from id {f.start}, but feedback '{f.feedback}' "
+                     f"picks ids below {v}", hint=f"use a start id below {v} (e.g. the BOS "
+                     "id of the targets' vocab)", field="feed")
+        fed_back[fname] = max(v, ids.get(fname, 0))
+    if fed_back and {**ids, **fed_back} != ids:
+        # the body's embeddings meet the ids its own logits pick, too
+        body = ctx.infer_block(name, bound, {**ids, **fed_back})
+        body_out = body.output_types()
     ctx.body_graph = body
     ctx.params += body.params
     ports = {k: TensorType((steps, *t.dims), heads=t.heads, dtype=t.dtype, simplex=t.simplex)

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import Edge, Node, TensorType
-from attngraph.kinds.base import RuleCtx, kind
+from attngraph.kinds.base import RuleCtx, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import NodeModel, Prob, Ref, Size
 
 
@@ -93,42 +93,64 @@ def _float(ctx: RuleCtx, role: str = "from") -> TensorType:
     return t
 
 
+def _no_heads(ctx: RuleCtx, t: TensorType, role: str = "from") -> None:
+    if t.heads:
+        ctx.fail(f"'{ctx.edge(role).ref}' still has {t.heads} heads", role,
+                 "merge heads in the readout (combine: concat) first")
+
+
 @kind("linear", LinearSpec, lowering="attngraph.lower.support:lower_linear", transparent=True)
 def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> [..., out]."""
     t = _float(ctx)
-    if t.heads:
-        ctx.fail(f"'{ctx.edge('from').ref}' still has {t.heads} heads", "from",
-                 "merge heads in the readout (combine: concat) first")
-    d, out = int(t.dims[-1]), int(ctx.spec.out)
+    _no_heads(ctx, t)
+    d, out = ctx.features("from"), ctx.spec.out
     ctx.params += d * out + (out if ctx.spec.bias else 0)
     return {"": t.with_dims(*t.dims[:-1], out)}
 
 
-@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp", transparent=True)
+def _mlp_work(ctx: WorkCtx) -> Work:
+    """Its weights once per position; each layer's hidden vectors (and their activation)
+    are tensors of their own."""
+    out = ctx.out()
+    hidden = ctx.positions(out) * ctx.spec.hidden
+    return Work(ctx.node.params * ctx.positions(out) + ctx.elements(out), inner=hidden,
+                kept=2 * ctx.spec.layers * hidden)
+
+
+@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp", transparent=True,
+      work=_mlp_work)
 def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> hidden (× layers) -> [..., out]."""
     t = _float(ctx)
-    d, h, out = int(t.dims[-1]), int(ctx.spec.hidden), int(ctx.spec.out)
+    _no_heads(ctx, t)
+    d, h, out = ctx.features("from"), ctx.spec.hidden, ctx.spec.out
     ctx.params += d * h + h + (ctx.spec.layers - 1) * (h * h + h) + h * out + out
     return {"": TensorType((*t.dims[:-1], out))}
 
 
-@kind("embedding", EmbeddingSpec, lowering="attngraph.lower.support:lower_embedding")
+@kind("embedding", EmbeddingSpec, lowering="attngraph.lower.support:lower_embedding",
+      work=elementwise_work)
 def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids [...] -> [..., dim]."""
     t = ctx.t("from")
     if t.dtype != "long":
-        ctx.fail(f"embedding looks up ids, but '{ctx.edge('from').ref}' is {t}", "from")
+        ctx.fail(f"embedding looks up ids, but '{ctx.edge('from').ref}' is {t}", "from",
+                 "give it token ids (a tokens or labels input, or a loop's fed ids); "
+                 "vectors go through linear instead")
+    src = ctx.src("from")
+    ids = ctx.id_bound(ctx.edge("from"))
     vocab = ctx.spec.vocab
-    if vocab is None:
-        src = ctx.src("from")
-        if src.is_input and src.spec is not None:
-            vocab = src.spec.vocab or src.spec.classes
+    if vocab is None and src.is_input and src.spec is not None:
+        vocab = ids
     if vocab is None:
         ctx.fail("embedding needs 'vocab: <size>'", hint="add vocab: <number of ids>")
-    ctx.params += int(vocab) * int(ctx.spec.dim)
-    return {"": TensorType((*t.dims, int(ctx.spec.dim)))}
+    if ids is not None and vocab < ids:
+        ctx.fail(f"a table of vocab {vocab:,} rows cannot look up the ids of "
+                 f"'{ctx.edge('from').ref}', which go up to {ids - 1:,}", hint=f"make vocab at "
+                 f"least {ids:,} (the ids' vocab)", field="vocab")
+    ctx.params += vocab * ctx.spec.dim
+    return {"": TensorType((*t.dims, ctx.spec.dim))}
 
 
 def image_grid(src: Node, type_of: Callable[[Edge], TensorType]) -> tuple[int, int]:
@@ -141,18 +163,30 @@ def image_grid(src: Node, type_of: Callable[[Edge], TensorType]) -> tuple[int, i
     t = type_of(e) if e is not None else None
     if t is None or t.rank != 3 or t.dtype != "float":
         raise ValueError(src.id)
-    h, w = int(t.dims[1]), int(t.dims[2])
+    h, w = t.dims[1], t.dims[2]
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise ValueError(src.id)
     ph, pw = src.spec.patches if src.spec.patches is not None else (1, 1)
     return h // ph, w // pw
 
 
-@kind("position", PositionSpec, lowering="attngraph.lower.support:lower_position")
+def _position_work(ctx: WorkCtx) -> Work:
+    """A copy per element; a learned table of ``max_len`` rows caps the items' length."""
+    s = ctx.spec
+    if s.encoding == "learned" and s.max_len is not None:
+        ctx.at_most(ctx.out().dims[0], s.max_len, "max_len")
+    return elementwise_work(ctx)
+
+
+@kind("position", PositionSpec, lowering="attngraph.lower.support:lower_position",
+      work=_position_work)
 def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Context vectors from positions: [N, dim] for the items of ``from``; for
     ``encoding: xy``, the (x, y) centre of each image patch, [N, 2]."""
     t = ctx.t("from")
     if t.rank == 0:
-        ctx.fail("position vectors need something with an items axis", "from")
+        ctx.fail("position vectors need something with an items axis", "from",
+                 "give it items [N, d] (or tokens)")
     n = t.dims[0]
     s = ctx.spec
     if s.encoding == "xy":
@@ -162,7 +196,7 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail(f"xy positions are the centres of image patches, but "
                      f"'{ctx.edge('from').ref}' is not items cut from an image", "from",
                      "read items made by {kind: items, from: <image>, patches: [h, w]}")
-        if s.dim is not None and int(s.dim) != 2:
+        if s.dim is not None and s.dim != 2:
             ctx.fail(f"xy positions are (x, y) pairs: dim is 2, not {s.dim}",
                      hint="drop 'dim' (it is 2)", field="dim")
         return {"": TensorType((n, 2))}
@@ -172,18 +206,23 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         max_len = s.max_len or (n if isinstance(n, int) else None)
         if max_len is None:
             ctx.fail("learned positions need 'max_len'", hint="add max_len: <longest N>")
-        ctx.params += int(max_len) * int(s.dim)
-    elif int(s.dim) % 2:
-        ctx.fail(f"sinusoidal positions need an even dim, got {s.dim}", field="dim")
-    return {"": TensorType((n, int(s.dim)))}
+        if isinstance(n, int) and n > max_len:
+            ctx.fail(f"a table of max_len {max_len} positions cannot cover the {n} items of "
+                     f"'{ctx.edge('from').ref}'", hint=f"raise max_len to {n}, or drop it "
+                     f"(the items are a fixed {n})", field="max_len")
+        ctx.params += max_len * s.dim
+    elif s.dim % 2:
+        ctx.fail(f"sinusoidal positions need an even dim, got {s.dim}", field="dim",
+                 hint=f"use dim: {s.dim + 1} (sin and cos come in pairs)")
+    return {"": TensorType((n, s.dim))}
 
 
 @kind("norm", NormSpec, lowering="attngraph.lower.support:lower_norm", transparent=True)
 def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same shape; learned scale (and shift for layer norm)."""
     t = _float(ctx)
-    ctx.params += int(t.dims[-1]) * (2 if ctx.spec.fn == "layer" else 1)
-    return {"": TensorType(t.dims)}
+    ctx.params += ctx.features("from") * (2 if ctx.spec.fn == "layer" else 1)
+    return {"": TensorType(t.dims, heads=t.heads)}
 
 
 def _broadcast(ctx: RuleCtx, ts: list[TensorType]) -> tuple:
@@ -205,7 +244,9 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
     heads = {t.heads for t in ts}
     if len(heads) > 1 or any(t.dtype != "float" for t in ts):
-        ctx.fail("add needs float inputs with the same heads")
+        ctx.fail("add needs float inputs with the same heads",
+                 hint="token ids become vectors through items (embed:) or embedding; merge "
+                 "heads in the readout (combine: concat)")
     return {"": TensorType(_broadcast(ctx, ts), heads=ts[0].heads)}
 
 
@@ -213,14 +254,26 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Join on the feature axis; other axes must match."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
+    for e, t in zip(ctx.node.edges("from"), ts, strict=True):
+        if t.dtype != "float":
+            ctx.fail(f"concat joins float features, but '{e.ref}' is {t}", str(e.role),
+                     "token ids become vectors through items (embed:) or embedding")
     lead = {t.dims[:-1] for t in ts}
     if len(lead) > 1 or any(t.rank == 0 or t.heads for t in ts):
         shapes = ", ".join(str(t) for t in ts)
-        ctx.fail(f"concat joins features of the same items, got {shapes}")
-    return {"": TensorType((*ts[0].dims[:-1], sum(int(t.dims[-1]) for t in ts)))}
+        ctx.fail(f"concat joins features of the same items, got {shapes}",
+                 hint="concat inputs with the same items axes and no heads (merge heads in "
+                 "the readout first)")
+    d = sum(ctx.fixed(ctx.type_of(e).dims[-1], f"the feature size of '{e.ref}'", str(e.role))
+            for e in ctx.node.edges("from"))
+    return {"": TensorType((*ts[0].dims[:-1], d))}
 
 
 @kind("dropout", DropoutSpec, lowering="attngraph.lower.support:lower_dropout", transparent=True)
 def dropout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same type (attention weights stay weights)."""
-    return {"": ctx.t("from")}
+    t = ctx.t("from")
+    if t.dtype != "float":
+        ctx.fail(f"dropout zeroes numbers, but '{ctx.edge('from').ref}' is {t}", "from",
+                 "drop ids after they become vectors (items with embed:, or embedding)")
+    return {"": t}

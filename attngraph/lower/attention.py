@@ -29,15 +29,15 @@ class Items(NodeModule):
         self.image = t.rank == 3
         if t.dtype == "long":
             src = ctx.graph.node(ctx.edge("from").src)
-            self.embed = nn.Embedding(int(src.spec.vocab), int(s.embed))
-            d = int(s.embed)
+            self.embed = nn.Embedding(src.spec.vocab, s.embed)
+            d = s.embed
         elif self.image:
-            c = int(t.dims[0])
+            c = ctx.fixed(t.dims[0], "the image's channels", "from")
             self.patches = tuple(s.patches) if s.patches is not None else None
             d = c * self.patches[0] * self.patches[1] if self.patches else c
         else:
-            d = int(t.dims[-1])
-        self.proj = nn.Linear(d, int(s.dim), bias=s.bias) if s.dim is not None else None
+            d = ctx.features("from")
+        self.proj = nn.Linear(d, s.dim, bias=s.bias) if s.dim is not None else None
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         v = x["from"]
@@ -81,14 +81,14 @@ class Proj(NodeModule):
         self.learned = getattr(s, "learned", None)
         self.proj: nn.Module | None = None
         if self.learned is not None:
-            self.weight = nn.Parameter(torch.randn(int(self.learned), int(s.dim)) * 0.02)
+            self.weight = nn.Parameter(torch.randn(self.learned, s.dim) * 0.02)
             return
-        d_in = int(ctx.t("from").dims[-1])
-        d_out = int(s.dim) if s.dim is not None else d_in
+        d_in = ctx.features("from")
+        d_out = s.dim if s.dim is not None else d_in
         if s.proj == "linear":
             self.proj = nn.Linear(d_in, d_out, bias=s.bias)
         elif s.proj == "mlp":
-            h = int(s.hidden) if s.hidden is not None else d_out
+            h = s.hidden if s.hidden is not None else d_out
             self.proj = nn.Sequential(nn.Linear(d_in, h), nn.Tanh(),
                                       nn.Linear(h, d_out, bias=s.bias))
 
@@ -154,7 +154,7 @@ class _ReadoutOut(NodeModule):
         self.heads = ctx.t("values").heads
         self.combine = s.combine
         d_out = d * self.heads if self.heads and s.combine == "concat" else d
-        self.out = nn.Linear(d_out, int(s.out), bias=s.bias) if s.out is not None else None
+        self.out = nn.Linear(d_out, s.out, bias=s.bias) if s.out is not None else None
 
     def finish(self, z: Tensor) -> Tensor:
         """Merge heads and project: (B, [h,] [M,] d) -> (B, [M,] out)."""
@@ -184,14 +184,14 @@ class Readout(_ReadoutOut):
 
 def lower_readout(ctx: LowerCtx) -> NodeModule:
     """Weighted average of the values."""
-    return Readout(ctx, int(ctx.t("values").dims[-1]))
+    return Readout(ctx, ctx.features("values"))
 
 
 class FusedAttention(_ReadoutOut):
     """Scaled-dot scorer, softmax and readout as one ``scaled_dot_product_attention``."""
 
     def __init__(self, ctx: LowerCtx) -> None:
-        super().__init__(ctx, int(ctx.t("values").dims[-1]))
+        super().__init__(ctx, ctx.features("values"))
         s = ctx.spec
         q, k = ctx.t("query"), ctx.t("key")
         self.vector_query = q.rank == 1
@@ -201,7 +201,7 @@ class FusedAttention(_ReadoutOut):
         self.causal = bool(m and m.causal)
         self.window: int | None = m.window if m else None
         self.self_loops = m.self_loops if m else True
-        self.scale = 1.0 / (math.sqrt(int(k.dims[-1])) * float(s.temperature))
+        self.scale = 1.0 / (math.sqrt(ctx.features("key")) * float(s.temperature))
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h,] N, d) x2

@@ -51,8 +51,12 @@ from torch import Tensor, nn
 from attngraph.errors import LoweringError
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, Runtime
+from attngraph.spec.models import SCALE_RANGE
 
 __all__ = ["Policy", "PolicyNode", "reinforce_loss", "model_reinforce_loss", "masked_logits"]
+
+#: The smallest std and tau used (the lower bound of a spec's scales).
+_MIN_SCALE = SCALE_RANGE[0]
 
 Dist = Literal["categorical", "gaussian"]
 Estimator = Literal["reinforce", "straight_through", "gumbel"]
@@ -154,9 +158,11 @@ class Policy(nn.Module):
     estimator : {"reinforce", "straight_through", "gumbel"}
         How gradients cross the sample (see the module docstring).
     std : float
-        Standard deviation of the gaussian policy.
+        Standard deviation of the gaussian policy; below 0.001 (the spec's lower
+        bound) it is taken as 0.001, so that log-probabilities stay finite.
     tau : float
-        Temperature of the Gumbel-softmax relaxation.
+        Temperature of the Gumbel-softmax relaxation; below 0.001 it is taken as
+        0.001, so that the relaxed sample stays finite.
     baseline : bool or int
         ``True``: a learned scalar; an int ``d``: a linear ``d -> 1`` on the vector
         passed as ``baseline_input``; ``False``: zeros.
@@ -171,7 +177,7 @@ class Policy(nn.Module):
                  std: float = 0.1, tau: float = 1.0, baseline: bool | int = True) -> None:
         super().__init__()
         self.dist, self.estimator = dist, estimator
-        self.std, self.tau = float(std), float(tau)
+        self.std, self.tau = max(float(std), _MIN_SCALE), max(float(tau), _MIN_SCALE)
         self.baseline: nn.Parameter | None = None
         self.baseline_proj: nn.Linear | None = None
         if baseline is True:
@@ -223,7 +229,9 @@ class Policy(nn.Module):
         logp = torch.log_softmax(logits, -1)
         probs = logp.exp()
         if self.training and self.estimator == "gumbel":
-            gumbel = -torch.empty_like(logits).exponential_().log()
+            # an exponential sample of exactly 0 would give an infinite Gumbel noise
+            expo = torch.empty_like(logits).exponential_()
+            gumbel = -expo.clamp_min(torch.finfo(expo.dtype).tiny).log()
             soft = torch.softmax((logits + gumbel) / self.tau, -1)
             index = soft.argmax(-1)
         elif self.training:

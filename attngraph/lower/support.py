@@ -35,7 +35,7 @@ class Linear(NodeModule):
 def lower_linear(ctx: LowerCtx) -> NodeModule:
     """A dense layer on the last axis."""
     s = ctx.spec
-    return Linear(int(ctx.t("from").dims[-1]), int(s.out), s.bias, s.act)
+    return Linear(ctx.features("from"), s.out, s.bias, s.act)
 
 
 class Mlp(NodeModule):
@@ -56,7 +56,7 @@ class Mlp(NodeModule):
 def lower_mlp(ctx: LowerCtx) -> NodeModule:
     """A multi-layer perceptron on the last axis."""
     s = ctx.spec
-    return Mlp(int(ctx.t("from").dims[-1]), int(s.hidden), int(s.out), s.act, s.layers)
+    return Mlp(ctx.features("from"), s.hidden, s.out, s.act, s.layers)
 
 
 class Embedding(NodeModule):
@@ -106,6 +106,11 @@ class Position(NodeModule):
         src = x["from"]
         n = src.shape[self.axis]
         if self.weight is not None:
+            if n > self.weight.shape[0]:
+                # the run-time wrapper names the node and its line
+                msg = (f"the learned table covers max_len {self.weight.shape[0]} positions, "
+                       f"but this input has {n} items")
+                raise ValueError(msg)
             pe = self.weight[:n]
         else:
             pe = sinusoid(n, self.dim, src.device)
@@ -170,7 +175,7 @@ class Norm(NodeModule):
 
 def lower_norm(ctx: LowerCtx) -> NodeModule:
     """Normalisation over features."""
-    return Norm(int(ctx.t("from").dims[-1]), ctx.spec.fn)
+    return Norm(ctx.features("from"), ctx.spec.fn)
 
 
 class Add(NodeModule):

@@ -11,6 +11,7 @@ rewrote (a fused attention node) is inferred again the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -22,25 +23,29 @@ from attngraph.passes.base import Pass
 __all__ = ["infer_shapes", "SHAPE_INFERENCE"]
 
 
-def _infer_node(node: Node[Any], graph: Graph, done: dict[str, Node[Any]]) -> Node[Any]:
+def _infer_node(node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
+                ids: Mapping[str, int]) -> Node[Any]:
     if node.is_input and node.types:
         return node
     rule = KINDS.get(node.kind)
     if rule is None:
         msg = f"node '{node.id}': no shape rule for kind '{node.kind}'"
         raise ShapeError(msg, node.loc, did_you_mean(node.kind, KINDS))
-    ctx = RuleCtx(node, graph, done, infer_shapes)
+    ctx = RuleCtx(node, graph, done, infer_shapes, ids)
     types = rule.shape(ctx)
     return replace(node, types=types, params=ctx.params, body=ctx.body_graph)
 
 
-def infer_shapes(graph: Graph) -> Graph:
+def infer_shapes(graph: Graph, *, ids: Mapping[str, int] | None = None) -> Graph:
     """Give every node its port types and parameter count.
 
     Parameters
     ----------
     graph : Graph
         A verified graph (see :func:`attngraph.ir.verify.verify`).
+    ids : mapping, optional
+        For a block body: how many token ids each input bound to ids may take
+        (an embedding in the body checks its table against it).
 
     Returns
     -------
@@ -61,7 +66,7 @@ def infer_shapes(graph: Graph) -> Graph:
             failed.add(node.id)
             continue
         try:
-            done[node.id] = _infer_node(node, graph, done)
+            done[node.id] = _infer_node(node, graph, done, ids or {})
         except AttnGraphError as exc:
             diags.extend(exc.diagnostics)
             failed.add(node.id)
@@ -70,7 +75,8 @@ def infer_shapes(graph: Graph) -> Graph:
             ports = sorted(p for p in done[e.src].types if p)
             diags.append(Diagnostic(
                 e.loc, f"output '{name or 'output'}': '{e.src}' has no port '{e.port}'",
-                did_you_mean(e.port, ports) if ports else None,
+                did_you_mean(e.port, ports) if ports
+                else f"'{e.src}' has one output: write '{e.src}' without a port",
             ))
     if diags:
         raise ShapeError(diags[0].message, diagnostics=diags)

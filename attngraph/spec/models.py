@@ -16,9 +16,11 @@ can know; graph rules live in :mod:`attngraph.ir.verify` and shape inference.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -29,7 +31,8 @@ from pydantic import (
 
 __all__ = [
     "IDENT", "Ident", "Size", "RefStr", "RefLong", "Ref", "BlockName", "LearnedQuery",
-    "PosInt", "Prob", "PosFloat", "SIZE", "REF", "BLOCK", "Model", "NodeModel",
+    "PosInt", "Prob", "PosFloat", "Scale", "SCALE_RANGE", "PROB_MAX", "check_scale",
+    "in_range", "SIZE", "REF", "BLOCK", "Model", "NodeModel",
     "InputSpec", "BlockSpec", "Spec", "TrainSpec", "INPUT_TYPES",
 ]
 
@@ -62,8 +65,49 @@ Size = Annotated[Union[Annotated[int, Field(gt=0, le=1_000_000_000)], Ident], SI
 #: The name of a block defined under ``blocks:``.
 BlockName = Annotated[Ident, BLOCK]
 PosInt = Annotated[int, Field(gt=0, le=1_000_000)]
-Prob = Annotated[float, Field(ge=0.0, lt=1.0)]
 PosFloat = Annotated[float, Field(gt=0.0, le=1e6)]
+
+#: The range of a scale: a softmax ``temperature``, a Gumbel ``tau``, a policy's
+#: ``std``, a cosine ``beta``, a Gaussian ``sigma``. Scores of ±10,000 divided by
+#: 0.001 are ±1e7, and their gradients grow by at most 1,000: finite in float32 and
+#: bfloat16 (largest 3.4e38) with a wide margin, where a temperature of 1e-38 already
+#: overflows float32 to inf and gives NaN weights.
+SCALE_RANGE = (1e-3, 1e3)
+#: The largest dropout probability: dropout scales what it keeps by 1/(1 - p), at
+#: most 100 here; p near 1 scales by 1e16 and later layers overflow.
+PROB_MAX = 0.99
+
+
+def in_range(lo: float, hi: float, why: str) -> Callable[[float], float]:
+    """A check refusing a number outside ``[lo, hi]`` with ``"<range>, found <v>; <why>"``
+    (validation shows the part after ``"; "`` as the hint)."""
+
+    def check(v: float) -> float:
+        if not lo <= v <= hi:
+            msg = f"must be from {lo:g} to {hi:g}, found {v:g}; {why}"
+            raise ValueError(msg)
+        return v
+
+    return check
+
+
+#: Refuses a scale outside :data:`SCALE_RANGE`, saying the range.
+check_scale = in_range(
+    *SCALE_RANGE, f"write a value from {SCALE_RANGE[0]:g} to {SCALE_RANGE[1]:g}: beyond it, "
+    "numbers divided or multiplied by it leave the finite range of float32 and bfloat16 "
+    "(NaN results)")
+#: A positive scale within :data:`SCALE_RANGE`.
+Scale = Annotated[
+    float, AfterValidator(check_scale),
+    Field(json_schema_extra={"minimum": SCALE_RANGE[0], "maximum": SCALE_RANGE[1]}),
+]
+#: A dropout probability, 0 to :data:`PROB_MAX`.
+Prob = Annotated[
+    float,
+    AfterValidator(in_range(0.0, PROB_MAX, f"write a value from 0 to {PROB_MAX:g}: dropout "
+                            "scales what it keeps by 1/(1 - p)")),
+    Field(json_schema_extra={"minimum": 0.0, "maximum": PROB_MAX}),
+]
 
 INPUT_TYPES = ("tokens", "vectors", "vector", "image", "graph", "labels")
 
