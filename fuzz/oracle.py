@@ -163,7 +163,7 @@ def check(text: str, file: str = "fuzz.yaml", *, run: bool = True, cli: bool = T
     from attngraph.pipeline import loads_spec
 
     try:
-        graph = loads_spec(text, file)
+        graph = loads_spec(text, file, batch=3, length=length)
     except AttnGraphError as exc:
         return _rejected(exc, file)
     except Exception as exc:  # noqa: BLE001

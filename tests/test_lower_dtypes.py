@@ -20,7 +20,6 @@ SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml")
 IDS = [p.stem for p in SPECS]
 #: their sinusoidal position table is made in float32 (lower/support.py), which
 #: type promotion lifts a half model's values to
-SINUSOID = {"global_context", "transformer_encoder"}
 
 
 def _run(path: Path, dtype: Any, device: str = "cpu") -> tuple[dict, dict]:
@@ -54,12 +53,9 @@ def test_double_model_gives_float64_outputs_equal_to_float32(path: Path) -> None
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["half", "bf16"])
 @pytest.mark.parametrize("path", SPECS, ids=IDS)
-def test_half_models_run_in_half(path: Path, dtype: Any, request: pytest.FixtureRequest) -> None:
+def test_half_models_run_in_half(path: Path, dtype: Any) -> None:
     """``model.half()`` / ``.to(torch.bfloat16)`` on CPU: outputs in that dtype, close to
     float32 (the precision of the format)."""
-    if path.stem in SINUSOID:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="sinusoid() in lower/support.py makes float32 tables"))
     want, got = _run(path, dtype)
     for k, v in got.items():
         if want[k].is_floating_point():

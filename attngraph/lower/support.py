@@ -113,7 +113,11 @@ class Position(NodeModule):
                 raise ValueError(msg)
             pe = self.weight[:n]
         else:
+            # computed in float32 (float16 loses the phases of far positions), then
+            # in the features' own dtype, so a half or bf16 model stays in it
             pe = sinusoid(n, self.dim, src.device)
+            if src.is_floating_point():
+                pe = pe.to(src.dtype)
         return pe.unsqueeze(0).expand(src.shape[0], n, self.dim)  # (B, N, dim)
 
 
