@@ -228,3 +228,24 @@ def test_an_mlp_hidden_layer_is_a_tensor_of_its_own() -> None:
         "node 'f' would make a tensor of 1,151,998,848 elements (4.6 GB of float32) at "
         "batch 32, over the limit of 500,000,000", 7, 6,
         f"shrink the sizes it multiplies (hidden, heads, lengths), {LARGE}")
+
+
+def test_train_checks_the_spec_at_the_batch_and_length_it_trains_at(tmp_path: Path) -> None:
+    """`attngraph train` runs the guard at its own batch and the task's length: an
+    additive score over all pairs with hidden 600 is refused at the assumed length 256
+    (1.26e9 elements) but trains at the needle task's length 12."""
+    from click.testing import CliRunner
+
+    from attngraph.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "specs" / "intra_attention.yaml").read_text(encoding="utf-8")
+    text = text.replace("fn: scaled_dot, query: q, key: k, pairs: all,",
+                        "fn: additive, query: q, key: k, pairs: all, hidden: 600,")
+    spec = tmp_path / "big.yaml"
+    spec.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError, match="1,258,291,200 elements"):
+        pl.load_spec(spec)
+    res = CliRunner().invoke(main, ["train", str(spec), "--steps", "1", "--quiet",
+                                    "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output

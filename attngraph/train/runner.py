@@ -284,9 +284,10 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
     TrainingError
         As :func:`run` does, before anything is trained.
     """
-    from attngraph.pipeline import load_spec
+    from attngraph.pipeline import check_resources, load_spec
 
-    graph = load_spec(config.spec)
+    # the resource guard runs below, at the batch and length this run will use
+    graph = load_spec(config.spec, allow_large=True)
     out_dir = Path(config.out or Path("runs") / graph.name)
     if rank == 0:
         rundir.check(out_dir, resume=config.resume, overwrite=config.overwrite)
@@ -300,7 +301,11 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
         raise TrainingError(msg, _batch_loc(graph, config, out_dir),
                             f"use a batch that is a multiple of {world}")
     # fail before spawning ranks, and before the output directory is touched
-    check_fits(graph, task_for(graph, cfg.task, cfg.seed, cfg.options))
+    task = task_for(graph, cfg.task, cfg.seed, cfg.options)
+    length = task.opts.get("length")
+    check_resources(graph, batch=cfg.batch,
+                    length=length if isinstance(length, int) and length > 0 else None)
+    check_fits(graph, task)
     return graph, cfg, prior
 
 
