@@ -217,6 +217,8 @@ def test_object_building_tag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
         ("x: !custom 1\n", "!custom"),
         ("x: !!set {a: null}\n", "tag:yaml.org,2002:set"),
         ("x: !!binary aGk=\n", "tag:yaml.org,2002:binary"),
+        ("x: !!timestamp 2020-01-01\n", "tag:yaml.org,2002:timestamp"),
+        ("x: !!python/object:os.system {}\n", "tag:yaml.org,2002:python/object:os.system"),
     ],
 )
 def test_other_tags_are_refused(text: str, tag: str) -> None:
@@ -227,9 +229,39 @@ def test_other_tags_are_refused(text: str, tag: str) -> None:
     assert _where(info.value) == (1, 4)
 
 
-def test_plain_type_tags_are_allowed() -> None:
-    """Explicit tags for plain types (!!str, !!int) are accepted."""
-    assert loads("a: !!str 5\nb: !!int '7'\n").data == {"a": "5", "b": 7}
+@pytest.mark.parametrize(
+    ("text", "tag", "col"),
+    [
+        ("attngraph: !!bool 1\n", "tag:yaml.org,2002:bool", 12),
+        ("kind: !!int values\n", "tag:yaml.org,2002:int", 7),
+        ("a: !!str 5\n", "tag:yaml.org,2002:str", 4),
+        ("a: !!float nan\n", "tag:yaml.org,2002:float", 4),
+        ("a: !!null x\n", "tag:yaml.org,2002:null", 4),
+        ("a: ! 5\n", "!", 4),
+        ("a: !!map {b: 1}\n", "tag:yaml.org,2002:map", 4),
+        ("a: !!seq [1]\n", "tag:yaml.org,2002:seq", 4),
+    ],
+)
+def test_plain_type_tags_are_refused(text: str, tag: str, col: int) -> None:
+    """An explicit tag, even for a plain type, is refused at the tag with a hint to drop
+    it: `!!bool 1` and `!!int values` once crashed the constructor (KeyError,
+    ValueError); a spec never needs a tag (quoting makes a string)."""
+    with pytest.raises(SpecError) as info:
+        loads(text, "t.yaml")
+    err = info.value
+    assert err.message == f"YAML tag '{tag}' is not allowed"
+    assert (err.loc.file, *_where(err)) == ("t.yaml", 1, col)
+    assert err.hint == (
+        "specs take plain values: drop the tag (quote the value, e.g. '5', to make it a string)"
+    )
+
+
+def test_tag_on_a_key_is_refused() -> None:
+    """A tag on a mapping key is refused like one on a value."""
+    with pytest.raises(SpecError) as info:
+        loads("a: 1\n!!str b: 2\n")
+    assert info.value.message == "YAML tag 'tag:yaml.org,2002:str' is not allowed"
+    assert _where(info.value) == (2, 1)
 
 
 def test_merge_keys_are_refused() -> None:
@@ -366,3 +398,118 @@ def test_non_utf8_file(tmp_path) -> None:
         load(path)
     assert info.value.message == "spec is not UTF-8 text (invalid continuation byte)"
     assert info.value.loc.file == str(path)
+
+
+# --- limits: depth, size, what is read ----------------------------------------
+
+
+def _deep(n: int) -> str:
+    return "x: " + "[" * n + "]" * n + "\n"
+
+
+@pytest.mark.parametrize("n", [65, 3_000, 100_000])
+def test_deep_brackets_are_refused_while_parsing(n: int) -> None:
+    """A value nested thousands of brackets deep (once a segfault in libyaml's
+    composer, a RecursionError in PyYAML's) is refused at the bracket that opens
+    level 65, before any tree is built."""
+    with pytest.raises(SpecError) as info:
+        loads(_deep(n), "deep.yaml")
+    err = info.value
+    assert err.message == f"document nests deeper than {source.MAX_DEPTH} levels"
+    assert (err.loc.file, *_where(err)) == ("deep.yaml", 1, 68)
+    assert err.hint == (
+        "a spec needs a few levels (nodes: id: field); look for brackets never closed"
+    )
+
+
+def test_sixty_four_levels_are_fine() -> None:
+    """The limit is inclusive: 64 levels below the top-level map load."""
+    data = loads(_deep(64)).data["x"]
+    for _ in range(63):
+        data = data[0]
+    assert data == []
+    maps = loads("x: " + "{a: " * 63 + "{}" + "}" * 63 + "\n").data["x"]
+    for _ in range(63):
+        maps = maps["a"]
+    assert maps == {}
+
+
+def test_deep_block_and_flow_mappings_are_refused() -> None:
+    """Depth counts maps as well as lists, in flow and block style alike; a key sits
+    at its map's level, so the error is at the value that opens level 65."""
+    flow = "x: " + "{a: " * 5_000 + "1" + "}" * 5_000 + "\n"
+    block = "".join("  " * i + "a:\n" for i in range(70)) + "  " * 70 + "b: 1\n"
+    for text, where in ((flow, (1, 4 + 4 * 64)), (block, (66, 131))):
+        with pytest.raises(SpecError) as info:
+            loads(text)
+        assert info.value.message == "document nests deeper than 64 levels"
+        assert _where(info.value) == where
+
+
+def test_deep_nesting_with_the_pure_python_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without libyaml the same document gives the same error, not a RecursionError
+    (and a syntax error past the limit is never reached)."""
+    import yaml
+
+    monkeypatch.setattr(source, "_LOADER", yaml.SafeLoader)
+    with pytest.raises(SpecError) as info:
+        loads("x: " + "[" * 5_000 + "\n")
+    assert info.value.message == "document nests deeper than 64 levels"
+    assert _where(info.value) == (1, 68)
+
+
+def test_too_many_nodes_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document with more nodes than MAX_NODES (no aliases) is refused at the node
+    that goes over, while it is parsed."""
+    monkeypatch.setattr(source, "MAX_NODES", 10)
+    with pytest.raises(SpecError) as info:
+        loads("x: [" + ", ".join("abcdefghijk") + "]\n")
+    assert info.value.message == "document has more than 10 YAML nodes"
+    assert _where(info.value) == (1, 26)
+
+
+# --- plain values that are no spec values -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("a: 2020-01-01\n", "2020-01-01"),
+        ("a: 2020-01-01 10:00:00\n", "2020-01-01 10:00:00"),
+        ("a: =\n", "="),
+        ("a: 1e400\n", "1e400"),
+        ("a: <<\n", "<<"),
+        (f"a: {2**63 - 1}\n", 2**63 - 1),
+        (f"a: -{2**63 - 1}\n", -(2**63 - 1)),
+        ("a: 0b" + "1" * 63 + "\n", 2**63 - 1),
+        ("a: 1.5e+300\n", 1.5e300),
+    ],
+)
+def test_plain_values_a_spec_may_hold(text: str, value: object) -> None:
+    """YAML 1.1's dates and `=` stay the text written (a spec has no dates; the
+    validator then says what it expected); 64-bit integers and finite floats load."""
+    assert loads(text).data == {"a": value}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: .inf\n", "number '.inf' is not finite"),
+        ("a: -.Inf\n", "number '-.Inf' is not finite"),
+        ("a: .nan\n", "number '.nan' is not finite"),
+        ("a: 1.0e+400\n", "number '1.0e+400' is not finite"),
+        (f"a: {2**63}\n", "integer 9223372036854775808 is out of range"),
+        ("a: 0x10000000000000000\n", "integer 0x10000000000000000 is out of range"),
+        ("a: " + "9" * 400 + "\n", "integer 999999999999...9999 (400 characters) is out of range"),
+        ("a: " + "1" * 5000 + "\n",
+         "integer 111111111111...1111 (5000 characters) is out of range"),
+    ],
+)
+def test_numbers_no_spec_can_use(text: str, message: str) -> None:
+    """Non-finite floats and integers past 64 bits are refused at the value (an int of
+    thousands of digits once raised Python's ValueError), each with a hint."""
+    with pytest.raises(SpecError) as info:
+        loads(text)
+    assert info.value.message == message
+    assert _where(info.value) == (1, 4)
+    assert info.value.hint
