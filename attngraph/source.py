@@ -7,6 +7,9 @@ events without recursion, refusing more than :data:`MAX_DEPTH` levels or
 :data:`MAX_NODES` nodes as soon as the parser reaches them, so no file can
 exhaust the stack. Aliases are expanded with a bound on the total number of
 nodes, so a "billion laughs" document fails fast instead of exhausting memory.
+The text is checked first by :mod:`attngraph.spectext` (size, UTF-8, control
+characters), which also reads a spec file: a regular file only, never past
+:data:`MAX_BYTES`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from attngraph.errors import SourceLoc, SpecError
+from attngraph.spectext import SIZE_HINT, check_text, read_text
 
 __all__ = [
     "Document", "PathKey", "load", "loads", "MAX_NODES", "MAX_BYTES", "MAX_DEPTH",
@@ -44,7 +48,6 @@ MAX_NODES = 100_000
 MAX_BYTES = 2_000_000
 #: Deepest nesting of maps and lists (the top-level map is level 0).
 MAX_DEPTH = 64
-_SIZE_HINT = "a spec is a few kilobytes of YAML; check that this is the file you meant"
 #: Largest magnitude of an integer (64-bit, as torch sizes and seeds are).
 MAX_INT = 2**63 - 1
 
@@ -189,7 +192,7 @@ def _event_error(ev: Any, file: str, text: str, count: int, depth: int) -> SpecE
     loc = _mark_loc(file, text, ev.start_mark)
     if count > MAX_NODES:
         msg = f"document has more than {MAX_NODES:,} YAML nodes"
-        return SpecError(msg, loc, _SIZE_HINT)
+        return SpecError(msg, loc, SIZE_HINT)
     if depth > MAX_DEPTH:
         return _depth_error(loc, alias=False)
     return _tag_error(ev.tag, loc)
@@ -307,12 +310,7 @@ def loads(text: str, file: str = "<spec>") -> Document:
     >>> str(doc.loc(("b", 1)))
     'demo.yaml:2:8'
     """
-    if len(text) > MAX_BYTES:
-        msg = f"spec is {len(text)} bytes, more than the limit of {MAX_BYTES}"
-        raise SpecError(
-            msg,
-            SourceLoc(file, 1, 1, None),
-        )
+    check_text(text, file, MAX_BYTES)
     try:
         try:
             node = _compose(text, file, _LOADER)
@@ -346,27 +344,10 @@ def loads(text: str, file: str = "<spec>") -> Document:
 
 
 def load(path: str | Path) -> Document:
-    """Read a spec file into a :class:`Document` (see :func:`loads`)."""
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            msg = f"spec is {size} bytes, more than the limit of {MAX_BYTES}"
-            raise SpecError(
-                msg,
-                SourceLoc(str(path), 0, 0),
-            )
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        msg = f"no such file: {path}"
-        raise SpecError(msg, SourceLoc(str(path))) from None
-    except IsADirectoryError:
-        msg = f"{path} is a directory, not a spec"
-        raise SpecError(msg, SourceLoc(str(path))) from None
-    except UnicodeDecodeError as exc:
-        msg = f"spec is not UTF-8 text ({exc.reason})"
-        raise SpecError(msg, SourceLoc(str(path))) from None
-    except OSError as exc:
-        msg = f"cannot read spec: {exc.strerror}"
-        raise SpecError(msg, SourceLoc(str(path))) from None
-    return loads(text, str(path))
+    """Read a spec file into a :class:`Document` (see :func:`loads`).
+
+    Only a regular file is read (a directory, FIFO or device is refused), and no
+    more than :data:`MAX_BYTES` + 1 bytes of it.
+    """
+    name = str(path)
+    return loads(read_text(name, MAX_BYTES), name)

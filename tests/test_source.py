@@ -391,13 +391,79 @@ def test_directory_is_not_a_spec(tmp_path) -> None:
 
 
 def test_non_utf8_file(tmp_path) -> None:
-    """A file that is not UTF-8 is a SpecError naming the decoding problem."""
+    """A file that is not UTF-8 is a SpecError at the line and column of its first bad
+    byte, with the excerpt (the bad byte shown as U+FFFD) and a hint."""
     path = tmp_path / "latin1.yaml"
-    path.write_bytes(b"name: caf\xe9\n")
+    path.write_bytes(b"attngraph: 1\nname: caf\xe9\n")
     with pytest.raises(SpecError) as info:
         load(path)
-    assert info.value.message == "spec is not UTF-8 text (invalid continuation byte)"
-    assert info.value.loc.file == str(path)
+    err = info.value
+    assert err.message == "spec is not UTF-8 text: byte 0xe9 (invalid continuation byte)"
+    assert (err.loc.file, *_where(err)) == (str(path), 2, 10)
+    assert err.format() == (
+        f"{path}:2:10: error: spec is not UTF-8 text: byte 0xe9 (invalid continuation byte)\n"
+        "   2 | name: caf\ufffd\n"
+        "     |          ^\n"
+        "hint: save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); a binary file is "
+        "not a spec"
+    )
+
+
+def test_non_utf8_column_counts_characters_and_crlf_lines(tmp_path) -> None:
+    """The column counts characters (é is one), and CRLF line ends count as one line."""
+    path = tmp_path / "crlf.yaml"
+    path.write_bytes(b"a: 1\r\nb: \xc3\xa9\xff\r\n")
+    with pytest.raises(SpecError) as info:
+        load(path)
+    assert info.value.message == "spec is not UTF-8 text: byte 0xff (invalid start byte)"
+    assert _where(info.value) == (2, 5)
+
+
+def test_binary_file(tmp_path) -> None:
+    """A binary file (here a PNG header) is refused at its first byte that is not UTF-8."""
+    path = tmp_path / "image.yaml"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(SpecError) as info:
+        load(path)
+    assert info.value.message == "spec is not UTF-8 text: byte 0x89 (invalid start byte)"
+    assert _where(info.value) == (1, 1)
+
+
+def test_non_utf8_text_given_to_loads() -> None:
+    """Text read with errors='surrogateescape' gives loads() the same error, at the same
+    place, as the file gives load()."""
+    text = b"attngraph: 1\nname: caf\xe9\n".decode("utf-8", "surrogateescape")
+    with pytest.raises(SpecError) as info:
+        loads(text, "t.yaml")
+    assert info.value.message == "spec is not UTF-8 text: byte 0xe9 (undecodable)"
+    assert _where(info.value) == (2, 10)
+
+
+def test_lone_surrogate_in_text() -> None:
+    """A lone surrogate that is no escaped byte is refused at its place in the text."""
+    with pytest.raises(SpecError) as info:
+        loads("a: 1\nb: x\ud800\n")
+    assert info.value.message == (
+        "spec text holds a lone surrogate U+D800, which is not Unicode text"
+    )
+    assert _where(info.value) == (2, 5)
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "line", "col"),
+    [("a: 1\nb: x\x00y\n", "0000", 2, 5), ("a: \x1b[31mred\n", "001B", 1, 4),
+     ("a: 'x\x7f'\n", "007F", 1, 6)],
+)
+def test_control_character(text: str, code: str, line: int, col: int) -> None:
+    """A control character (binary data) is refused at its line and column, and the
+    excerpt never writes it raw to the terminal."""
+    with pytest.raises(SpecError) as info:
+        loads(text, "c.yaml")
+    err = info.value
+    assert err.message == f"spec holds the control character U+{code}"
+    assert _where(err) == (line, col)
+    assert err.hint is not None and "binary file is not a spec" in err.hint
+    assert chr(int(code, 16)) not in err.format()
 
 
 # --- limits: depth, size, what is read ----------------------------------------
@@ -466,6 +532,78 @@ def test_too_many_nodes_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
         loads("x: [" + ", ".join("abcdefghijk") + "]\n")
     assert info.value.message == "document has more than 10 YAML nodes"
     assert _where(info.value) == (1, 26)
+
+
+def test_oversized_text_is_located(monkeypatch: pytest.MonkeyPatch) -> None:
+    """loads() measures UTF-8 bytes (é is two), and refuses at 1:1 with both figures."""
+    monkeypatch.setattr(source, "MAX_BYTES", 10)
+    with pytest.raises(SpecError) as info:
+        loads("a: éééééé\n", "big.yaml")
+    err = info.value
+    assert err.message == "spec is 16 bytes, more than the limit of 10"
+    assert (err.loc.file, *_where(err)) == ("big.yaml", 1, 1)
+    assert err.hint == (
+        "a spec is a few kilobytes of YAML; check that this is the file you meant"
+    )
+
+
+def test_oversized_file_is_located(monkeypatch: pytest.MonkeyPatch, spec_file) -> None:
+    """A file over MAX_BYTES is refused at FILE:1:1, with its size and the limit."""
+    monkeypatch.setattr(source, "MAX_BYTES", 10)
+    path = spec_file("name: a_long_enough_name\n")
+    with pytest.raises(SpecError) as info:
+        load(path)
+    assert str(info.value) == f"{path}:1:1: error: spec is 25 bytes, more than the limit of 10"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+def test_reads_at_most_one_byte_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose size says 0 (as /proc files do) is read no further than
+    MAX_BYTES + 1 bytes, then refused."""
+    monkeypatch.setattr(source, "MAX_BYTES", 10)
+    with pytest.raises(SpecError) as info:
+        load("/proc/self/status")
+    assert info.value.message == "spec is 11 bytes, more than the limit of 10"
+
+
+def _load_within(path: str, seconds: float = 10.0) -> BaseException | None:
+    """load(path) in a thread: what it raised, or a TimeoutError if it did not end."""
+    import threading
+
+    box: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            load(path)
+            box.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    return box[0] if box else TimeoutError(f"load({path!r}) hung")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_fifo_is_refused_without_blocking(tmp_path) -> None:
+    """A named pipe is refused at once (opened without blocking, never read)."""
+    path = tmp_path / "pipe.yaml"
+    os.mkfifo(path)
+    err = _load_within(str(path))
+    assert isinstance(err, SpecError), err
+    assert err.message == f"{path} is a FIFO (named pipe), not a spec file"
+    assert err.hint == "save the spec to a file and give its path"
+
+
+@pytest.mark.parametrize("dev", ["/dev/zero", "/dev/urandom", "/dev/null"])
+def test_device_is_refused(dev: str) -> None:
+    """A character device (an endless /dev/zero, an empty /dev/null) is not a spec."""
+    if not os.path.exists(dev):
+        pytest.skip(f"no {dev}")
+    err = _load_within(dev)
+    assert isinstance(err, SpecError), err
+    assert err.message == f"{dev} is a character device, not a spec file"
 
 
 # --- plain values that are no spec values -------------------------------------
