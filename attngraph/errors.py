@@ -12,6 +12,7 @@ line, the source line with a caret under the problem, and a hint::
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,17 +46,34 @@ class SourceLoc:
         return f"{self.file}:{self.line}:{self.col}"
 
     def excerpt(self) -> str:
-        """The source line with a caret under the column, or '' when unknown."""
+        """The source line with a caret under the column, or '' when unknown.
+
+        A long line is cut to a window around the column, and control characters
+        (from a binary file, say) print as U+FFFD, so the excerpt stays one
+        readable line with the caret in place.
+        """
         if self.text is None or self.line <= 0:
             return ""
         lines = self.text.splitlines()
         if self.line > len(lines):
             return ""
         src = lines[self.line - 1]
+        at = max(self.col - 1, 0)
+        start = max(0, min(at - _EXCERPT // 2, len(src) - _EXCERPT))
+        shown = src[start:start + _EXCERPT]
+        head = "..." if start > 0 else ""
+        tail = "..." if start + _EXCERPT < len(src) else ""
+        shown = head + _CONTROL.sub("\ufffd", shown) + tail
         num = str(self.line)
         pad = " " * len(num)
-        caret = " " * max(self.col - 1, 0) + "^"
-        return f"   {num} | {src}\n   {pad} | {caret}"
+        caret = " " * (at - start + len(head)) + "^"
+        return f"   {num} | {shown}\n   {pad} | {caret}"
+
+
+#: Widest part of a source line an excerpt shows.
+_EXCERPT = 100
+#: C0 and C1 control characters other than tab: never written to a terminal raw.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)

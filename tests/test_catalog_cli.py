@@ -21,3 +21,30 @@ def test_catalog_lists_builtin_specs_outside_the_repo(
     assert r.exit_code == 0, r.output
     names = {line.split()[0] for line in r.output.splitlines() if line.strip()}
     assert names == {p.stem for p in SPECS.glob("*.yaml")}
+
+
+def test_bad_specs_do_not_stop_the_listing(tmp_path: Path) -> None:
+    """With broken files beside good ones (a tagged scalar that once crashed the loader,
+    a deep nesting, a Latin-1 file, a named pipe), every good spec is listed and each
+    bad one is reported with its located error; nothing hangs or tracebacks."""
+    import os
+    import shutil
+
+    for name in ("global_attention.yaml", "multihead_attention.yaml"):
+        shutil.copy(SPECS / name, tmp_path / name)
+    (tmp_path / "a_tag.yaml").write_text("attngraph: !!bool 1\nname: x\n")
+    (tmp_path / "b_deep.yaml").write_text("x: " + "[" * 30_000 + "]" * 30_000 + "\n")
+    (tmp_path / "c_latin1.yaml").write_bytes(b"attngraph: 1\nname: caf\xe9\n")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "d_pipe.yaml")
+    r = CliRunner().invoke(main, ["catalog", "--dir", str(tmp_path)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    out = r.output
+    listed = {line.split()[0] for line in out.splitlines() if line[:1].isalpha()}
+    assert {"global_attention", "multihead_attention"} <= listed
+    assert f"{tmp_path / 'a_tag.yaml'}:1:12: error: YAML tag" in out
+    assert f"{tmp_path / 'b_deep.yaml'}:1:68: error: document nests deeper" in out
+    assert f"{tmp_path / 'c_latin1.yaml'}:2:10: error: spec is not UTF-8 text" in out
+    if hasattr(os, "mkfifo"):
+        assert "d_pipe.yaml is a FIFO (named pipe), not a spec file" in out
+    assert "Traceback" not in out

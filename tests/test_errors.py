@@ -87,6 +87,34 @@ def test_excerpt_empty_when_unknown(loc: SourceLoc) -> None:
     assert loc.excerpt() == ""
 
 
+def test_excerpt_of_a_long_line_is_a_window_around_the_column() -> None:
+    """A line longer than 100 characters shows 100 of them around the column, marked
+    with '...' where cut, and the caret stays under the character at the column."""
+    line = "x: " + "[" * 5000 + "]" * 5000
+    loc = SourceLoc("a.yaml", 1, 3000, line + "\n")
+    src, caret = loc.excerpt().splitlines()
+    assert src.startswith("   1 | ...") and src.endswith("...")
+    assert len(src) == len("   1 | ") + 3 + 100 + 3
+    assert caret.index("^") == len("   1 | ...") + 50
+    assert src[caret.index("^")] == line[2999] == "["
+    # near the start of the line: no leading cut, the caret at its column
+    near = SourceLoc("a.yaml", 1, 5, line + "\n").excerpt().splitlines()
+    assert near[0].startswith("   1 | x: [[") and near[0].endswith("...")
+    assert near[1].index("^") == len("   1 | ") + 4
+    # near the end: no trailing cut
+    end = SourceLoc("a.yaml", 1, len(line), line + "\n").excerpt().splitlines()
+    assert end[0].endswith("]]]") and end[0][end[1].index("^")] == "]"
+
+
+def test_excerpt_never_prints_control_characters() -> None:
+    """Control characters (a terminal escape, a NUL) print as U+FFFD, one for one, so
+    the caret stays in place; tabs are kept."""
+    loc = SourceLoc("a.yaml", 1, 6, "a:\t\x1b[2J\x00x\n")
+    src, caret = loc.excerpt().splitlines()
+    assert src == "   1 | a:\t\ufffd[2J\ufffdx"
+    assert src[caret.index("^")] == "2"
+
+
 # --- Diagnostic --------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,82 @@ def test_cli_offers_a_format_registered_later(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["render", str(ROOT / "specs" / "global_attention.yaml"),
                                   "--format", "count"])
     assert r.exit_code == 2 and "'count' is not one of" in r.output
+
+
+# --- where -o writes ----------------------------------------------------------
+
+
+def test_output_into_missing_folders_makes_them(tmp_path: Path) -> None:
+    """-o into folders that do not exist yet makes them (as --help says), then writes."""
+    out = tmp_path / "a" / "b" / "fig.mmd"
+    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("flowchart")
+    help_text = CliRunner().invoke(main, ["render", "--help"]).output
+    assert "missing folders are made" in help_text
+
+
+def test_output_under_a_file_is_one_error(tmp_path: Path) -> None:
+    """-o below a path that is a file (no folder can be made there) is one error at the
+    output path, exit 1, no traceback."""
+    (tmp_path / "f").write_text("x")
+    out = tmp_path / "f" / "fig.dot"
+    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(out)])
+    assert r.exit_code == 1
+    assert r.output.splitlines()[0] == (
+        f"{out}: error: cannot write {out}: {tmp_path / 'f'} is a file, not a folder"
+    )
+    assert "Traceback" not in r.output
+
+
+def test_output_naming_a_folder(tmp_path: Path) -> None:
+    """-o naming an existing folder is a usage error (exit 2); a path ending in '/' is
+    one error saying to give a file name."""
+    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "is a directory" in r.output
+    slash = f"{tmp_path / 'new'}/"
+    r = CliRunner().invoke(main, ["render", str(FIG), "--format", "dot", "-o", slash])
+    assert r.exit_code == 1
+    assert r.output.startswith(f"{slash}: error: {slash} names a folder, not a file")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="needs a user that permissions apply to")
+def test_output_into_a_read_only_folder(tmp_path: Path) -> None:
+    """-o into a folder without write permission is one error naming the reason."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(ro / "fig.dot")])
+    finally:
+        ro.chmod(0o755)
+    assert r.exit_code == 1
+    assert r.output.startswith(f"{ro / 'fig.dot'}: error: cannot write {ro / 'fig.dot'}: "
+                               "Permission denied")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_output_to_a_full_disk() -> None:
+    """A write that fails (no space left) is one error with the system's reason."""
+    r = CliRunner().invoke(main, ["render", str(FIG), "--format", "dot", "-o", "/dev/full"])
+    assert r.exit_code == 1
+    assert r.output.startswith("/dev/full: error: cannot write /dev/full: No space left")
+
+
+def test_unknown_suffix_is_located_at_the_output(tmp_path: Path) -> None:
+    """An output suffix that names no format is an error at that output path."""
+    out = tmp_path / "a.xyz"
+    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(out)])
+    assert r.exit_code == 1
+    assert r.output.startswith(f"{out}: error: cannot tell the format from '{out}'")
+
+
+def test_schema_output_into_missing_folders(tmp_path: Path) -> None:
+    """`attngraph schema -o` makes missing folders too; under a file it is one error."""
+    out = tmp_path / "x" / "schema.json"
+    r = CliRunner().invoke(main, ["schema", "-o", str(out)])
+    assert r.exit_code == 0 and json.loads(out.read_text())["$defs"]
+    (tmp_path / "f").write_text("x")
+    r = CliRunner().invoke(main, ["schema", "-o", str(tmp_path / "f" / "s.json")])
+    assert r.exit_code == 1 and "is a file, not a folder" in r.output

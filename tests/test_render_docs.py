@@ -49,3 +49,32 @@ def test_catalog_page_has_the_axes_table(tmp_path: Path) -> None:
     rows = [line for line in page.splitlines() if line.startswith("| `intra_attention` | `y`")]
     # the intra-attention site: queries and keys both come from the same items
     assert rows and "| self |" in rows[0]
+
+
+def test_docs_refuses_a_folder_without_specs(tmp_path: Path) -> None:
+    """An empty --specs folder is one error and leaves the catalog page alone (it once
+    wrote an empty page over it); a missing one is a usage error (exit 2)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "docs"
+    out.mkdir()
+    (out / "catalog.md").write_text("keep me")
+    r = CliRunner().invoke(main, ["docs", "--specs", str(empty), "--out", str(out)])
+    assert r.exit_code == 1
+    assert r.output.startswith(f"{empty}: error: no specs (*.yaml) in {empty}")
+    assert (out / "catalog.md").read_text() == "keep me"
+    r = CliRunner().invoke(main, ["docs", "--specs", str(tmp_path / "nope")])
+    assert r.exit_code == 2 and "does not exist" in r.output
+
+
+@pytest.mark.dot
+def test_docs_into_an_unwritable_place_is_one_error(tmp_path: Path) -> None:
+    """--out below a file stops at the first image with one located error, exit 1."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    shutil.copy(FIGURES / "simple-attention.yaml", specs / "simple-attention.yaml")
+    (tmp_path / "f").write_text("x")
+    r = CliRunner().invoke(main, ["docs", "--specs", str(specs),
+                                  "--out", str(tmp_path / "f" / "docs")])
+    assert r.exit_code == 1
+    assert "is a file, not a folder" in r.output and "Traceback" not in r.output

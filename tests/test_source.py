@@ -217,6 +217,8 @@ def test_object_building_tag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
         ("x: !custom 1\n", "!custom"),
         ("x: !!set {a: null}\n", "tag:yaml.org,2002:set"),
         ("x: !!binary aGk=\n", "tag:yaml.org,2002:binary"),
+        ("x: !!timestamp 2020-01-01\n", "tag:yaml.org,2002:timestamp"),
+        ("x: !!python/object:os.system {}\n", "tag:yaml.org,2002:python/object:os.system"),
     ],
 )
 def test_other_tags_are_refused(text: str, tag: str) -> None:
@@ -227,9 +229,39 @@ def test_other_tags_are_refused(text: str, tag: str) -> None:
     assert _where(info.value) == (1, 4)
 
 
-def test_plain_type_tags_are_allowed() -> None:
-    """Explicit tags for plain types (!!str, !!int) are accepted."""
-    assert loads("a: !!str 5\nb: !!int '7'\n").data == {"a": "5", "b": 7}
+@pytest.mark.parametrize(
+    ("text", "tag", "col"),
+    [
+        ("attngraph: !!bool 1\n", "tag:yaml.org,2002:bool", 12),
+        ("kind: !!int values\n", "tag:yaml.org,2002:int", 7),
+        ("a: !!str 5\n", "tag:yaml.org,2002:str", 4),
+        ("a: !!float nan\n", "tag:yaml.org,2002:float", 4),
+        ("a: !!null x\n", "tag:yaml.org,2002:null", 4),
+        ("a: ! 5\n", "!", 4),
+        ("a: !!map {b: 1}\n", "tag:yaml.org,2002:map", 4),
+        ("a: !!seq [1]\n", "tag:yaml.org,2002:seq", 4),
+    ],
+)
+def test_plain_type_tags_are_refused(text: str, tag: str, col: int) -> None:
+    """An explicit tag, even for a plain type, is refused at the tag with a hint to drop
+    it: `!!bool 1` and `!!int values` once crashed the constructor (KeyError,
+    ValueError); a spec never needs a tag (quoting makes a string)."""
+    with pytest.raises(SpecError) as info:
+        loads(text, "t.yaml")
+    err = info.value
+    assert err.message == f"YAML tag '{tag}' is not allowed"
+    assert (err.loc.file, *_where(err)) == ("t.yaml", 1, col)
+    assert err.hint == (
+        "specs take plain values: drop the tag (quote the value, e.g. '5', to make it a string)"
+    )
+
+
+def test_tag_on_a_key_is_refused() -> None:
+    """A tag on a mapping key is refused like one on a value."""
+    with pytest.raises(SpecError) as info:
+        loads("a: 1\n!!str b: 2\n")
+    assert info.value.message == "YAML tag 'tag:yaml.org,2002:str' is not allowed"
+    assert _where(info.value) == (2, 1)
 
 
 def test_merge_keys_are_refused() -> None:
@@ -359,10 +391,263 @@ def test_directory_is_not_a_spec(tmp_path) -> None:
 
 
 def test_non_utf8_file(tmp_path) -> None:
-    """A file that is not UTF-8 is a SpecError naming the decoding problem."""
+    """A file that is not UTF-8 is a SpecError at the line and column of its first bad
+    byte, with the excerpt (the bad byte shown as U+FFFD) and a hint."""
     path = tmp_path / "latin1.yaml"
-    path.write_bytes(b"name: caf\xe9\n")
+    path.write_bytes(b"attngraph: 1\nname: caf\xe9\n")
     with pytest.raises(SpecError) as info:
         load(path)
-    assert info.value.message == "spec is not UTF-8 text (invalid continuation byte)"
-    assert info.value.loc.file == str(path)
+    err = info.value
+    assert err.message == "spec is not UTF-8 text: byte 0xe9 (invalid continuation byte)"
+    assert (err.loc.file, *_where(err)) == (str(path), 2, 10)
+    assert err.format() == (
+        f"{path}:2:10: error: spec is not UTF-8 text: byte 0xe9 (invalid continuation byte)\n"
+        "   2 | name: caf\ufffd\n"
+        "     |          ^\n"
+        "hint: save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); a binary file is "
+        "not a spec"
+    )
+
+
+def test_non_utf8_column_counts_characters_and_crlf_lines(tmp_path) -> None:
+    """The column counts characters (é is one), and CRLF line ends count as one line."""
+    path = tmp_path / "crlf.yaml"
+    path.write_bytes(b"a: 1\r\nb: \xc3\xa9\xff\r\n")
+    with pytest.raises(SpecError) as info:
+        load(path)
+    assert info.value.message == "spec is not UTF-8 text: byte 0xff (invalid start byte)"
+    assert _where(info.value) == (2, 5)
+
+
+def test_binary_file(tmp_path) -> None:
+    """A binary file (here a PNG header) is refused at its first byte that is not UTF-8."""
+    path = tmp_path / "image.yaml"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(SpecError) as info:
+        load(path)
+    assert info.value.message == "spec is not UTF-8 text: byte 0x89 (invalid start byte)"
+    assert _where(info.value) == (1, 1)
+
+
+def test_non_utf8_text_given_to_loads() -> None:
+    """Text read with errors='surrogateescape' gives loads() the same error, at the same
+    place, as the file gives load()."""
+    text = b"attngraph: 1\nname: caf\xe9\n".decode("utf-8", "surrogateescape")
+    with pytest.raises(SpecError) as info:
+        loads(text, "t.yaml")
+    assert info.value.message == "spec is not UTF-8 text: byte 0xe9 (undecodable)"
+    assert _where(info.value) == (2, 10)
+
+
+def test_lone_surrogate_in_text() -> None:
+    """A lone surrogate that is no escaped byte is refused at its place in the text."""
+    with pytest.raises(SpecError) as info:
+        loads("a: 1\nb: x\ud800\n")
+    assert info.value.message == (
+        "spec text holds a lone surrogate U+D800, which is not Unicode text"
+    )
+    assert _where(info.value) == (2, 5)
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "line", "col"),
+    [("a: 1\nb: x\x00y\n", "0000", 2, 5), ("a: \x1b[31mred\n", "001B", 1, 4),
+     ("a: 'x\x7f'\n", "007F", 1, 6)],
+)
+def test_control_character(text: str, code: str, line: int, col: int) -> None:
+    """A control character (binary data) is refused at its line and column, and the
+    excerpt never writes it raw to the terminal."""
+    with pytest.raises(SpecError) as info:
+        loads(text, "c.yaml")
+    err = info.value
+    assert err.message == f"spec holds the control character U+{code}"
+    assert _where(err) == (line, col)
+    assert err.hint is not None and "binary file is not a spec" in err.hint
+    assert chr(int(code, 16)) not in err.format()
+
+
+# --- limits: depth, size, what is read ----------------------------------------
+
+
+def _deep(n: int) -> str:
+    return "x: " + "[" * n + "]" * n + "\n"
+
+
+@pytest.mark.parametrize("n", [65, 3_000, 100_000])
+def test_deep_brackets_are_refused_while_parsing(n: int) -> None:
+    """A value nested thousands of brackets deep (once a segfault in libyaml's
+    composer, a RecursionError in PyYAML's) is refused at the bracket that opens
+    level 65, before any tree is built."""
+    with pytest.raises(SpecError) as info:
+        loads(_deep(n), "deep.yaml")
+    err = info.value
+    assert err.message == f"document nests deeper than {source.MAX_DEPTH} levels"
+    assert (err.loc.file, *_where(err)) == ("deep.yaml", 1, 68)
+    assert err.hint == (
+        "a spec needs a few levels (nodes: id: field); look for brackets never closed"
+    )
+
+
+def test_sixty_four_levels_are_fine() -> None:
+    """The limit is inclusive: 64 levels below the top-level map load."""
+    data = loads(_deep(64)).data["x"]
+    for _ in range(63):
+        data = data[0]
+    assert data == []
+    maps = loads("x: " + "{a: " * 63 + "{}" + "}" * 63 + "\n").data["x"]
+    for _ in range(63):
+        maps = maps["a"]
+    assert maps == {}
+
+
+def test_deep_block_and_flow_mappings_are_refused() -> None:
+    """Depth counts maps as well as lists, in flow and block style alike; a key sits
+    at its map's level, so the error is at the value that opens level 65."""
+    flow = "x: " + "{a: " * 5_000 + "1" + "}" * 5_000 + "\n"
+    block = "".join("  " * i + "a:\n" for i in range(70)) + "  " * 70 + "b: 1\n"
+    for text, where in ((flow, (1, 4 + 4 * 64)), (block, (66, 131))):
+        with pytest.raises(SpecError) as info:
+            loads(text)
+        assert info.value.message == "document nests deeper than 64 levels"
+        assert _where(info.value) == where
+
+
+def test_deep_nesting_with_the_pure_python_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without libyaml the same document gives the same error, not a RecursionError
+    (and a syntax error past the limit is never reached)."""
+    import yaml
+
+    monkeypatch.setattr(source, "_LOADER", yaml.SafeLoader)
+    with pytest.raises(SpecError) as info:
+        loads("x: " + "[" * 5_000 + "\n")
+    assert info.value.message == "document nests deeper than 64 levels"
+    assert _where(info.value) == (1, 68)
+
+
+def test_too_many_nodes_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document with more nodes than MAX_NODES (no aliases) is refused at the node
+    that goes over, while it is parsed."""
+    monkeypatch.setattr(source, "MAX_NODES", 10)
+    with pytest.raises(SpecError) as info:
+        loads("x: [" + ", ".join("abcdefghijk") + "]\n")
+    assert info.value.message == "document has more than 10 YAML nodes"
+    assert _where(info.value) == (1, 26)
+
+
+def test_oversized_text_is_located(monkeypatch: pytest.MonkeyPatch) -> None:
+    """loads() measures UTF-8 bytes (é is two), and refuses at 1:1 with both figures."""
+    monkeypatch.setattr(source, "MAX_BYTES", 10)
+    with pytest.raises(SpecError) as info:
+        loads("a: éééééé\n", "big.yaml")
+    err = info.value
+    assert err.message == "spec is 16 bytes, more than the limit of 10"
+    assert (err.loc.file, *_where(err)) == ("big.yaml", 1, 1)
+    assert err.hint == (
+        "a spec is a few kilobytes of YAML; check that this is the file you meant"
+    )
+
+
+def test_oversized_file_is_located(monkeypatch: pytest.MonkeyPatch, spec_file) -> None:
+    """A file over MAX_BYTES is refused at FILE:1:1, with its size and the limit."""
+    monkeypatch.setattr(source, "MAX_BYTES", 10)
+    path = spec_file("name: a_long_enough_name\n")
+    with pytest.raises(SpecError) as info:
+        load(path)
+    assert str(info.value) == f"{path}:1:1: error: spec is 25 bytes, more than the limit of 10"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+def test_reads_at_most_one_byte_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose size says 0 (as /proc files do) is read no further than
+    MAX_BYTES + 1 bytes, then refused."""
+    monkeypatch.setattr(source, "MAX_BYTES", 10)
+    with pytest.raises(SpecError) as info:
+        load("/proc/self/status")
+    assert info.value.message == "spec is 11 bytes, more than the limit of 10"
+
+
+def _load_within(path: str, seconds: float = 10.0) -> BaseException | None:
+    """load(path) in a thread: what it raised, or a TimeoutError if it did not end."""
+    import threading
+
+    box: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            load(path)
+            box.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    return box[0] if box else TimeoutError(f"load({path!r}) hung")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_fifo_is_refused_without_blocking(tmp_path) -> None:
+    """A named pipe is refused at once (opened without blocking, never read)."""
+    path = tmp_path / "pipe.yaml"
+    os.mkfifo(path)
+    err = _load_within(str(path))
+    assert isinstance(err, SpecError), err
+    assert err.message == f"{path} is a FIFO (named pipe), not a spec file"
+    assert err.hint == "save the spec to a file and give its path"
+
+
+@pytest.mark.parametrize("dev", ["/dev/zero", "/dev/urandom", "/dev/null"])
+def test_device_is_refused(dev: str) -> None:
+    """A character device (an endless /dev/zero, an empty /dev/null) is not a spec."""
+    if not os.path.exists(dev):
+        pytest.skip(f"no {dev}")
+    err = _load_within(dev)
+    assert isinstance(err, SpecError), err
+    assert err.message == f"{dev} is a character device, not a spec file"
+
+
+# --- plain values that are no spec values -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("a: 2020-01-01\n", "2020-01-01"),
+        ("a: 2020-01-01 10:00:00\n", "2020-01-01 10:00:00"),
+        ("a: =\n", "="),
+        ("a: 1e400\n", "1e400"),
+        ("a: <<\n", "<<"),
+        (f"a: {2**63 - 1}\n", 2**63 - 1),
+        (f"a: -{2**63 - 1}\n", -(2**63 - 1)),
+        ("a: 0b" + "1" * 63 + "\n", 2**63 - 1),
+        ("a: 1.5e+300\n", 1.5e300),
+    ],
+)
+def test_plain_values_a_spec_may_hold(text: str, value: object) -> None:
+    """YAML 1.1's dates and `=` stay the text written (a spec has no dates; the
+    validator then says what it expected); 64-bit integers and finite floats load."""
+    assert loads(text).data == {"a": value}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: .inf\n", "number '.inf' is not finite"),
+        ("a: -.Inf\n", "number '-.Inf' is not finite"),
+        ("a: .nan\n", "number '.nan' is not finite"),
+        ("a: 1.0e+400\n", "number '1.0e+400' is not finite"),
+        (f"a: {2**63}\n", "integer 9223372036854775808 is out of range"),
+        ("a: 0x10000000000000000\n", "integer 0x10000000000000000 is out of range"),
+        ("a: " + "9" * 400 + "\n", "integer 999999999999...9999 (400 characters) is out of range"),
+        ("a: " + "1" * 5000 + "\n",
+         "integer 111111111111...1111 (5000 characters) is out of range"),
+    ],
+)
+def test_numbers_no_spec_can_use(text: str, message: str) -> None:
+    """Non-finite floats and integers past 64 bits are refused at the value (an int of
+    thousands of digits once raised Python's ValueError), each with a hint."""
+    with pytest.raises(SpecError) as info:
+        loads(text)
+    assert info.value.message == message
+    assert _where(info.value) == (1, 4)
+    assert info.value.hint

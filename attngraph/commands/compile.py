@@ -28,16 +28,25 @@ def param_table(model: object) -> str:
     return "\n".join(lines)
 
 
+#: Bounds of the test run's options: a seed torch takes, and sizes that fit a
+#: shape check (a larger forward belongs in a benchmark or in training).
+MAX_SEED = 2**63 - 1
+MAX_BATCH = 256
+MAX_LENGTH = 4096
+
+
 def _names(pipeline: Pipeline) -> set[str]:
     return {p.name for p in pipeline.passes}
 
 
 @main.command("compile")
 @spec_argument
-@click.option("--seed", type=int, default=0, show_default=True, help="Initialisation seed.")
-@click.option("--batch", type=int, default=2, show_default=True, help="Batch of the test run.")
-@click.option("--length", type=int, default=5, show_default=True,
-              help="Size given to every symbolic length (N, T, ...).")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help="Initialisation seed (0 to 2**63-1).")
+@click.option("--batch", type=click.IntRange(1, MAX_BATCH), default=2, show_default=True,
+              help=f"Batch of the test run (1 to {MAX_BATCH}).")
+@click.option("--length", type=click.IntRange(1, MAX_LENGTH), default=5, show_default=True,
+              help=f"Size given to every symbolic length (N, T, ...), 1 to {MAX_LENGTH}.")
 @click.option("--no-fuse", is_flag=True, help="Keep scorer/softmax/readout unfused.")
 @click.option("--module", "show_module", is_flag=True, help="Also print the nn.Module tree.")
 @click.option("--print-after", "print_after", multiple=True, metavar="PASS",
@@ -72,7 +81,14 @@ def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
         click.echo(str(model))
     click.echo(param_table(model))
     gen = torch.Generator().manual_seed(seed)
-    inputs = random_inputs(model.graph, batch=batch, length=length, generator=gen)
+    try:
+        inputs = random_inputs(model.graph, batch=batch, length=length, generator=gen)
+    except (MemoryError, RuntimeError) as exc:
+        from attngraph.errors import LoweringError, SourceLoc
+
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"cannot make test inputs of batch {batch} and length {length}: {first}"
+        raise LoweringError(msg, SourceLoc(spec), "give a smaller --batch or --length") from None
     click.echo("inputs:  " + ", ".join(f"{k} {tuple(v.shape)}" for k, v in inputs.items()))
     model.eval()
     with torch.no_grad():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from attngraph.cli import main, run_stage
+from attngraph.cli import main, run_stage, write_output
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
@@ -49,37 +49,46 @@ def catalog_entry(graph: Graph, spec: Path, images: dict[str, str]) -> str:
 
 
 @main.command()
-@click.option("--specs", "spec_dir", type=click.Path(file_okay=False), default="specs",
+@click.option("--specs", "spec_dir", type=click.Path(file_okay=False, exists=True),
+              default="specs",
               show_default=True, help="Folder of catalog specs.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="docs",
-              show_default=True, help="Writes OUT/catalog.md and OUT/catalog/*.svg.")
+              show_default=True,
+              help="Writes OUT/catalog.md and OUT/catalog/*.svg (missing folders are made).")
 @run_stage
 def docs(spec_dir: str, out_dir: str) -> None:
     """Render every spec in SPECS (both views, svg) and write the catalog page."""
     import sys
 
     from attngraph.cli import echo_error
-    from attngraph.errors import AttnGraphError
+    from attngraph.errors import AttnGraphError, RenderError, SourceLoc
     from attngraph.pipeline import load_spec
     from renderers import render
 
     out = Path(out_dir)
     img_dir = out / "catalog"
-    img_dir.mkdir(parents=True, exist_ok=True)
+    specs = sorted(Path(spec_dir).glob("*.yaml"))
+    if not specs:
+        # an empty page would replace the catalog page: refuse instead
+        msg = f"no specs (*.yaml) in {spec_dir}"
+        raise RenderError(msg, SourceLoc(spec_dir), "give the folder of the catalog specs "
+                          "with --specs")
     sections, graphs, bad = [], [], 0
-    for spec in sorted(Path(spec_dir).glob("*.yaml")):
+    for spec in specs:
         try:
             graph = load_spec(spec)
-            images = {}
-            for view in ("architecture", "unrolled"):
-                svg = render(graph, view, "svg")
-                name = f"{spec.stem}.{view}.svg"
-                (img_dir / name).write_text(str(svg), encoding="utf-8")
-                images[view] = f"catalog/{name}"
+            svgs = {view: str(render(graph, view, "svg")) for view in ("architecture",
+                                                                       "unrolled")}
         except AttnGraphError as exc:
             echo_error(exc)
             bad += 1
             continue
+        images = {}
+        for view, svg in svgs.items():
+            # a file that cannot be written stops the command (the next would fail too)
+            name = f"{spec.stem}.{view}.svg"
+            write_output(img_dir / name, svg, error=RenderError)
+            images[view] = f"catalog/{name}"
         sections.append(catalog_entry(graph, spec, images))
         graphs.append(graph)
         click.echo(f"rendered {spec}")
@@ -98,7 +107,7 @@ def docs(spec_dir: str, out_dir: str) -> None:
                  "the hard attention model must beat by 0.1; "
                  "docs/training-results.md tells how it got there.",
                  "", results.rstrip(), ""]
-    (out / "catalog.md").write_text("\n".join([*head, *sections]), encoding="utf-8")
+    write_output(out / "catalog.md", "\n".join([*head, *sections]), error=RenderError)
     click.echo(f"wrote {out / 'catalog.md'} ({len(sections)} specs)")
     if bad:
         sys.exit(1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from attngraph.cli import RegistryChoice, main, run_stage, spec_argument
+from attngraph.cli import RegistryChoice, main, run_stage, spec_argument, write_output
 from renderers import FORMATS, VIEWS
 
 _SUFFIX = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot",
@@ -15,7 +15,7 @@ def infer_format(output: str | None, fmt: str | None) -> str:
     """The format given, else the one the output's suffix names, else svg (dot on stdout)."""
     from pathlib import Path
 
-    from attngraph.errors import RenderError
+    from attngraph.errors import RenderError, SourceLoc
 
     if fmt:
         return fmt
@@ -24,7 +24,7 @@ def infer_format(output: str | None, fmt: str | None) -> str:
     suffix = Path(output).suffix.lower()
     if suffix not in _SUFFIX:
         msg = f"cannot tell the format from '{output}'"
-        raise RenderError(msg, hint="give --format " + "|".join(FORMATS.names())
+        raise RenderError(msg, SourceLoc(output), hint="give --format " + "|".join(FORMATS.names())
                           + " or a suffix: " + " ".join(sorted(_SUFFIX)))
     return _SUFFIX[suffix]
 
@@ -32,7 +32,8 @@ def infer_format(output: str | None, fmt: str | None) -> str:
 @main.command()
 @spec_argument
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write here; the suffix picks the format (.svg .png .pdf .dot .mmd .json).")
+              help="Write here (missing folders are made); the suffix picks the format "
+              "(.svg .png .pdf .dot .mmd .json).")
 @click.option("--view", type=RegistryChoice(VIEWS),
               default="architecture", show_default=True)
 @click.option("--format", "fmt", type=RegistryChoice(FORMATS),
@@ -63,12 +64,9 @@ def render(spec: str, output: str | None, view: str, fmt: str | None, items: int
     graph = load_spec(spec, allow_large=allow_large)
     out = draw(graph, view, fmt, items=items, query=query, expand_repeats=expand_repeats)
     if output:
-        from pathlib import Path
+        from attngraph.errors import RenderError
 
-        if isinstance(out, bytes):
-            Path(output).write_bytes(out)
-        else:
-            Path(output).write_text(out, encoding="utf-8")
+        write_output(output, out, error=RenderError)
     elif isinstance(out, bytes):
         if sys.stdout.isatty():
             from attngraph.errors import RenderError

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from attngraph.cli import main, run_stage
+from attngraph.cli import main, run_stage, write_output
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
@@ -77,7 +77,8 @@ def validate(specs: tuple[str, ...], allow_large: bool, show_ir: bool, quiet: bo
 
 
 @main.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to a file.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write to a file (missing folders are made).")
 @run_stage
 def schema(output: str | None) -> None:
     """Print the JSON Schema of the spec language (for YAML language servers)."""
@@ -85,7 +86,6 @@ def schema(output: str | None) -> None:
 
     text = json.dumps(json_schema(), indent=2)
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        write_output(output, text + "\n")
     else:
         click.echo(text)
