@@ -9,10 +9,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 __all__ = [
     "mhsa_spec", "HandMHSA", "global_spec", "HandGlobal", "additive_spec", "HandAdditive",
-    "local_spec", "HandDenseLocal", "deep_transformer_spec",
+    "local_spec", "HandDenseLocal", "deep_transformer_spec", "masked_rnn_spec",
+    "HandPackedRnn",
 ]
 
 
@@ -138,6 +140,36 @@ class HandAdditive(nn.Module):
     def forward(self, dec: Tensor, enc: Tensor) -> Tensor:
         e = torch.tanh(self.W(dec).unsqueeze(2) + self.U(enc).unsqueeze(1)) @ self.v
         return torch.softmax(e, dim=-1) @ enc  # (B, T, d)
+
+
+def masked_rnn_spec(d: int, hidden: int, cell: str) -> str:
+    """A bidirectional GRU or LSTM encoder over padded vectors: outputs and final state."""
+    return f"""attngraph: 1
+name: masked_rnn
+dims: {{d: {d}, h: {hidden}}}
+inputs:
+  x: {{type: vectors, dim: d}}
+nodes:
+  enc: {{kind: rnn, cell: {cell}, from: x, hidden: h, bidirectional: true}}
+outputs: {{out: enc, state: enc.state}}
+"""
+
+
+class HandPackedRnn(nn.Module):
+    """``pack_padded_sequence`` + bidirectional ``nn.GRU``/``nn.LSTM`` + ``pad_packed_sequence``."""
+
+    def __init__(self, d: int, hidden: int, cell: str) -> None:
+        super().__init__()
+        cls = nn.GRU if cell == "gru" else nn.LSTM
+        self.rnn = cls(d, hidden, batch_first=True, bidirectional=True)
+
+    def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """``lengths`` (B,) on the CPU; returns out (B, N, 2h) and state (B, 2h)."""
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, hn = self.rnn(packed)
+        h = hn if isinstance(hn, Tensor) else hn[0]  # (2, B, h)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return out, torch.cat([h[0], h[1]], -1)
 
 
 def deep_transformer_spec(times: int) -> str:

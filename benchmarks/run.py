@@ -26,10 +26,12 @@ from cases import (  # noqa: E402
     HandDenseLocal,
     HandGlobal,
     HandMHSA,
+    HandPackedRnn,
     additive_spec,
     deep_transformer_spec,
     global_spec,
     local_spec,
+    masked_rnn_spec,
     mhsa_spec,
 )
 from memory import peak_mib  # noqa: E402
@@ -169,6 +171,72 @@ def bench_local(sz: Sizes) -> list[Row]:
     ]
 
 
+def _fwd(call):  # noqa: ANN001, ANN202
+    """A closure doing one forward without autograd (inference)."""
+    def step() -> None:
+        with torch.no_grad():
+            call()
+    return step
+
+
+def bench_rnn(sz: Sizes) -> list[Row]:
+    """(7) masked bidirectional GRU/LSTM vs pack_padded_sequence + nn.GRU/nn.LSTM."""
+    b, n, d, hid = sz.pick((32, 60, 64, 128), (3, 5, 4, 4))
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(1, n + 1, (b,), generator=g)
+    lengths[0] = n  # the longest row fills the padded length
+    mask = torch.arange(n)[None, :] < lengths[:, None]  # (B, N), padding trailing
+    x = torch.randn(b, n, d, generator=g)
+    cfg = f"B={b}, N={n}, d={d}, h={hid}, lengths {int(lengths.min())}-{n}"
+    rows = []
+    for cell, name in (("gru", "GRU"), ("lstm", "LSTM")):
+        spec = attngraph.compile(masked_rnn_spec(d, hid, cell), seed=0)
+        hand = HandPackedRnn(d, hid, cell)
+
+        def run_spec(spec=spec):  # noqa: ANN001, ANN202
+            o = spec(x=x, x_mask=mask)
+            return o["out"].sum() + o["state"].sum()
+
+        def run_hand(hand=hand):  # noqa: ANN001, ANN202
+            out, state = hand(x, lengths)
+            return out.sum() + state.sum()
+
+        variants = {"spec": _fwd_bwd(spec, run_spec), "packed": _fwd_bwd(hand, run_hand)}
+        if cell == "gru":
+            # the lowering before packing (the same weights, step by step), and
+            # inference, where the loop cost more than in training on this CPU
+            loop = attngraph.compile(masked_rnn_spec(d, hid, cell), seed=0)
+            node = loop.nodes.enc
+            node._packed = node._stepwise  # type: ignore[method-assign]
+            variants.update({
+                "loop": _fwd_bwd(loop, lambda loop=loop: run_spec(loop)),
+                "spec_f": _fwd(run_spec), "packed_f": _fwd(run_hand),
+                "loop_f": _fwd(lambda loop=loop: run_spec(loop)),
+            })
+        times = interleaved(variants, sz.repeats, inner=1 if sz.quick else 3)
+        ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        r = ratio_stat(times, "spec", "packed")
+        hand_name = f"pack_padded_sequence + nn.{name}"
+        rows.append(Row(f"masked bidirectional {name}: spec rnn / {hand_name}",
+                        f"{cfg}, fwd+bwd", r.fmt(), "<= 1.10x", r.median <= 1.10,
+                        f"{ms['spec']:.1f} ms vs {ms['packed']:.1f} ms"))
+        if cell != "gru":
+            continue
+        rf = ratio_stat(times, "spec_f", "packed_f")
+        rl = ratio_stat(times, "loop", "packed")
+        rlf = ratio_stat(times, "loop_f", "packed_f")
+        before = "the masked lowering before packing (now only under torch.compile)"
+        rows += [
+            Row(f"(context) masked {name} spec rnn / {hand_name}", f"{cfg}, forward, no grad",
+                rf.fmt(), "-", None, f"{ms['spec_f']:.1f} ms vs {ms['packed_f']:.1f} ms"),
+            Row(f"(context) per-step masked {name} / {hand_name}", f"{cfg}, fwd+bwd",
+                rl.fmt(), "-", None, f"{ms['loop']:.1f} ms: {before}"),
+            Row(f"(context) per-step masked {name} / {hand_name}", f"{cfg}, forward, no grad",
+                rlf.fmt(), "-", None, f"{ms['loop_f']:.1f} ms: {before}"),
+        ]
+    return rows
+
+
 def _validate_wall(spec: str) -> float:
     exe = Path(sys.executable).with_name("attngraph")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "attngraph"]
@@ -278,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE.parent / "docs" / "performance.md"),
                     help="markdown report to write ('-' for none)")
     ap.add_argument("--only", default="", help="comma list: mhsa,additive,memory,local,"
-                    "front,compile")
+                    "front,compile,rnn")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -287,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         "mhsa": lambda: bench_mhsa(sz), "additive": lambda: bench_additive(sz),
         "memory": lambda: bench_memory(sz, a.threads), "local": lambda: bench_local(sz),
         "front": lambda: bench_front(sz), "compile": lambda: bench_torch_compile(sz),
+        "rnn": lambda: bench_rnn(sz),
     }
     only = [p for p in a.only.split(",") if p] or list(parts)
     rows: list[Row] = []

@@ -1,17 +1,24 @@
 """Lowering rule of ``rnn``: GRU/LSTM over a sequence, or one cell step on a vector.
 
 Without a padding mask the sequence runs through ``nn.GRU``/``nn.LSTM``. With one,
-the same weights run step by step and a padded step keeps the previous state, so
-padding appended after the real items changes neither the outputs at real items
-nor the final ``state``, in either direction. Outputs at padded items are zero.
+each row runs over its real items only, so padding appended after them changes
+neither the outputs at real items nor the final ``state``, in either direction: the
+backward direction starts at the row's last real item. Outputs at padded items are
+zero; a row with no real item has zero outputs and its initial state as ``state``.
 ``init`` [h] (or [h·dirs] for a bidirectional rnn) starts every layer.
 An LSTM's ``state`` port is its hidden state h; the cell state starts at zero.
+
+The masked rows go through ``pack_padded_sequence`` (lengths from the mask; padding
+is trailing, which the forward checks enforce). ``torch.compile`` cannot trace
+packing (data-dependent sizes), so while compiling the same weights run step by step
+with the same semantics (:meth:`Rnn._stepwise`); both are tested equal.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
@@ -88,12 +95,33 @@ class Rnn(NodeModule):
             out, hn = self.rnn(v, hx)  # (B, N, h·dirs)
             hn = hn if self.kind == "gru" else hn[0]
             last = hn[-self.dirs:]  # (dirs, B, h)
+        elif torch.compiler.is_compiling():
+            out, last = self._stepwise(v, h0, mask)
         else:
-            out, last = self._masked(v, h0, mask)
+            out, last = self._packed(v, h0, mask)
         state = torch.cat(list(last.unbind(0)), -1)  # (B, h·dirs)
         return {"": out, "out": out, "state": state}
 
-    def _masked(self, v: Tensor, h0: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    def _packed(self, v: Tensor, h0: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """Each row over its real items (packed). Returns out and last-layer states."""
+        # pack_padded_sequence wants lengths on the CPU and refuses 0: an empty row
+        # runs one padded item, then its outputs and states are replaced below.
+        lengths = mask.sum(1).cpu()  # (B,)
+        empty = lengths == 0
+        packed = pack_padded_sequence(v, lengths.clamp(min=1), batch_first=True,
+                                      enforce_sorted=False)
+        hx = h0 if self.kind == "gru" else (h0, torch.zeros_like(h0))
+        out_p, hn = self.rnn(packed, hx)
+        out, _ = pad_packed_sequence(out_p, batch_first=True, total_length=v.shape[1])
+        hn = hn if self.kind == "gru" else hn[0]
+        last = hn[-self.dirs:]  # (dirs, B, h)
+        if bool(empty.any()):
+            e = empty.to(v.device)
+            out = out.masked_fill(e[:, None, None], 0.0)  # (B, N, h·dirs)
+            last = torch.where(e[None, :, None], h0[-self.dirs:], last)
+        return out, last
+
+    def _stepwise(self, v: Tensor, h0: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Step by step; padded steps keep the state. Returns out and last-layer states."""
         n = v.shape[1]
         keep = mask.unsqueeze(-1)  # (B, N, 1)
