@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +17,15 @@ def test_bench_quick_runs_every_comparison_and_writes_the_report(tmp_path: Path)
     res = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
         capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
+        # the checkout under test, not whichever attngraph the environment installed
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert res.returncode == 0, res.stderr[-3000:]
     for row in ("MHSA spec / projections+SDPA", "MHSA spec / nn.MultiheadAttention",
                 "global attention spec", "Bahdanau additive", "peak memory spec",
                 "local spec (banded)", "`attngraph validate` cold",
-                "`attngraph.compile` of a", "torch.compile speedup"):
+                "`attngraph.compile` of a", "torch.compile speedup",
+                "masked bidirectional GRU"):
         assert row in res.stdout, row
     doc = out.read_text(encoding="utf-8")
     assert "Quick smoke run" in doc

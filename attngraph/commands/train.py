@@ -126,19 +126,22 @@ def catalog(spec_dir: str | None) -> None:
     if not files:
         click.echo(f"no specs in {folder}", err=True)
         return
-    rows = []
+    rows, bad = [], 0
     for f in files:
         try:
             g = load_spec(f)
         except AttnGraphError as exc:
             echo_error(exc)
+            bad += 1
             continue
         task = g.train.task if g.train is not None else "-"
         rows.append((g.name, g.title or "", _axes_summary(g), task))
-    if not rows:
+    if rows:
+        wn = max(len(r[0]) for r in rows)
+        wt = max(len(r[1]) for r in rows)
+        wa = max(len(r[2]) for r in rows)
+        for name, title, axes, task in rows:
+            click.echo(f"{name:<{wn}}  {title:<{wt}}  {axes:<{wa}}  {task}")
+    if bad:
+        click.echo(f"{bad} of {len(files)} specs have errors", err=True)
         raise SystemExit(1)
-    wn = max(len(r[0]) for r in rows)
-    wt = max(len(r[1]) for r in rows)
-    wa = max(len(r[2]) for r in rows)
-    for name, title, axes, task in rows:
-        click.echo(f"{name:<{wn}}  {title:<{wt}}  {axes:<{wa}}  {task}")
