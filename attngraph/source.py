@@ -97,7 +97,9 @@ def _tag_error(tag: str, loc: SourceLoc) -> SpecError:
     else:
         hint = ("specs use plain maps, lists, strings, numbers and booleans; tags that "
                 "build objects are refused")
-    return SpecError(f"YAML tag '{tag}' is not allowed", loc, hint)
+    # as written: !!int, not tag:yaml.org,2002:int
+    shown = "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
+    return SpecError(f"YAML tag '{shown}' is not allowed", loc, hint)
 
 
 def _depth_error(loc: SourceLoc, alias: bool) -> SpecError:

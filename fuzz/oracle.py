@@ -25,7 +25,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Outcome", "check", "place_of"]
+__all__ = ["Outcome", "check", "place_of", "budget_limits"]
+
+
+def budget_limits(max_mb: int) -> dict[str, int]:
+    """The resource guard's memory limits scaled to a process of ``max_mb`` megabytes.
+
+    The guard's figures count the tensors one forward makes; a training step's peak
+    (gradients, temporaries) is up to about four times that, over the ~400 MB torch
+    itself takes. The fuzzer runs every mutant under these limits (set on
+    :mod:`attngraph.pipeline`), so a spec the guard lets through that still takes
+    more memory is a defect of the guard's figures.
+    """
+    from attngraph import pipeline
+
+    budget = max(64, max_mb - 400) * 2**20 // (4 * 4)
+    return {"MAX_TENSOR": min(pipeline.MAX_TENSOR, budget),
+            "MAX_HELD": min(pipeline.MAX_HELD, budget),
+            "MAX_PARAMS": min(pipeline.MAX_PARAMS, budget // 2)}
 
 
 @dataclass(frozen=True)

@@ -108,9 +108,12 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
-    from fuzz.oracle import check, place_of
+    from attngraph import pipeline
+    from fuzz.oracle import budget_limits, check, place_of
 
     torch.set_num_threads(1)
+    for name, value in budget_limits(max_mb).items():
+        setattr(pipeline, name, value)
     all_seeds = seeds()
     while True:
         try:

@@ -15,13 +15,14 @@ import pytest
 import yaml
 from pydantic import Field
 
+from attngraph import pipeline
 from attngraph.errors import AttnGraphError
 from attngraph.ir.graph import TensorType
 from attngraph.kinds import KINDS, RuleCtx, kind
 from attngraph.pipeline import loads_spec
 from attngraph.spec.models import NodeModel, Ref
 from fuzz.mutate import Mutator, Names, rename
-from fuzz.oracle import check
+from fuzz.oracle import budget_limits, check
 from fuzz.run import case, fuzz
 from fuzz.seeds import seeds
 
@@ -145,9 +146,11 @@ def _expectation(path: Path) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
-def test_regression(path: Path) -> None:
+def test_regression(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each defect the fuzzer found is kept: it now gives its expected located error
-    (with a hint) or runs with finite outputs."""
+    (with a hint) or runs with finite outputs (under the fuzzer's memory budget)."""
+    for name, value in budget_limits(2048).items():
+        monkeypatch.setattr(pipeline, name, value)
     where, message = _expectation(path)
     text = path.read_bytes().decode("utf-8", errors="surrogateescape")
     o = check(text, "regression.yaml")

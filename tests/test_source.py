@@ -204,7 +204,7 @@ def test_object_building_tag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(SpecError) as info:
         loads("cmd: !!python/object/apply:os.system [echo hi]\n")
     assert info.value.message == (
-        "YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' is not allowed"
+        "YAML tag '!!python/object/apply:os.system' is not allowed"
     )
     assert _where(info.value) == (1, 6)
     assert calls == []
@@ -213,12 +213,12 @@ def test_object_building_tag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.mark.parametrize(
     ("text", "tag"),
     [
-        ("f: !!python/name:os.system ''\n", "tag:yaml.org,2002:python/name:os.system"),
+        ("f: !!python/name:os.system ''\n", "!!python/name:os.system"),
         ("x: !custom 1\n", "!custom"),
-        ("x: !!set {a: null}\n", "tag:yaml.org,2002:set"),
-        ("x: !!binary aGk=\n", "tag:yaml.org,2002:binary"),
-        ("x: !!timestamp 2020-01-01\n", "tag:yaml.org,2002:timestamp"),
-        ("x: !!python/object:os.system {}\n", "tag:yaml.org,2002:python/object:os.system"),
+        ("x: !!set {a: null}\n", "!!set"),
+        ("x: !!binary aGk=\n", "!!binary"),
+        ("x: !!timestamp 2020-01-01\n", "!!timestamp"),
+        ("x: !!python/object:os.system {}\n", "!!python/object:os.system"),
     ],
 )
 def test_other_tags_are_refused(text: str, tag: str) -> None:
@@ -232,14 +232,14 @@ def test_other_tags_are_refused(text: str, tag: str) -> None:
 @pytest.mark.parametrize(
     ("text", "tag", "col"),
     [
-        ("attngraph: !!bool 1\n", "tag:yaml.org,2002:bool", 12),
-        ("kind: !!int values\n", "tag:yaml.org,2002:int", 7),
-        ("a: !!str 5\n", "tag:yaml.org,2002:str", 4),
-        ("a: !!float nan\n", "tag:yaml.org,2002:float", 4),
-        ("a: !!null x\n", "tag:yaml.org,2002:null", 4),
+        ("attngraph: !!bool 1\n", "!!bool", 12),
+        ("kind: !!int values\n", "!!int", 7),
+        ("a: !!str 5\n", "!!str", 4),
+        ("a: !!float nan\n", "!!float", 4),
+        ("a: !!null x\n", "!!null", 4),
         ("a: ! 5\n", "!", 4),
-        ("a: !!map {b: 1}\n", "tag:yaml.org,2002:map", 4),
-        ("a: !!seq [1]\n", "tag:yaml.org,2002:seq", 4),
+        ("a: !!map {b: 1}\n", "!!map", 4),
+        ("a: !!seq [1]\n", "!!seq", 4),
     ],
 )
 def test_plain_type_tags_are_refused(text: str, tag: str, col: int) -> None:
@@ -260,7 +260,7 @@ def test_tag_on_a_key_is_refused() -> None:
     """A tag on a mapping key is refused like one on a value."""
     with pytest.raises(SpecError) as info:
         loads("a: 1\n!!str b: 2\n")
-    assert info.value.message == "YAML tag 'tag:yaml.org,2002:str' is not allowed"
+    assert info.value.message == "YAML tag '!!str' is not allowed"
     assert _where(info.value) == (2, 1)
 
 
