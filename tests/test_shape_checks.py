@@ -119,7 +119,9 @@ CASES = [
     ("sigma_nan",
      "  s: {kind: scorer, fn: location, mode: gaussian, query: items, key: items, "
      "sigma: .nan}\noutputs: {s: s}\n",
-     SpecError, 9, 84, "node 's': sigma: must be from 0.001 to 1000, found nan", SCALE),
+     SpecError, 9, 84, "number '.nan' is not finite",
+     "write a finite number; a spec has no use for .inf or .nan (quote it, '.nan', if you "
+     "meant text)"),
     ("dropout_p", "  y: {kind: dropout, from: items, p: 0.999}\noutputs: {y: y}\n",
      SpecError, 9, 38, "node 'y': p: must be from 0 to 0.99, found 0.999",
      "write a value from 0 to 0.99: dropout scales what it keeps by 1/(1 - p)"),
