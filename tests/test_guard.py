@@ -249,3 +249,18 @@ def test_train_checks_the_spec_at_the_batch_and_length_it_trains_at(tmp_path: Pa
     res = CliRunner().invoke(main, ["train", str(spec), "--steps", "1", "--quiet",
                                     "--out", str(tmp_path / "run")])
     assert res.exit_code == 0, res.output
+
+
+def test_compile_checks_the_spec_at_its_batch_and_length() -> None:
+    """`attngraph compile --batch --length` runs the guard at those sizes: all-pairs
+    scores of intra_attention at batch 256 and N = 4,096 are refused before any tensor
+    exists, and pass at the defaults."""
+    from click.testing import CliRunner
+
+    from attngraph.cli import main
+
+    spec = str(Path(__file__).resolve().parent.parent / "specs" / "intra_attention.yaml")
+    res = CliRunner().invoke(main, ["compile", spec, "--batch", "256", "--length", "4096"])
+    assert res.exit_code == 1
+    assert "4,294,967,296 elements (17.2 GB of float32) at batch 256, N = 4,096" in res.output
+    assert CliRunner().invoke(main, ["compile", spec]).exit_code == 0

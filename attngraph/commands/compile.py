@@ -74,7 +74,8 @@ def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
         pipe.with_print_after([p for p in print_after if p in _names(pipe)], click.echo)
         for pipe in (FRONT, OPTIMIZE)
     )
-    graph = load_spec(spec, allow_large=allow_large, front=front)
+    # the guard checks the sizes this command will run at
+    graph = load_spec(spec, allow_large=allow_large, front=front, batch=batch, length=length)
     model = lower(graph, seed=seed, fuse=not no_fuse, optimize=optimize)
     click.echo(f"{spec}: {model.graph.name}")
     if show_module:
