@@ -106,7 +106,8 @@ CASES = [
      "  p: {kind: softmax, scores: s, mask: {causal: true}}\noutputs: {p: p}\n",
      ShapeError, 9, 30,
      "node 'p': a causal mask relates query i to item j, so it needs scores [M, N], got [N]",
-     None),
+     "give the scorer one query per item (query: a node of [M, d], pairs: all) so that its "
+     "scores are [M, N], or drop the causal mask"),
     ("bad_reference_text",
      "  v: {kind: linear, from: 'a b', out: 2}\noutputs: {v: v}\n",
      SpecError, 8, 27,
@@ -214,3 +215,9 @@ def test_object_tags_never_run() -> None:
     with pytest.raises(SpecError) as info:
         loads_spec(text + "  v: {kind: linear, from: items, out: 2}\noutputs: {v: v}\n")
     assert "is not allowed" in info.value.message
+
+
+def test_every_case_carries_a_hint() -> None:
+    """Every rejection above says what to write instead (the fuzzer counts the same
+    over its mutants)."""
+    assert all(c[-1] for c in CASES), [c[0] for c in CASES if not c[-1]]

@@ -245,7 +245,9 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if (m.causal or m.window is not None) and t.rank != 2:
             what = "causal" if m.causal else "window"
             ctx.fail(f"a {what} mask relates query i to item j, so it needs scores [M, N], "
-                     f"got {t}", "scores")
+                     f"got {t}", "scores",
+                     "give the scorer one query per item (query: a node of [M, d], pairs: "
+                     f"all) so that its scores are [M, N], or drop the {what} mask")
         if m.adjacency is not None:
             adj_e = ctx.edge("mask.adjacency")
             src = ctx.done[adj_e.src]
