@@ -85,3 +85,14 @@ def test_spec_without_attention_output_is_refused() -> None:
     with pytest.raises(TrainingError, match="no attention output") as err:
         pick_view(graph, {k: v[0] for k, v in out.items()})
     assert err.value.hint and "logits" in err.value.hint
+
+
+def test_a_query_outside_the_graph_is_refused(tmp_path: Path) -> None:
+    """`--query` past the graph's nodes is refused with the range (it used to wrap
+    around silently to another node)."""
+    graph, task, out, batch = _forward("graph_attention")
+    with pytest.raises(TrainingError, match="not a node of this graph") as err:
+        draw(graph, task, out, batch, tmp_path / "g.png", query=10_000)
+    assert err.value.hint and "from 0 to" in err.value.hint
+    path, _ = draw(graph, task, out, batch, tmp_path / "g.png", query=1)
+    assert path.exists()

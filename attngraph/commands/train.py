@@ -74,7 +74,7 @@ def train(spec: str, task: str | None, steps: int | None, batch: int | None,
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
               help="Picture file (png, svg, pdf); a missing directory is made "
               "[default: RUN_DIR/attention_EXAMPLE.png].")
-@click.option("--query", type=int, default=0, show_default=True,
+@click.option("--query", type=click.IntRange(min=0), default=0, show_default=True,
               help="The query node of a graph picture.")
 @run_stage
 def attend(run_dir: str, example: int, output: str | None, query: int) -> None:

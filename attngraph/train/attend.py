@@ -199,7 +199,10 @@ def _graph(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph,
     g = nx.from_numpy_array(adj.numpy().astype(int)) if adj is not None else nx.empty_graph(n)
     g.remove_edges_from(nx.selfloop_edges(g))
     pos = nx.spring_layout(g, seed=0)
-    q = query % n
+    if not 0 <= query < n:
+        msg = f"--query {query} is not a node of this graph (it has {n}, 0 to {n - 1})"
+        raise TrainingError(msg, SourceLoc(graph.file), f"pass --query from 0 to {n - 1}")
+    q = query
     colours = w[q].tolist()
     nx.draw_networkx_edges(g, pos, ax=ax, alpha=0.3)
     nodes = nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colours, cmap="Reds",
