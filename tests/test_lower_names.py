@@ -13,10 +13,11 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 import attngraph  # noqa: E402
-from attngraph.errors import LoweringError  # noqa: E402
+from attngraph.errors import GraphError  # noqa: E402
 from attngraph.lower.module import AttnModel, GraphModule, NodeModule  # noqa: E402
 from attngraph.lower.names import ESCAPE, NodeDict, module_key  # noqa: E402
 from attngraph.lower.structure import Block, Loop, Repeat  # noqa: E402
+from attngraph.pipeline import loads_spec  # noqa: E402
 from attngraph.spec.models import IDENT as IDENT_PATTERN  # noqa: E402
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -234,18 +235,18 @@ def test_compile_command_lists_escaped_nodes_by_id() -> None:
 
 
 def test_an_input_named_self_is_refused_where_it_is_declared() -> None:
-    """``model(self=...)`` cannot work (Module.__call__ takes self): compile says so
-    at the input's line rather than failing at the first call."""
+    """``model(self=...)`` cannot work (Module.__call__ takes self): validation says so
+    at the input's line rather than the first call failing."""
     text = _chain(["y"]).replace("  x: {type: vectors", "  self: {type: vectors").replace(
         "from: x", "from: self")
-    with pytest.raises(LoweringError, match="input 'self'") as exc:
-        attngraph.compile(text)
+    with pytest.raises(GraphError, match="input 'self'") as exc:
+        loads_spec(text, "t.yaml")
     assert exc.value.loc.line == 4
     assert "rename" in (exc.value.hint or "")
 
 
 def test_an_input_named_like_another_inputs_mask_is_refused() -> None:
-    """Inputs ``x`` and ``x_mask`` would both be ``x_mask=``: refused at compile."""
+    """Inputs ``x`` and ``x_mask`` would both be ``x_mask=``: refused by validation."""
     text = _chain(["y"]).replace("inputs:\n", "inputs:\n  x_mask: {type: vector, dim: 4}\n")
-    with pytest.raises(LoweringError, match="input 'x_mask' has the name of the mask"):
-        attngraph.compile(text)
+    with pytest.raises(GraphError, match="input 'x_mask' has the name of the mask"):
+        loads_spec(text, "t.yaml")

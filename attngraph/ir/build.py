@@ -213,6 +213,16 @@ def _input_nodes(ctx: _Ctx, inputs: dict[str, m.InputSpec]) -> list[Node[Any]]:
                         label=spec.label or name,
                         field_locs={k: ctx.loc((*path, k)) for k in raw}
                         if isinstance(raw, dict) else {}))
+    for name in inputs:
+        # forward takes each input by keyword, and a mask or adjacency as <input>_<port>
+        if name == "self":
+            ctx.error(("inputs", name), "input 'self' cannot be passed to forward by "
+                      "keyword (a module's __call__ takes self)", "rename the input, e.g. 'x'")
+        base, _, port = name.rpartition("_")
+        if port in ("mask", "adjacency") and base in inputs:
+            ctx.error(("inputs", name),
+                      f"input '{name}' has the name of the {port} argument of input "
+                      f"'{base}' (forward takes {name}= for it)", "rename one of the two inputs")
     return out
 
 
