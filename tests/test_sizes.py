@@ -158,3 +158,24 @@ def test_a_scorer_applies_its_parameters_where_it_does(fn: str, macs: int) -> No
     work = KINDS["scorer"].work
     assert work is not None
     assert work(WorkCtx(node, g, lambda sym: 10)).macs == macs
+
+
+def test_a_memory_write_counts_the_tensors_it_keeps() -> None:
+    """M ⊙ (1 - w eᵀ) + w aᵀ keeps four memory-sized tensors besides the new memory:
+    with a write, a forward holds at least five memories' worth more than without
+    (a million-slot memory estimated at a third of its real peak made the guard let
+    through a 2 GB process)."""
+    base = """attngraph: 1
+name: m
+inputs: {h: {type: vector, dim: 8}}
+nodes:
+  mem: {kind: memory, slots: 1000, width: 20, init: learned}
+  e: {kind: linear, from: h, out: 20}
+  k: {kind: scorer, fn: cosine, query: e, key: mem}
+  w: {kind: softmax, scores: k}
+"""
+    without = measure(loads_spec(base + "outputs: {w: w}\n", "a.yaml"), batch=2)
+    with_write = measure(loads_spec(
+        base + "  m2: {kind: write, memory: mem, weights: w, erase: e, add: e}\n"
+        "outputs: {w: w, m2: m2}\n", "b.yaml"), batch=2)
+    assert with_write.held.value - without.held.value >= 5 * 2 * 1000 * 20

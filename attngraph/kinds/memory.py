@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, elementwise_work, kind
+from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import NodeModel, Ref, Size
 
 
@@ -56,8 +56,15 @@ def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((s.slots, s.width))}
 
 
+def write_work(ctx: WorkCtx) -> Work:
+    """M ⊙ (1 - w eᵀ) + w aᵀ makes four memory-sized tensors besides the new memory
+    (w eᵀ, 1 - w eᵀ, the product, w aᵀ), all kept for the backward pass."""
+    e = ctx.elements(ctx.out())
+    return Work(macs=4 * e, inner=e, kept=4 * e)
+
+
 @kind("write", WriteSpec, lowering="attngraph.lower.memory:WriteNode", role="memory",
-      style=Style("#d0e0e3", "box"))
+      style=Style("#d0e0e3", "box"), work=write_work)
 def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """M' = M ⊙ (1 - w eᵀ) + w aᵀ with erase e = sigmoid(.), add a."""
     mem = ctx.need_rank("memory", 2, "write needs a memory [S, width]",
