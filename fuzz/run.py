@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                progress=args.count >= 5000)
     print(rep.text(args.seed))
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "total": rep.total, "seconds": round(rep.seconds, 1),
             "outcomes": dict(rep.outcomes), "hint_share": rep.hint_share,

@@ -164,3 +164,17 @@ def test_regression(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = info.value.diagnostics[0]
     assert f"{first.loc.line}:{first.loc.col}" == where, first.format()
     assert message in first.message, first.format()
+
+
+def test_the_command_writes_its_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m fuzz.run` (what `make fuzz` runs) prints the counts and writes the JSON
+    report into a folder it makes; exit status 0 without defects."""
+    import json
+
+    from fuzz.run import main
+
+    out = tmp_path / "runs" / "fuzz" / "report.json"
+    assert main(["--count", "20", "--jobs", "1", "--json", str(out)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["total"] == 20 and report["outcomes"].get("defect", 0) == 0
+    assert "20 mutants in" in capsys.readouterr().out
