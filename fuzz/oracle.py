@@ -143,18 +143,7 @@ def _run(graph: Any, file: str, length: int) -> Outcome:
     try:
         out = model(**kw)
     except AttnGraphError as exc:
-        if "_mask" in str(exc.message):
-            # a mask the model cannot take (e.g. a fully padded row where that is
-            # refused): try again without masks before calling it a defect
-            kw = {k: v for k, v in kw.items() if not k.endswith("_mask")}
-            try:
-                out = model(**kw)
-            except AttnGraphError as exc2:
-                return Outcome("defect", "late", "forward: " + _shape(exc2.message),
-                               exc2.format()[:500])
-        else:
-            return Outcome("defect", "late", "forward: " + _shape(exc.message),
-                           exc.format()[:500])
+        return Outcome("defect", "late", "forward: " + _shape(exc.message), exc.format()[:500])
     loss = None
     for name, v in out.items():
         if not torch.is_tensor(v) or not v.is_floating_point():

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ROOT", "Seed", "seeds", "doc_specs"]
+__all__ = ["ROOT", "Block", "Seed", "blocks", "doc_specs", "is_spec", "seeds"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,40 @@ class Seed:
     text: str
 
 
-def _is_spec(text: str) -> bool:
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of a markdown file: its language, text, first line and
+    the marker comment before it (``<!-- error: x.yaml -->`` gives ``error: x.yaml``)."""
+
+    lang: str
+    text: str
+    line: int
+    marker: str
+
+
+def blocks(path: Path) -> list[Block]:
+    """Every fenced block of a markdown file, with the marker comment before it."""
+    out: list[Block] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^```(\w*)\s*$", lines[i])
+        if fence is None:
+            i += 1
+            continue
+        prev = next((ln.strip() for ln in reversed(lines[:i]) if ln.strip()), "")
+        mark = re.match(r"^<!--\s*(.*?)\s*-->$", prev)
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("```"):
+            j += 1
+        out.append(Block(fence.group(1), "\n".join(lines[i + 1:j]) + "\n", i + 2,
+                         mark.group(1) if mark else ""))
+        i = j + 1
+    return out
+
+
+def is_spec(text: str) -> bool:
+    """True when the first line that is not a comment is ``attngraph: 1``."""
     for ln in text.splitlines():
         if ln.strip() and not ln.lstrip().startswith("#"):
             return ln.strip().startswith("attngraph: 1")
@@ -29,28 +62,12 @@ def _is_spec(text: str) -> bool:
 def doc_specs(path: Path) -> list[Seed]:
     """Every fenced ``yaml`` block of a markdown file that is a whole, valid spec.
 
-    Blocks marked with a comment before them (``<!-- error: ... -->`` for examples of
-    errors, ``<!-- large -->``, ``<!-- after-python -->`` for specs that need Python
+    Blocks with a marker comment (``<!-- error: ... -->`` for examples of errors,
+    ``<!-- large -->``, ``<!-- after-python -->`` for specs that need Python
     registered first) are left out.
     """
-    out: list[Seed] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        fence = re.match(r"^```(\w*)\s*$", lines[i])
-        if fence is None:
-            i += 1
-            continue
-        j = i + 1
-        while j < len(lines) and not lines[j].startswith("```"):
-            j += 1
-        text = "\n".join(lines[i + 1:j]) + "\n"
-        prev = next((ln.strip() for ln in reversed(lines[:i]) if ln.strip()), "")
-        marked = re.match(r"^<!--.*-->$", prev) is not None
-        if fence.group(1) == "yaml" and _is_spec(text) and not marked:
-            out.append(Seed(f"{path.relative_to(ROOT)}:{i + 2}", text))
-        i = j + 1
-    return out
+    return [Seed(f"{path.relative_to(ROOT)}:{b.line}", b.text) for b in blocks(path)
+            if b.lang == "yaml" and is_spec(b.text) and not b.marker]
 
 
 def seeds(root: Path = ROOT) -> list[Seed]:

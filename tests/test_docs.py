@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,52 +31,14 @@ from attngraph.kinds.attention import MaskSpec
 from attngraph.kinds.structure import CarrySpec, FeedSpec
 from attngraph.pipeline import loads_spec
 from attngraph.spec import models as m
+from fuzz.seeds import Block, blocks, is_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "spec-language.md"
 EDITOR = ROOT / "docs" / "editor-setup.md"
 
 
-@dataclass(frozen=True)
-class Block:
-    """One fenced code block: its language, text, first line and marker comment."""
-
-    lang: str
-    text: str
-    line: int
-    marker: str
-
-
-def _blocks(path: Path) -> list[Block]:
-    """Every fenced block of a markdown file, with the marker comment before it."""
-    out: list[Block] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        fence = re.match(r"^```(\w*)\s*$", lines[i])
-        if fence is None:
-            i += 1
-            continue
-        prev = next((ln.strip() for ln in reversed(lines[:i]) if ln.strip()), "")
-        mark = re.match(r"^<!--\s*(.*?)\s*-->$", prev)
-        j = i + 1
-        while j < len(lines) and not lines[j].startswith("```"):
-            j += 1
-        out.append(Block(fence.group(1), "\n".join(lines[i + 1:j]) + "\n", i + 2,
-                         mark.group(1) if mark else ""))
-        i = j + 1
-    return out
-
-
-def _is_spec(text: str) -> bool:
-    """True when the first line that is not a comment is ``attngraph: 1``."""
-    for ln in text.splitlines():
-        if ln.strip() and not ln.lstrip().startswith("#"):
-            return ln.strip().startswith("attngraph: 1")
-    return False
-
-
-DOC_BLOCKS = _blocks(DOC)
+DOC_BLOCKS = blocks(DOC)
 SPECS = [b for b in DOC_BLOCKS if b.lang == "yaml"]
 
 
@@ -108,7 +69,7 @@ def test_doc_has_examples() -> None:
 @pytest.mark.parametrize("block", SPECS, ids=[f"line{b.line}" for b in SPECS])
 def test_yaml_example_is_a_complete_spec(block: Block) -> None:
     """Every yaml block in the reference is a whole spec starting with 'attngraph: 1'."""
-    assert _is_spec(block.text), f"docs/spec-language.md:{block.line}: not a whole spec"
+    assert is_spec(block.text), f"docs/spec-language.md:{block.line}: not a whole spec"
 
 
 @pytest.mark.parametrize("block", SPECS, ids=[f"line{b.line}" for b in SPECS])
@@ -226,19 +187,19 @@ def test_limits_in_the_doc_are_the_code_limits() -> None:
 
 def test_editor_setup_examples() -> None:
     """The editor page's JSON parses, its spec validates, and it names the modeline."""
-    blocks = _blocks(EDITOR)
+    found = blocks(EDITOR)
     text = _text(EDITOR)
     assert "# yaml-language-server: $schema=" in text
     assert '"yaml.schemas"' in text
-    jsons = [b for b in blocks if b.lang in ("json", "jsonc")]
+    jsons = [b for b in found if b.lang in ("json", "jsonc")]
     assert jsons
     for b in jsons:
         data = json.loads(b.text)
         assert isinstance(data, dict)
-    specs = [b for b in blocks if b.lang == "yaml"]
+    specs = [b for b in found if b.lang == "yaml"]
     assert specs
     for b in specs:
-        assert _is_spec(b.text)
+        assert is_spec(b.text)
         loads_spec(b.text, f"docs/editor-setup.md:{b.line}")
 
 
