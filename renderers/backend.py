@@ -1,4 +1,9 @@
-"""The one module that runs Graphviz's ``dot`` program (svg, png, pdf)."""
+"""The one module that runs Graphviz's ``dot`` program (svg, png, pdf).
+
+The DOT text comes from the ``graphviz`` package (:mod:`renderers.dot`); it is laid
+out here with :mod:`subprocess` rather than ``graphviz.pipe``, because that has no
+time limit, and a layout that runs away must end in a clean error.
+"""
 
 from __future__ import annotations
 

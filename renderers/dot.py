@@ -1,7 +1,8 @@
 """DOT text for a :class:`~renderers.diagram.Diagram` (pure text; no ``dot`` run here).
 
-All quoting happens in :func:`quote` and :func:`html`. Math labels follow the
-figures: one-letter names in italic, word names in roman, subscripts with
+The text is built with the ``graphviz`` package, which quotes ids and attributes;
+labels are HTML (:func:`html`, :func:`math_html`) or plain text (:func:`_text`).
+Math labels follow the figures: one-letter names in italic, word names in roman, subscripts with
 symbolic indices in italic (``x_1``, ``key_N``, ``p_{1,N}``).
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+
+import graphviz
 
 from renderers.diagram import Diagram, DNode, is_math_symbol
 
@@ -20,8 +23,21 @@ _SHAPES = {"circle": "circle", "ellipse": "circle", "box": "box", "plaintext": "
 
 
 def quote(text: str) -> str:
-    """A DOT double-quoted string."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """``text`` as the DOT double-quoted string the diagrams write (the ``graphviz``
+    package's quoting, with backslashes and newlines taken literally)."""
+    return graphviz.quoting.quote(_text(text), is_html_string=lambda _: False)
+
+
+def _text(text: str) -> str:
+    """Plain text for a DOT attribute: never read as HTML (a label ``<pad>``), its
+    backslashes literal, its newlines the ``\\n`` escape."""
+    return graphviz.nohtml(graphviz.escape(text).replace("\n", "\\n"))
+
+
+def _id(nid: str) -> str:
+    """A node id for DOT: the ``graphviz`` package reads ``a:b`` in an edge as node
+    ``a``, port ``b``, so colons in ids (``output:logits``) become dots."""
+    return nid.replace(":", ".")
 
 
 def html(text: str) -> str:
@@ -40,26 +56,23 @@ def math_html(base: str, sub: str = "") -> str:
     return out
 
 
-def _attrs(d: dict[str, str]) -> str:
-    return "[" + ", ".join(f"{k}={v}" for k, v in d.items()) + "]"
-
-
 def _font_size(n: DNode) -> int:
     size = len(n.base)
     return 24 if size <= 1 else 18 if size <= 3 else 14 if size <= 5 else 11
 
 
 def _node_attrs(n: DNode) -> dict[str, str]:
+    """Attributes of one node; labels are HTML (``<...>``) or plain :func:`_text`."""
     a: dict[str, str] = {}
     if n.ellipsis:
         text = "⋮" if n.base == "⋮" else "•  •  •"
-        return {"shape": "plaintext", "label": quote(text), "fontsize": "28"}
+        return {"shape": "plaintext", "label": _text(text), "fontsize": "28"}
     if n.detail:  # architecture box: id over kind
         a["label"] = (f"<{math_html(n.base, n.sub)}<BR/>"
                       f'<FONT POINT-SIZE="10">{html(n.detail)}</FONT>>')
         a["shape"] = n.shape
-        a["style"] = '"filled,dashed"' if n.dashed else "filled"
-        a["fillcolor"] = quote(n.fill or "white")
+        a["style"] = "filled,dashed" if n.dashed else "filled"
+        a["fillcolor"] = _text(n.fill or "white")
         a["fontsize"] = "14"
         return a
     a["label"] = f"<{math_html(n.base, n.sub)}>"
@@ -74,62 +87,61 @@ def _node_attrs(n: DNode) -> dict[str, str]:
             a["width"] = "2.8"
     if n.fill:
         a["style"] = "filled"
-        a["fillcolor"] = quote(n.fill)
+        a["fillcolor"] = _text(n.fill)
     if n.column:
-        a["group"] = quote(n.column)
+        a["group"] = _text(n.column)
     return a
 
 
 def to_dot(dg: Diagram) -> str:
-    """DOT text of ``dg``; ranks become ``rank=same`` rows held in order."""
-    lines = [f"digraph {quote(dg.name)} {{",
-             f"  graph [rankdir={dg.direction}, fontname={quote(_FONT)}, nodesep=0.35, "
-             "ranksep=0.45, newrank=true];",
-             f"  node [fontname={quote(_FONT)}, penwidth=1.3];",
-             "  edge [arrowsize=0.7, penwidth=1.2];"]
+    """DOT text of ``dg`` (built with the ``graphviz`` package, which quotes every id
+    and attribute); ranks become ``rank=same`` rows held in order."""
+    g = graphviz.Digraph(
+        _text(dg.name),
+        graph_attr={"rankdir": dg.direction, "fontname": _FONT, "nodesep": "0.35",
+                    "ranksep": "0.45", "newrank": "true"},
+        node_attr={"fontname": _FONT, "penwidth": "1.3"},
+        edge_attr={"arrowsize": "0.7", "penwidth": "1.2"},
+    )
     if dg.title and dg.view != "unrolled":  # the figures carry no caption
-        lines.append(f"  labelloc=t; label={quote(dg.title)};")
+        g.attr(labelloc="t", label=_text(dg.title))
     by_cluster, children, labels = dg.cluster_tree()
 
-    def emit(cid: str | None, indent: str) -> None:
+    def emit(cid: str | None, sg: graphviz.Digraph) -> None:
         for n in by_cluster.get(cid, []):
-            lines.append(f"{indent}{quote(n.id)} {_attrs(_node_attrs(n))};")
+            sg.node(_id(n.id), **_node_attrs(n))
         for sub in children.get(cid, []):
-            lines.append(f"{indent}subgraph {quote('cluster_' + sub)} {{")
-            lines.append(f"{indent}  label={quote(labels[sub])}; labeljust=l; style=rounded;")
-            emit(sub, indent + "  ")
-            lines.append(f"{indent}}}")
+            with sg.subgraph(name=_text("cluster_" + sub)) as c:
+                c.attr(label=_text(labels[sub]), labeljust="l", style="rounded")
+                emit(sub, c)
 
-    emit(None, "  ")
-    _ranks(dg, lines)
+    emit(None, g)
+    _ranks(dg, g)
     for e in dg.edges:
         a: dict[str, str] = {}
         if e.dashed:
             a["style"] = "dashed"
         if e.label:
-            a["label"] = quote(e.label)
+            a["label"] = _text(e.label)
             a["fontsize"] = "10"
         if not e.constraint:
             a["constraint"] = "false"
-        lines.append(f"  {quote(e.src)} -> {quote(e.dst)}" + (f" {_attrs(a)}" if a else "")
-                     + ";")
+        g.edge(_id(e.src), _id(e.dst), **a)
     if dg.legend:
-        lines.append('  subgraph "cluster_legend" {')
-        lines.append('    label="kinds"; style=rounded; fontsize=11;')
-        prev = None
-        for kind, fill, shape in dg.legend:
-            lid = quote("legend:" + kind)
-            lines.append(f"    {lid} [label={quote(kind)}, shape={shape}, style=filled, "
-                         f"fillcolor={quote(fill)}, fontsize=10, height=0.3];")
-            if prev:
-                lines.append(f"    {prev} -> {lid} [style=invis];")
-            prev = lid
-        lines.append("  }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        with g.subgraph(name="cluster_legend") as c:
+            c.attr(label="kinds", style="rounded", fontsize="11")
+            prev = None
+            for kind, fill, shape in dg.legend:
+                lid = _text("legend." + kind)
+                c.node(lid, label=_text(kind), shape=shape, style="filled",
+                       fillcolor=_text(fill), fontsize="10", height="0.3")
+                if prev:
+                    c.edge(prev, lid, style="invis")
+                prev = lid
+    return g.source
 
 
-def _ranks(dg: Diagram, lines: list[str]) -> None:
+def _ranks(dg: Diagram, g: graphviz.Digraph) -> None:
     """Rows: invisible anchors chained in rank order; nodes of a row kept in order."""
     rows: dict[int, list[DNode]] = defaultdict(list)
     for n in dg.nodes:
@@ -139,15 +151,17 @@ def _ranks(dg: Diagram, lines: list[str]) -> None:
         return
     ranks = sorted(rows)
     for r in ranks:
-        lines.append(f"  {quote(f'rank:{r}')} [style=invis, shape=point, width=0, label=\"\"];")
+        g.node(f"rank.{r}", style="invis", shape="point", width="0", label=_text(""))
     for a, b in zip(ranks, ranks[1:], strict=False):
-        lines.append(f"  {quote(f'rank:{a}')} -> {quote(f'rank:{b}')} [style=invis];")
+        g.edge(f"rank.{a}", f"rank.{b}", style="invis")
     for r in ranks:
         row = sorted(rows[r], key=lambda n: n.order)
-        ids = " ".join(quote(n.id) + ";" for n in row)
-        lines.append(f"  {{rank=same; {quote(f'rank:{r}')}; {ids}}}")
+        with g.subgraph() as same:
+            same.attr(rank="same")
+            for name in (f"rank.{r}", *(_id(n.id) for n in row)):
+                same.node(name)
         for left, right in zip(row, row[1:], strict=False):
-            lines.append(f"  {quote(left.id)} -> {quote(right.id)} [style=invis];")
+            g.edge(_id(left.id), _id(right.id), style="invis")
     columns: dict[str, dict[int, DNode]] = defaultdict(dict)
     for n in sorted(dg.nodes, key=lambda n: n.order):
         if n.column and n.rank is not None:
@@ -155,4 +169,4 @@ def _ranks(dg: Diagram, lines: list[str]) -> None:
     for col in columns.values():  # hold each item's column straight
         stack = [col[r] for r in sorted(col)]
         for low, high in zip(stack, stack[1:], strict=False):
-            lines.append(f"  {quote(low.id)} -> {quote(high.id)} [style=invis, weight=8];")
+            g.edge(_id(low.id), _id(high.id), style="invis", weight="8")

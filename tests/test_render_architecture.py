@@ -79,5 +79,5 @@ def test_policy_and_mask_are_distinct() -> None:
 def test_dot_text_has_legend_and_clusters() -> None:
     """The DOT text holds the legend cluster and one cluster per expanded round."""
     text = render(loads_spec(SPEC), "architecture", "dot", expand_repeats=True)
-    assert 'subgraph "cluster_legend"' in text
+    assert "subgraph cluster_legend" in text
     assert text.count('subgraph "cluster_enc#') == 3

@@ -26,7 +26,7 @@ def test_stdout_text_formats() -> None:
     """Without -o, text formats print: dot by default, mermaid and json on request."""
     r = CliRunner()
     out = r.invoke(main, ["render", str(FIG), "--view", "unrolled"])
-    assert out.exit_code == 0 and out.output.startswith('digraph "intra_attention"')
+    assert out.exit_code == 0 and out.output.startswith("digraph intra_attention")
     mm = r.invoke(main, ["render", str(FIG), "--view", "unrolled", "--format", "mermaid"])
     assert mm.output.startswith("flowchart BT")
     js = r.invoke(main, ["render", str(FIG), "--format", "json"])
@@ -71,6 +71,13 @@ def test_bad_spec_error_is_located(tmp_path: Path) -> None:
 def test_quote_escapes() -> None:
     """DOT quoting escapes quotes, backslashes and newlines."""
     assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+    assert quote("<pad>") == '"<pad>"'  # plain text, never an HTML label
+
+
+def test_output_ids_with_colons_stay_nodes() -> None:
+    """An id like ``output:logits`` is one node in DOT, not node ``output``, port ``logits``."""
+    text = render(load_spec(FIG), "architecture", "dot")
+    assert "output." in text and '"output:' not in text
 
 
 @pytest.mark.dot
