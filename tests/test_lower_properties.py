@@ -75,9 +75,12 @@ def _mask(lengths: list[int], n: int) -> torch.Tensor:
     return torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
 
 
-@pytest.mark.parametrize("fn", ["softmax", "sparsemax"])
+NORMALISERS = ["softmax", "sparsemax", "entmax15", "topk, k: 2"]
+
+
+@pytest.mark.parametrize("fn", NORMALISERS)
 def test_weights_sum_to_one_over_unmasked_items(fn: str) -> None:
-    """Softmax and sparsemax weights sum to 1 over real items and are 0 on padding."""
+    """Every normaliser's weights sum to 1 over real items and are 0 on padding."""
     model = attngraph.compile(GLOBAL.replace("FN", fn), seed=0)
     tokens = torch.randint(0, 50, (4, 7))
     mask = _mask([7, 5, 3, 1], 7)
@@ -111,7 +114,7 @@ def test_self_attention_without_positions_is_permutation_equivariant(fn: str) ->
     torch.testing.assert_close(b["p"], a["p"][:, :, perm][:, :, :, perm], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("fn", ["softmax", "sparsemax"])
+@pytest.mark.parametrize("fn", NORMALISERS)
 def test_all_masked_row_gives_zero_weights_not_nan(fn: str) -> None:
     """A row whose items are all padding gets zero weights; nothing is NaN, nor its grads."""
     model = attngraph.compile(GLOBAL.replace("FN", fn), seed=0)

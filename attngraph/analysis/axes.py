@@ -121,9 +121,14 @@ def _hardness(p: Node) -> Axis:
     if p.kind == "address":
         return Axis("soft", f"weights are a differentiable blend from address '{p.id}'")
     fn = getattr(p.spec, "fn", p.kind)
-    extra = " (sparse: many weights exactly 0)" if fn == "sparsemax" else ""
+    extra = {"sparsemax": " (sparse: many weights exactly 0)",
+             "entmax15": " (entmax-1.5: sparse, many weights exactly 0)",
+             "topk": f" (only the {getattr(p.spec, 'k', 0)} highest scores keep weight)",
+             }.get(fn, "")
     temp = getattr(p.spec, "temperature", 1.0)
     t = f", temperature {temp:g}" if temp != 1.0 else ""
+    if getattr(p.spec, "axis", "items") == "queries":
+        extra += " over the queries: the queries compete for each item"
     return Axis("soft", f"weights are {fn}(scores) of '{p.id}'{t}{extra}")
 
 

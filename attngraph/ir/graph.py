@@ -43,13 +43,15 @@ class TensorType:
     """Shape (without the batch axis), head count and dtype of a value.
 
     ``heads=h`` means a leading head axis of size ``h`` before ``dims``;
-    ``simplex`` marks weights that sum to one over their last axis.
+    ``simplex`` marks weights that sum to one over their last axis; ``weights``
+    marks non-negative weights of a normaliser over any axis (simplex ones too).
     """
 
     dims: tuple[Dim, ...]
     heads: int | None = None
     dtype: Literal["float", "long", "bool"] = "float"
     simplex: bool = False
+    weights: bool = False
 
     @property
     def rank(self) -> int:

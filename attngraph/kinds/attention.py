@@ -71,13 +71,17 @@ class MaskSpec(Model):
 
 
 class SoftmaxSpec(NodeModel):
-    """Weights over items: softmax (or sparsemax) of scores, masks applied."""
+    """Weights: softmax (sparsemax, entmax-1.5, top-k) of scores, masks applied, over
+    the items (each query's weights sum to 1) or over the queries (each item's do)."""
 
     kind: Literal["softmax"]
     scores: Ref
     mask: MaskSpec | None = None
     temperature: Scale = 1.0
-    fn: Literal["softmax", "sparsemax"] = "softmax"
+    fn: Literal["softmax", "sparsemax", "entmax15", "topk"] = "softmax"
+    #: top-k: how many of the highest scores keep weight
+    k: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    axis: Literal["items", "queries"] = "items"
 
 
 class ReadoutSpec(NodeModel):
@@ -89,6 +93,9 @@ class ReadoutSpec(NodeModel):
     combine: Literal["concat", "mean"] = "concat"
     out: Size | None = None
     bias: bool = True
+    #: renormalise the weights over the items first (a weighted mean), after adding eps
+    normalize: bool = False
+    eps: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 1e-8
 
 
 def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
@@ -240,6 +247,16 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if t.rank == 0 or t.dtype != "float":
         ctx.fail(f"softmax over nothing: scores '{ctx.edge('scores').ref}' are {t}, with no "
                  "items axis", "scores", "feed it the scores of a scorer ([N] or [M, N])")
+    if s.fn == "topk" and s.k is None:
+        ctx.fail("fn topk keeps the k highest scores, but 'k' is missing", field="fn",
+                 hint="add k: <how many>, e.g. k: 4")
+    if s.k is not None and s.fn != "topk":
+        ctx.fail(f"'k' applies to fn topk, not {s.fn}", field="k",
+                 hint="drop 'k', or set fn: topk")
+    if s.axis == "queries" and t.rank != 2:
+        ctx.fail(f"a softmax over the queries needs scores [M, N] (M queries), got {t}",
+                 "scores", "score several queries against the items (queries [M, d], pairs: "
+                 "all), or normalise over the items (drop 'axis')")
     if s.mask is not None:
         m = s.mask
         if (m.causal or m.window is not None) and t.rank != 2:
@@ -260,7 +277,7 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             if t.rank != 2 or tuple(t.dims) != tuple(adj.dims):
                 ctx.fail(f"adjacency mask {adj} does not fit scores {t}", "mask.adjacency",
                          "score all pairs of the graph's nodes (pairs: all, queries from them)")
-    return {"": TensorType(t.dims, heads=t.heads, simplex=True)}
+    return {"": TensorType(t.dims, heads=t.heads, simplex=s.axis == "items", weights=True)}
 
 
 def _readout_work(ctx: WorkCtx) -> Work:
@@ -278,7 +295,11 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     w = ctx.t("weights")
     v = ctx.t("values")
     wref = ctx.edge("weights").ref
-    if not w.simplex:
+    if not w.simplex and not (s.normalize and w.weights):
+        if w.weights:
+            ctx.fail(f"weights '{wref}' are normalised over the queries, not over the items",
+                     "weights", "add normalize: true to renormalise them over the items (a "
+                     "weighted mean, as Slot Attention does)")
         ctx.fail(f"weights '{wref}' are not normalised over items", "weights",
                  "feed the readout a softmax (or a policy's sample), not raw scores")
     if v.rank != 2 or v.dtype != "float":

@@ -39,7 +39,7 @@ def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             ctx.fail(f"a categorical policy needs float scores over items, but "
                      f"'{ctx.edge('scores').ref}' is {t}", "scores",
                      "give it the scores of a scorer ([N] or [M, N])")
-        sample = TensorType(t.dims, heads=t.heads, simplex=True)
+        sample = TensorType(t.dims, heads=t.heads, simplex=True, weights=True)
         lp = TensorType(t.dims[:-1], heads=t.heads)
     else:
         if not ctx.has("mean") or ctx.has("scores"):

@@ -99,4 +99,4 @@ def address_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  "give it the controller's state vector, e.g. an rnn step's output")
     k = 2 * ctx.spec.shifts + 1
     ctx.params += (ctx.features("control") + 1) * (1 + k + 1)
-    return {"": TensorType(c.dims, simplex=True)}
+    return {"": TensorType(c.dims, simplex=True, weights=True)}

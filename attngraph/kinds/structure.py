@@ -218,7 +218,8 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         body_out = body.output_types()
     ctx.body_graph = body
     ctx.params += body.params
-    ports = {k: TensorType((steps, *t.dims), heads=t.heads, dtype=t.dtype, simplex=t.simplex)
+    ports = {k: TensorType((steps, *t.dims), heads=t.heads, dtype=t.dtype, simplex=t.simplex,
+                            weights=t.weights)
              for k, t in body_out.items()}
     for cname, c in s.carry.items():
         ports[f"final_{cname}"] = body_out[c.next]

@@ -5,7 +5,7 @@ in the module of this package with its family's name (``attention``, ``scorers``
 ``hard``, ``glimpse``, ``memory``, ``rnn``, ``structure``, ``support``);
 :mod:`attngraph.lower.module` holds the rule interface and the module that walks
 the schedule, ``inputs`` the binding and checking of forward's arguments, ``names``
-the dict of node modules keyed by id; ``masks``, ``banded`` and ``sparsemax`` the
+the dict of node modules keyed by id; ``masks``, ``banded`` and ``normalisers`` the
 shared numerics.
 """
 

@@ -12,9 +12,15 @@ from torch import Tensor, nn
 
 from attngraph.ir.graph import TensorType
 from attngraph.lower.banded import banded_attention, use_banded
-from attngraph.lower.masks import attention_mask, masked_softmax, padding_mask, row_any
+from attngraph.lower.masks import (
+    attention_mask,
+    combine,
+    masked_softmax,
+    padding_mask,
+    row_any,
+)
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
-from attngraph.lower.sparsemax import masked_sparsemax
+from attngraph.lower.normalisers import masked_entmax15, masked_sparsemax, masked_topk
 
 
 class Items(NodeModule):
@@ -113,7 +119,8 @@ class Proj(NodeModule):
 
 
 class Softmax(NodeModule):
-    """Weights over the last axis, with padding, causal, window and adjacency masks."""
+    """Weights over the items (last) axis, or over the queries, with padding, causal,
+    window and adjacency masks; softmax, sparsemax, entmax-1.5 or top-k."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
@@ -124,25 +131,42 @@ class Softmax(NodeModule):
         self.window: int | None = m.window if m else None
         self.self_loops = m.self_loops if m else True
         self.temperature = float(s.temperature)
-        self.sparse = s.fn == "sparsemax"
+        self.fn: str = s.fn
+        self.k = s.k
+        self.over_queries = s.axis == "queries"
 
     def mask(self, scores: Tensor, x: dict[str, Tensor], rt: Runtime) -> Tensor | None:
         """Every mask that applies to these scores, or None."""
         two = self.t.rank == 2
-        return attention_mask(
+        mask = attention_mask(
             self.t, rt, causal=self.causal, window=self.window,
             adjacency=x.get("mask.adjacency"), self_loops=self.self_loops,
             m=scores.shape[-2] if two else None, n=scores.shape[-1], device=scores.device,
         )
+        if self.over_queries:  # padded queries take no part either
+            mask = combine(mask, padding_mask(rt, self.t, axis=-2))
+        return mask
+
+    def normalise(self, s: Tensor, mask: Tensor | None) -> Tensor:
+        """The normaliser over the last axis of ``s``."""
+        if self.fn == "sparsemax":
+            return masked_sparsemax(s, mask)
+        if self.fn == "entmax15":
+            return masked_entmax15(s, mask)
+        if self.fn == "topk":
+            return masked_topk(s, mask, int(self.k))
+        return masked_softmax(s, mask)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         s = x["scores"]
         if self.temperature != 1.0:
             s = s / self.temperature
         mask = self.mask(s, x, rt)
-        if self.sparse:
-            return masked_sparsemax(s, mask)
-        return masked_softmax(s, mask)  # (B, [h,] [M,] N)
+        if self.over_queries:  # each item's weights sum to one over the queries
+            if mask is not None:
+                mask = mask.expand_as(s).transpose(-1, -2)
+            return self.normalise(s.transpose(-1, -2), mask).transpose(-1, -2)
+        return self.normalise(s, mask)  # (B, [h,] [M,] N)
 
 
 class _ReadoutOut(NodeModule):
@@ -169,12 +193,19 @@ class Readout(_ReadoutOut):
     def __init__(self, ctx: LowerCtx, d: int) -> None:
         super().__init__(ctx, d)
         self.wtype = ctx.t("weights")
+        self.normalize = bool(ctx.spec.normalize)
+        self.eps = float(ctx.spec.eps)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
         pad = padding_mask(rt, self.wtype)
+        if self.normalize:  # (w + eps) / Σ_items (w + eps), over the real items
+            w = w + self.eps
         if pad is not None:
             w = w * pad.to(w.dtype)
+        if self.normalize:
+            total = w.sum(-1, keepdim=True)
+            w = w / torch.where(total > 0, total, torch.ones_like(total))
         if self.wtype.rank == 1:
             z = (w.unsqueeze(-2) @ v).squeeze(-2)  # (B, [h,] d)
         else:

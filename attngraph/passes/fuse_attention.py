@@ -43,11 +43,12 @@ def _scaled_dot(n: Node[Any]) -> bool:
     return s.fn == "scaled_dot" and s.pairs == "all" and learned is None and has_query
 
 
-#: scaled-dot scorer -> softmax (not sparsemax) -> readout
+#: scaled-dot scorer -> softmax over the items (not sparsemax...) -> plain readout
 ATTENTION = (
     Link("scorer", where=_scaled_dot),
-    Link("softmax", via="scores", where=lambda n: n.spec.fn == "softmax"),
-    Link("readout", via="weights"),
+    Link("softmax", via="scores",
+         where=lambda n: n.spec.fn == "softmax" and n.spec.axis == "items"),
+    Link("readout", via="weights", where=lambda n: not n.spec.normalize),
 )
 
 
