@@ -14,7 +14,7 @@ import attngraph  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.lower.hard import Policy  # noqa: E402
 from attngraph.lower.masks import masked_softmax  # noqa: E402
-from attngraph.lower.sparsemax import masked_sparsemax  # noqa: E402
+from attngraph.lower.normalisers import masked_sparsemax  # noqa: E402
 from attngraph.pipeline import loads_spec  # noqa: E402
 from attngraph.spec.models import SCALE_RANGE  # noqa: E402
 

@@ -169,3 +169,35 @@ def test_readout_of_weights_over_queries_needs_normalize() -> None:
         attngraph.loads_spec(SLOTS.replace(", normalize: true", ""))
     assert "normalised over the queries, not over the items" in str(e.value)
     assert "normalize: true" in (e.value.hint or "")
+
+
+def test_fn_sum_needs_kernel_scores() -> None:
+    """fn sum of scores that may be negative is refused at the scores, with the fix."""
+    spec = SLOTS.replace("axis: queries", "fn: sum").replace(", normalize: true", "")
+    with pytest.raises(ShapeError) as e:
+        attngraph.loads_spec(spec)
+    assert ":11:34:" in str(e.value) and "must not be negative" in str(e.value)
+    assert "feature_map" in (e.value.hint or "")
+
+
+def test_kernel_attention_with_observed_weights_keeps_the_pairwise_form() -> None:
+    """When the weights are an output, no linear_attention node is made; they sum to 1."""
+    spec = """
+attngraph: 1
+name: observed
+inputs:
+  x: {type: vectors, dim: 8}
+nodes:
+  fq: {kind: feature_map, from: x, fn: relu}
+  fk: {kind: feature_map, from: x}
+  s:  {kind: scorer, fn: scaled_dot, query: fq, key: fk}
+  p:  {kind: softmax, scores: s, fn: sum}
+  z:  {kind: readout, weights: p, values: x}
+outputs: {z: z, p: p}
+"""
+    model = attngraph.compile(spec, seed=0)
+    assert "LinearAttention" not in [type(m).__name__ for m in model.nodes.values()]
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
+    p = model(x=torch.randn(2, 5, 8), x_mask=mask)["p"]
+    torch.testing.assert_close(p.sum(-1)[mask], torch.ones(7), **TOL)
+    assert (p[1, :, 2:] == 0).all()

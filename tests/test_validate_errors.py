@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attngraph.errors import AttnGraphError, GraphError, ShapeError, SpecError
+from attngraph.kinds import spec_kinds
 from attngraph.pipeline import loads_spec
 
 BASE = """attngraph: 1
@@ -67,9 +68,7 @@ CASES = [
     ("unknown_kind_far_from_any",
      "  v: {kind: vec, from: items}\noutputs: {o: v}\n",
      SpecError, 8, 13, "node 'v': unknown kind 'vec'",
-     "known: add, address, block, concat, dropout, embedding, glimpse, items, keys, linear, "
-     "loop, memory, mlp, norm, policy, position, queries, readout, repeat, rnn, scorer, "
-     "softmax, values, write"),
+     "known: " + ", ".join(sorted(spec_kinds()))),
     ("aligned_lengths",
      "  q: {kind: queries, from: items}\n  kk: {kind: keys, from: ctx, dim: d}\n"
      "  s: {kind: scorer, fn: dot, query: q, key: kk, pairs: aligned}\noutputs: {s: s}\n",

@@ -125,6 +125,9 @@ def _hardness(p: Node) -> Axis:
              "entmax15": " (entmax-1.5: sparse, many weights exactly 0)",
              "topk": f" (only the {getattr(p.spec, 'k', 0)} highest scores keep weight)",
              }.get(fn, "")
+    if fn == "sum":
+        return Axis("soft", f"weights of '{p.id}' are the kernel scores over their row sum, "
+                    "φ(q_i)·φ(k_j) / Σ_j φ(q_i)·φ(k_j): linear attention, no softmax")
     temp = getattr(p.spec, "temperature", 1.0)
     t = f", temperature {temp:g}" if temp != 1.0 else ""
     if getattr(p.spec, "axis", "items") == "queries":

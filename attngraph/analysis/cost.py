@@ -106,9 +106,18 @@ def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node
     n = _sym(dims[-1], "N", where)
     m = (n if dims[0] == dims[-1] else _sym(dims[0], "M", where)) if len(dims) == 2 else None
     mask = getattr(weights.spec, "mask", None)
-    if len(dims) == 2 and m is not None and mask is not None and mask.window is not None:
+    # kernel attention whose weights nothing else reads runs in linear time
+    kernel = getattr(weights.spec, "fn", None) == "sum" and not any(
+        e.src == weights.id for _, e in scope.graph.outputs) and not any(
+        e.src == weights.id for n in scope.graph.nodes if n.id != readout.id for e in n.inputs)
+    pairs: list[Dim]
+    if kernel:  # linear attention: Σ_j φ(k_j) v_jᵀ, then one read per query
+        pairs = [n, "d"]
+        how = (f"linear attention: Σ φ(k) vᵀ over {n} items, then a d×d read per query "
+               f"(computed in linear time; no {n}×{n} scores)")
+    elif len(dims) == 2 and m is not None and mask is not None and mask.window is not None:
         w = mask.window + 1 if mask.causal else 2 * mask.window + 1
-        pairs: list[Dim] = [m, "w"]
+        pairs = [m, "w"]
         where["w"] = w
         how = f"{m} queries × a window of w items"
     elif m is not None:
@@ -128,7 +137,7 @@ def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node
     d = max(dk, dv, 1)
     where["d"] = d
     outer, notes = _outer_factors(scope, where)
-    reason = f"{how}, d = {d} features each (scores and weighted sum)"
+    reason = how if kernel else f"{how}, d = {d} features each (scores and weighted sum)"
     if mask is not None and mask.adjacency is not None:
         reason += "; dense scores masked by the adjacency"
     if notes:

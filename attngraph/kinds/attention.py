@@ -78,10 +78,19 @@ class SoftmaxSpec(NodeModel):
     scores: Ref
     mask: MaskSpec | None = None
     temperature: Scale = 1.0
-    fn: Literal["softmax", "sparsemax", "entmax15", "topk"] = "softmax"
+    fn: Literal["softmax", "sparsemax", "entmax15", "topk", "sum"] = "softmax"
     #: top-k: how many of the highest scores keep weight
     k: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     axis: Literal["items", "queries"] = "items"
+
+
+class FeatureMapSpec(NodeModel):
+    """φ(x), a positive feature map of queries or keys for kernel (linear) attention."""
+
+    kind: Literal["feature_map"]
+    from_: Ref = Field(alias="from")
+    #: ``elu1``: elu(x) + 1 (Katharopoulos et al. 2020); ``relu``: max(x, 0)
+    fn: Literal["elu1", "relu"] = "elu1"
 
 
 class ReadoutSpec(NodeModel):
@@ -253,6 +262,8 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if s.k is not None and s.fn != "topk":
         ctx.fail(f"'k' applies to fn topk, not {s.fn}", field="k",
                  hint="drop 'k', or set fn: topk")
+    if s.fn == "sum":
+        _check_kernel_scores(ctx)
     if s.axis == "queries" and t.rank != 2:
         ctx.fail(f"a softmax over the queries needs scores [M, N] (M queries), got {t}",
                  "scores", "score several queries against the items (queries [M, d], pairs: "
@@ -278,6 +289,33 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                 ctx.fail(f"adjacency mask {adj} does not fit scores {t}", "mask.adjacency",
                          "score all pairs of the graph's nodes (pairs: all, queries from them)")
     return {"": TensorType(t.dims, heads=t.heads, simplex=s.axis == "items", weights=True)}
+
+
+def _check_kernel_scores(ctx: RuleCtx) -> None:
+    """``fn: sum`` divides by the row sum, which needs scores that cannot be negative:
+    a dot product of two feature maps (kernel attention)."""
+    src = ctx.src("scores")
+    ok = src.kind == "scorer" and src.spec.fn in ("dot", "scaled_dot")
+    if ok:
+        for role in ("query", "key"):
+            e = src.edge(role)
+            ok = ok and e is not None and ctx.done[e.src].kind == "feature_map"
+    if not ok:
+        ctx.fail("fn sum divides the scores by their row sum, so they must not be negative: "
+                 f"'{ctx.edge('scores').ref}' is not a dot product of feature maps", "scores",
+                 "score φ(q)·φ(k): a scorer fn dot (or scaled_dot) whose query and key are "
+                 "feature_map nodes (linear attention), or use fn softmax")
+
+
+@kind("feature_map", FeatureMapSpec, lowering="attngraph.lower.attention:FeatureMap",
+      role="projection", style=_PROJ, transparent=True, work=elementwise_work)
+def feature_map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """φ(x) of queries or keys: the same type, every entry positive (elu1) or >= 0."""
+    t = ctx.t("from")
+    if t.dtype != "float" or t.rank not in (1, 2):
+        ctx.fail(f"a feature map applies to queries or keys ([d] or [N, d]), got {t}", "from",
+                 "give it the output of a queries or keys node")
+    return {"": t}
 
 
 def _readout_work(ctx: WorkCtx) -> Work:
@@ -352,6 +390,50 @@ def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  "query")
     if v.rank != 2 or v.dims[0] != k.dims[0] or v.heads != k.heads:
         ctx.fail(f"fused attention needs values over the keys' items, got {v} and {k}",
+                 "values")
+    s = ctx.spec
+    d = ctx.features("values") * (v.heads if v.heads and s.combine == "concat" else 1)
+    if s.out is not None:
+        ctx.params += d * s.out + (s.out if s.bias else 0)
+        d = s.out
+    return {"": TensorType((*q.dims[:-1], d))}
+
+
+class LinearAttentionSpec(NodeModel):
+    """A kernel attention chain (φ(q)·φ(k) → sum → readout) run in linear time."""
+
+    kind: Literal["linear_attention"] = "linear_attention"
+    fused: str
+    mask: MaskSpec | None = None
+    combine: Literal["concat", "mean"] = "concat"
+    out: int | None = None
+    bias: bool = True
+
+
+def _linear_attention_work(ctx: WorkCtx) -> Work:
+    """Σ_j φ(k_j) v_jᵀ once (or a running one per item), then one read per query."""
+    q, k = ctx.t("query"), ctx.t("key")
+    h = k.heads or 1
+    dk, dv = ctx.features("key"), ctx.features("values")
+    n = ctx.n(k.dims[0])
+    m = ctx.n(q.dims[0]) if q.rank == 2 else 1
+    causal = bool(ctx.spec.mask and ctx.spec.mask.causal)
+    held = h * n * dk * dv if causal else h * dk * dv
+    out = ctx.out()
+    return Work(h * (n + m) * dk * dv + ctx.node.params * ctx.positions(out), inner=held)
+
+
+@kind("linear_attention", LinearAttentionSpec,
+      lowering="attngraph.lower.attention:LinearAttention", role="attention",
+      style=Style("#ead1dc", "box"), internal=True, work=_linear_attention_work)
+def linear_attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """The readout's type: [d] per query, heads merged by ``combine``."""
+    q, k, v = ctx.t("query"), ctx.need_items("key", "linear attention"), ctx.t("values")
+    if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or q.heads != k.heads:
+        ctx.fail(f"linear attention needs queries of the keys' size and heads, got {q} and "
+                 f"{k}", "query")
+    if v.rank != 2 or v.dims[0] != k.dims[0] or v.heads != k.heads:
+        ctx.fail(f"linear attention needs values over the keys' items, got {v} and {k}",
                  "values")
     s = ctx.spec
     d = ctx.features("values") * (v.heads if v.heads and s.combine == "concat" else 1)

@@ -20,7 +20,12 @@ from attngraph.lower.masks import (
     row_any,
 )
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
-from attngraph.lower.normalisers import masked_entmax15, masked_sparsemax, masked_topk
+from attngraph.lower.normalisers import (
+    masked_entmax15,
+    masked_ratio,
+    masked_sparsemax,
+    masked_topk,
+)
 
 
 class Items(NodeModule):
@@ -118,6 +123,18 @@ class Proj(NodeModule):
         return split_heads(v, self.heads) if self.heads else v
 
 
+class FeatureMap(NodeModule):
+    """φ(x): elu(x) + 1 or relu(x), elementwise."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        self.fn: str = ctx.spec.fn
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        v = x["from"]
+        return F.elu(v) + 1 if self.fn == "elu1" else F.relu(v)
+
+
 class Softmax(NodeModule):
     """Weights over the items (last) axis, or over the queries, with padding, causal,
     window and adjacency masks; softmax, sparsemax, entmax-1.5 or top-k."""
@@ -155,6 +172,8 @@ class Softmax(NodeModule):
             return masked_entmax15(s, mask)
         if self.fn == "topk":
             return masked_topk(s, mask, int(self.k))
+        if self.fn == "sum":
+            return masked_ratio(s, mask)
         return masked_softmax(s, mask)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
@@ -268,4 +287,41 @@ class FusedAttention(_ReadoutOut):
             z = z * ok.to(z.dtype)  # (B, [h,] M, d)
         if self.vector_query:
             z = z.squeeze(-2)  # (B, [h,] d)
+        return self.finish(z)
+
+
+class LinearAttention(_ReadoutOut):
+    """Kernel attention in linear time (Katharopoulos et al. 2020), made by the pass
+    :mod:`attngraph.passes.linear_attention` from φ(q)·φ(k) → sum → readout:
+
+        z_i = φ(q_i)ᵀ Σ_j φ(k_j) v_jᵀ / φ(q_i)ᵀ Σ_j φ(k_j)
+
+    over every real j, or j <= i when causal (running sums). The N×N scores are never
+    formed: O(N·d·d_v) per head.
+    """
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__(ctx, ctx.features("values"))
+        s = ctx.spec
+        self.causal = bool(s.mask and s.mask.causal)
+        self.ktype = ctx.t("key")
+        self.vector_query = ctx.t("query").rank == 1
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h,] N, d), ...
+        pad = padding_mask(rt, self.ktype, axis=0)
+        if pad is not None:  # padded keys add nothing to either sum
+            k = k * pad.to(k.dtype)
+        if self.vector_query:
+            q = q.unsqueeze(-2)  # (B, [h,] 1, d)
+        if self.causal:  # running sums over j <= i
+            kv = torch.cumsum(k.unsqueeze(-1) * v.unsqueeze(-2), dim=-3)  # (.., N, d, dv)
+            num = (q.unsqueeze(-2) @ kv).squeeze(-2)  # (.., N, dv)
+            den = (q * torch.cumsum(k, dim=-2)).sum(-1, keepdim=True)  # (.., N, 1)
+        else:
+            num = q @ (k.transpose(-1, -2) @ v)  # (.., M, dv)
+            den = q @ k.sum(-2).unsqueeze(-1)  # (.., M, 1)
+        z = num / torch.where(den > 0, den, torch.ones_like(den))
+        if self.vector_query:
+            z = z.squeeze(-2)
         return self.finish(z)

@@ -4,7 +4,8 @@
   the simplex, ``max(z - τ, 0)``;
 - entmax-1.5 (Peters, Niculae & Martins, 2019): ``max(z/2 - τ, 0)²``, between softmax
   and sparsemax, computed exactly by sorting (their Algorithm 2);
-- top-k: a softmax over the k highest scores, zero elsewhere.
+- top-k: a softmax over the k highest scores, zero elsewhere;
+- sum: the scores over their row sum, for non-negative scores (kernel attention).
 
 Each takes scores ``(.., N)`` and a bool mask broadcastable to them (True = may be
 attended) or None, and normalises over the last axis: masked items get exactly 0,
@@ -18,7 +19,8 @@ from torch import Tensor
 
 from attngraph.lower.masks import masked_softmax, row_any
 
-__all__ = ["masked_sparsemax", "masked_entmax15", "masked_topk", "sorted_scores"]
+__all__ = ["masked_sparsemax", "masked_entmax15", "masked_topk", "masked_ratio",
+           "sorted_scores"]
 
 
 def sorted_scores(z: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
@@ -92,3 +94,12 @@ def masked_topk(z: Tensor, mask: Tensor | None, k: int) -> Tensor:
         keep = keep & mask
     p = masked_softmax(z, keep)
     return p * row_any(keep).to(p.dtype)
+
+
+def masked_ratio(z: Tensor, mask: Tensor | None) -> Tensor:
+    """``z_i / Σ_j z_j`` over the real items, for scores that are never negative
+    (φ(q)·φ(k)); a row whose sum is 0 gives zeros."""
+    if mask is not None:
+        z = z * mask.to(z.dtype)
+    total = z.sum(-1, keepdim=True)
+    return z / torch.where(total > 0, total, torch.ones_like(total))

@@ -4,7 +4,9 @@
   pass, print the IR after any), the :data:`PASSES` registry;
 - :mod:`attngraph.passes.shape_inference`: ``infer_shapes``, every node's types;
 - :mod:`attngraph.passes.fuse_attention`: scaled-dot scorer → softmax → readout
-  becomes one fused ``attention`` node.
+  becomes one fused ``attention`` node;
+- :mod:`attngraph.passes.linear_attention`: φ(q)·φ(k) scorer → sum → readout
+  becomes one ``linear_attention`` node that runs in linear time.
 
 :data:`FRONT` is what :func:`attngraph.load_spec` runs after building the graph;
 :data:`OPTIMIZE` what :func:`attngraph.compile` runs before lowering.
@@ -12,6 +14,7 @@
 
 from attngraph.passes.base import PASSES, Pass, Pipeline
 from attngraph.passes.fuse_attention import FUSE_ATTENTION
+from attngraph.passes.linear_attention import LINEAR_ATTENTION
 from attngraph.passes.shape_inference import SHAPE_INFERENCE
 
 __all__ = ["FRONT", "OPTIMIZE", "PASSES", "Pass", "Pipeline"]
@@ -19,4 +22,4 @@ __all__ = ["FRONT", "OPTIMIZE", "PASSES", "Pass", "Pipeline"]
 #: After build and verify: every node's types and parameter count.
 FRONT = Pipeline((SHAPE_INFERENCE,))
 #: Before lowering: fusions.
-OPTIMIZE = Pipeline((FUSE_ATTENTION,))
+OPTIMIZE = Pipeline((FUSE_ATTENTION, LINEAR_ATTENTION))

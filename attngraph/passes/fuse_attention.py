@@ -135,7 +135,7 @@ def fuse_attention(graph: Graph) -> Graph:
     return graph.replace_nodes([fused.get(n.id, n) for n in graph.nodes if n.id not in drop])
 
 
-def _infers_again(graph: Graph) -> None:
+def infers_again(graph: Graph) -> None:
     """Inferring the fused graph again gives every node the types it has."""
     again = infer_shapes(graph.replace_nodes(
         [replace(n, types={}) if not n.is_input else n for n in graph.nodes]))
@@ -147,4 +147,4 @@ def _infers_again(graph: Graph) -> None:
 
 
 #: The pass form of :func:`fuse_attention`.
-FUSE_ATTENTION = Pass("fuse_attention", fuse_attention, _infers_again).register()
+FUSE_ATTENTION = Pass("fuse_attention", fuse_attention, infers_again).register()
