@@ -297,3 +297,44 @@ def test_a_block_node_named_like_its_input_is_refused_with_a_hint() -> None:
     assert (d.message, d.loc.line, d.hint) == (
         "block 'b': 'h' is both an input and a node", 9,
         "rename the node 'h' (its inputs are named under inputs:)")
+
+
+def test_key_heads_must_divide_query_heads() -> None:
+    """3 key heads for 8 query heads: located at the query, with the grouped-query rule."""
+    spec = """attngraph: 1
+name: t
+inputs:
+  x: {type: vectors, dim: 24}
+nodes:
+  q: {kind: queries, from: x, heads: 8}
+  k: {kind: keys, from: x, dim: 9, heads: 3}
+  s: {kind: scorer, fn: scaled_dot, query: q, key: k}
+outputs: {s: s}
+"""
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    d = e.value
+    assert (d.loc.line, d.loc.col) == (8, 44)
+    assert d.message == "node 's': query has 8 heads but key has 3, which does not divide them"
+    assert "grouped-query" in (d.hint or "")
+
+
+def test_values_heads_must_divide_weights_heads() -> None:
+    """Values with heads that do not divide the weights' are refused at the values."""
+    spec = """attngraph: 1
+name: t
+inputs:
+  x: {type: vectors, dim: 24}
+nodes:
+  q: {kind: queries, from: x, heads: 4}
+  k: {kind: keys, from: x, dim: 12, heads: 2}
+  v: {kind: values, from: x, dim: 18, heads: 3}
+  s: {kind: scorer, fn: scaled_dot, query: q, key: k}
+  p: {kind: softmax, scores: s}
+  z: {kind: readout, weights: p, values: v}
+outputs: {z: z}
+"""
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    assert e.value.message == "node 'z': weights have 4 head(s) but values have 3"
+    assert e.value.loc.line == 11

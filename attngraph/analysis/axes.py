@@ -217,11 +217,28 @@ def _exposure(scope: Scope, p: Node) -> Axis:
     return Axis("implicit", f"weights '{p.id}' are internal (not a declared output)")
 
 
-def _heads_axis(h: int, readout: Node | None) -> Axis:
+def _heads_axis(h: int, readout: Node | None, kv: int | None = None) -> Axis:
+    comb = f", merged by {readout.spec.combine}" if readout is not None else ""
+    if h > 1 and kv is not None and kv < h:
+        if kv == 1:
+            return Axis("multi-query", f"{h} query heads share one key/value head "
+                        f"(Shazeer 2019){comb}")
+        return Axis("grouped-query", f"{h} query heads in {kv} groups, each group sharing "
+                    f"one key/value head (Ainslie et al. 2023){comb}")
     if h > 1:
-        comb = f", merged by {readout.spec.combine}" if readout is not None else ""
         return Axis("multi-head", f"{h} heads score and read out in parallel{comb}")
     return Axis("single-head", "one set of weights per query")
+
+
+def _key_heads(scope: Scope, scorers: list[Node]) -> int | None:
+    """Heads of the keys the first scorer reads (fewer than the queries' in GQA)."""
+    for sc in scorers:
+        e = sc.edge("key")
+        if e is not None and e.src in scope.graph:
+            t = scope.graph.node(e.src).types.get(e.port)
+            if t is not None:
+                return t.heads or 1
+    return None
 
 
 def _scorers(scope: Scope, e: Edge | None) -> list[Node]:
@@ -285,7 +302,7 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
         "basis": _basis(scorers, p, keys),
         "source": _source(query, keys, learned),
         "reach": _reach(scorers, content),
-        "heads": _heads_axis(heads, r),
+        "heads": _heads_axis(heads, r, _key_heads(scope, scorers)),
         "recurrence": _recurrence(scope, query),
         "exposure": _exposure(scope, p if p.kind == "address" else content),
     }

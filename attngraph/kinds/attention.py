@@ -318,6 +318,17 @@ def feature_map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": t}
 
 
+def _check_value_groups(ctx: RuleCtx, w: TensorType, v: TensorType) -> None:
+    """Values have the weights' heads, or a divisor of them (grouped-query attention)."""
+    hw, hv = w.heads or None, v.heads or None
+    if hw == hv:
+        return
+    if hw is None or hv is None or hw % hv:
+        ctx.fail(f"weights have {hw or 1} head(s) but values have {hv or 1}", "values",
+                 "give values the same 'heads' as the keys (the queries' heads, or a "
+                 "divisor of them for grouped-query attention)")
+
+
 def _readout_work(ctx: WorkCtx) -> Work:
     """Each weight times a value vector, then the ``out`` projection once per result."""
     out = ctx.out()
@@ -347,12 +358,10 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"weights '{wref}' are normalised over {w.dims[-1]} items, but values "
                  f"'{ctx.edge('values').ref}' have {v.dims[0]}", "values",
                  "weights and values must range over the same items")
-    if (w.heads or None) != (v.heads or None):
-        ctx.fail(f"weights have {w.heads or 1} head(s) but values have {v.heads or 1}",
-                 "values", "give values the same 'heads' as queries and keys")
+    _check_value_groups(ctx, w, v)
     d = ctx.features("values")
-    if v.heads and s.combine == "concat":
-        d *= v.heads
+    if w.heads and s.combine == "concat":
+        d *= w.heads
     if s.out is not None:
         ctx.params += d * s.out + (s.out if s.bias else 0)
         d = s.out
@@ -374,7 +383,7 @@ class FusedAttentionSpec(NodeModel):
 def _attention_work(ctx: WorkCtx) -> Work:
     """Scores and the weighted sum of every (query, key) pair; the scores are a tensor."""
     q, k = ctx.t("query"), ctx.t("key")
-    pairs = (k.heads or 1) * ctx.n(k.dims[0]) * (ctx.n(q.dims[0]) if q.rank == 2 else 1)
+    pairs = (q.heads or 1) * ctx.n(k.dims[0]) * (ctx.n(q.dims[0]) if q.rank == 2 else 1)
     out = ctx.out()
     macs = pairs * (ctx.features("key") + ctx.features("values"))
     return Work(macs + ctx.node.params * ctx.positions(out), inner=pairs)
@@ -385,14 +394,14 @@ def _attention_work(ctx: WorkCtx) -> Work:
 def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""
     q, k, v = ctx.t("query"), ctx.need_items("key", "fused attention"), ctx.t("values")
-    if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or q.heads != k.heads:
+    if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or (q.heads or 1) % (k.heads or 1):
         ctx.fail(f"fused attention needs queries of the keys' size and heads, got {q} and {k}",
                  "query")
     if v.rank != 2 or v.dims[0] != k.dims[0] or v.heads != k.heads:
         ctx.fail(f"fused attention needs values over the keys' items, got {v} and {k}",
                  "values")
     s = ctx.spec
-    d = ctx.features("values") * (v.heads if v.heads and s.combine == "concat" else 1)
+    d = ctx.features("values") * (q.heads if q.heads and s.combine == "concat" else 1)
     if s.out is not None:
         ctx.params += d * s.out + (s.out if s.bias else 0)
         d = s.out
@@ -413,7 +422,7 @@ class LinearAttentionSpec(NodeModel):
 def _linear_attention_work(ctx: WorkCtx) -> Work:
     """Σ_j φ(k_j) v_jᵀ once (or a running one per item), then one read per query."""
     q, k = ctx.t("query"), ctx.t("key")
-    h = k.heads or 1
+    h = q.heads or 1
     dk, dv = ctx.features("key"), ctx.features("values")
     n = ctx.n(k.dims[0])
     m = ctx.n(q.dims[0]) if q.rank == 2 else 1
@@ -429,14 +438,14 @@ def _linear_attention_work(ctx: WorkCtx) -> Work:
 def linear_attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The readout's type: [d] per query, heads merged by ``combine``."""
     q, k, v = ctx.t("query"), ctx.need_items("key", "linear attention"), ctx.t("values")
-    if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or q.heads != k.heads:
+    if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or (q.heads or 1) % (k.heads or 1):
         ctx.fail(f"linear attention needs queries of the keys' size and heads, got {q} and "
                  f"{k}", "query")
     if v.rank != 2 or v.dims[0] != k.dims[0] or v.heads != k.heads:
         ctx.fail(f"linear attention needs values over the keys' items, got {v} and {k}",
                  "values")
     s = ctx.spec
-    d = ctx.features("values") * (v.heads if v.heads and s.combine == "concat" else 1)
+    d = ctx.features("values") * (q.heads if q.heads and s.combine == "concat" else 1)
     if s.out is not None:
         ctx.params += d * s.out + (s.out if s.bias else 0)
         d = s.out

@@ -24,7 +24,7 @@ from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.registry import Registry
 from attngraph.spec.models import Ident, LearnedQuery, NodeModel, Ref, Scale, Size, check_scale
 
-__all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec"]
+__all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec", "score_heads"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,9 @@ for _info in (
                inner=lambda dq, dk, h: h, applies="key"),
     ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
                params=lambda dq, dk, h: dq + dk, module=_mod("Gat")),
+    ScorerInfo("gatv2", "aᵀ LeakyReLU_0.2(q + k) (GATv2: a after the nonlinearity)",
+               same_size=True, params=lambda dq, dk, h: dk, module=_mod("Gatv2"),
+               inner=lambda dq, dk, h: dk, applies="query"),
 ):
     register_scorer(_info)
 
@@ -194,9 +197,8 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if info.needs_query and q is None:
         ctx.fail(f"scorer fn '{s.fn}' needs a query",
                  hint="add query: <node>, or query: {learned: d} for a learned vector")
-    if q is not None and (q.heads or None) != (k.heads or None):
-        ctx.fail(f"query has {q.heads or 1} head(s) but key has {k.heads or 1}", "query",
-                 "give queries and keys the same 'heads'")
+    if q is not None:
+        _check_groups(ctx, q, k)
     if info.shape is not None:
         return info.shape(ctx, q, k)
     if learned_q is not None:
@@ -212,9 +214,31 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             hint="make both dims equal, or use fn 'general' (q^T W k), which maps between sizes",
         )
     hidden = s.hidden if s.hidden is not None else dk
-    ctx.params += info.params(dq, dk, hidden) * (k.heads or 1)
-    ctx.params += info.spec_params(s)
+    heads = score_heads(q, k)
+    ctx.params += info.params(dq, dk, hidden) * (heads or 1)
+    ctx.params += info.spec_params(s) * (heads or 1)
     return {"": _pairs(ctx, q, k, n)}
+
+
+def score_heads(q: TensorType | None, k: TensorType) -> int | None:
+    """Heads of the scores: the queries' (grouped-query attention has fewer key heads)."""
+    return (q.heads or None) if q is not None and q.heads else (k.heads or None)
+
+
+def _check_groups(ctx: RuleCtx, q: TensorType, k: TensorType) -> None:
+    """Query heads equal the key heads, or are a multiple of them (grouped-query
+    attention: each key head serves a group of query heads; multi-query: one)."""
+    hq, hk = q.heads or None, k.heads or None
+    if hq == hk:
+        return
+    if hq is None or hk is None:
+        ctx.fail(f"query has {hq or 1} head(s) but key has {hk or 1}", "query",
+                 "give queries and keys 'heads' (the same number, or for grouped-query "
+                 "attention keys with a divisor of the queries' heads, e.g. heads: 1)")
+    if hq % hk:
+        ctx.fail(f"query has {hq} heads but key has {hk}, which does not divide them",
+                 "query", f"give the keys a number of heads that divides {hq} (grouped-query "
+                 "attention: each key head serves an equal group of query heads)")
 
 
 def _pairs(ctx: RuleCtx, q: TensorType | None, k: TensorType, n: Dim) -> TensorType:
@@ -227,10 +251,10 @@ def _pairs(ctx: RuleCtx, q: TensorType | None, k: TensorType, n: Dim) -> TensorT
             ctx.fail(f"pairs: aligned needs as many queries as keys "
                      f"(queries {q.dims[0]}, keys {n})", "query",
                      "use pairs: all to score every query against every key")
-        return TensorType((n,), heads=k.heads)
+        return TensorType((n,), heads=score_heads(q, k))
     if q is None or q.rank == 1:
-        return TensorType((n,), heads=k.heads)
-    return TensorType((q.dims[0], n), heads=k.heads)
+        return TensorType((n,), heads=score_heads(q, k))
+    return TensorType((q.dims[0], n), heads=score_heads(q, k))
 
 
 def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, TensorType]:

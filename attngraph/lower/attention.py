@@ -73,6 +73,14 @@ def split_heads(v: Tensor, heads: int) -> Tensor:
     return v.reshape(b, n, heads, d // heads).transpose(1, 2)  # (B, h, N, d/h)
 
 
+def group_heads(x: Tensor, t: TensorType, heads: int | None) -> Tensor:
+    """Keys or values ``x`` of type ``t`` with a head per query head: grouped-query
+    attention's h_kv heads, each repeated for its group of ``heads / h_kv`` query heads."""
+    if heads and t.heads and t.heads != heads:
+        return x.repeat_interleave(heads // t.heads, dim=1)
+    return x
+
+
 def merge_heads(z: Tensor, combine: str) -> Tensor:
     """(B, h, [M,] d) -> (B, [M,] h·d) for concat, (B, [M,] d) for mean."""
     if combine == "mean":
@@ -191,10 +199,11 @@ class Softmax(NodeModule):
 class _ReadoutOut(NodeModule):
     """What a readout does after Σ_i p_i v_i: heads merged by ``combine``, optional ``out``."""
 
-    def __init__(self, ctx: LowerCtx, d: int) -> None:
+    def __init__(self, ctx: LowerCtx, d: int, heads: int | None) -> None:
         super().__init__()
         s = ctx.spec
-        self.heads = ctx.t("values").heads
+        self.heads = heads
+        self.vtype = ctx.t("values")
         self.combine = s.combine
         d_out = d * self.heads if self.heads and s.combine == "concat" else d
         self.out = nn.Linear(d_out, s.out, bias=s.bias) if s.out is not None else None
@@ -210,13 +219,14 @@ class Readout(_ReadoutOut):
     """z = Σ_i p_i v_i per query, heads merged by ``combine``, optional ``out``."""
 
     def __init__(self, ctx: LowerCtx, d: int) -> None:
-        super().__init__(ctx, d)
+        super().__init__(ctx, d, ctx.t("weights").heads)
         self.wtype = ctx.t("weights")
         self.normalize = bool(ctx.spec.normalize)
         self.eps = float(ctx.spec.eps)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
+        v = group_heads(v, self.vtype, self.heads)
         pad = padding_mask(rt, self.wtype)
         if self.normalize:  # (w + eps) / Σ_items (w + eps), over the real items
             w = w + self.eps
@@ -241,12 +251,13 @@ class FusedAttention(_ReadoutOut):
     """Scaled-dot scorer, softmax and readout as one ``scaled_dot_product_attention``."""
 
     def __init__(self, ctx: LowerCtx) -> None:
-        super().__init__(ctx, ctx.features("values"))
-        s = ctx.spec
         q, k = ctx.t("query"), ctx.t("key")
+        super().__init__(ctx, ctx.features("values"), q.heads)
+        s = ctx.spec
+        self.ktype = k
         self.vector_query = q.rank == 1
         self.stype = TensorType(k.dims[:1] if q.rank == 1 else (q.dims[0], k.dims[0]),
-                                heads=k.heads)
+                                heads=q.heads)
         m = s.mask
         self.causal = bool(m and m.causal)
         self.window: int | None = m.window if m else None
@@ -255,6 +266,7 @@ class FusedAttention(_ReadoutOut):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h,] N, d) x2
+        k, v = group_heads(k, self.ktype, self.heads), group_heads(v, self.vtype, self.heads)
         if self.vector_query:
             q = q.unsqueeze(-2)  # (B, [h,] 1, d)
         adjacency = x.get("mask.adjacency")
@@ -301,7 +313,7 @@ class LinearAttention(_ReadoutOut):
     """
 
     def __init__(self, ctx: LowerCtx) -> None:
-        super().__init__(ctx, ctx.features("values"))
+        super().__init__(ctx, ctx.features("values"), ctx.t("query").heads)
         s = ctx.spec
         self.causal = bool(s.mask and s.mask.causal)
         self.ktype = ctx.t("key")
@@ -309,6 +321,7 @@ class LinearAttention(_ReadoutOut):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h,] N, d), ...
+        k, v = group_heads(k, self.ktype, self.heads), group_heads(v, self.vtype, self.heads)
         pad = padding_mask(rt, self.ktype, axis=0)
         if pad is not None:  # padded keys add nothing to either sum
             k = k * pad.to(k.dtype)

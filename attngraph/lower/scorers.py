@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.scorers import SCORERS
+from attngraph.kinds.scorers import SCORERS, score_heads
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 from attngraph.registry import resolve
@@ -58,6 +58,8 @@ class QueryRead:
     learned: int | None = None
     heads: int | None = None
     key: TensorType | None = None
+    #: query heads per key head (grouped-query attention), 1 otherwise
+    groups: int = 1
 
     @classmethod
     def of(cls, ctx: LowerCtx) -> QueryRead:
@@ -65,10 +67,12 @@ class QueryRead:
         s = ctx.spec
         learned = getattr(s.query, "learned", None)
         has = ctx.has("query")
+        k = ctx.t("key")
+        heads = score_heads(ctx.t("query") if has else None, k)
         return cls(pairs=s.pairs, has_query=learned is not None or has,
                    vector_query=learned is not None or (has and ctx.t("query").rank == 1),
                    learned=int(learned) if learned is not None else None,
-                   heads=ctx.t("key").heads, key=ctx.t("key"))
+                   heads=heads, key=k, groups=(heads or 1) // (k.heads or 1))
 
 
 class Scorer(NodeModule):
@@ -85,6 +89,7 @@ class Scorer(NodeModule):
         read = read if read is not None else QueryRead()
         self.pairs = read.pairs
         self.has_query = read.has_query
+        self.groups = read.groups
         self.vector_query = read.vector_query
         self.make_params(dq, dk, hidden, heads, spec, read)
         # made after the function's own parameters (the order seeds depend on)
@@ -96,6 +101,8 @@ class Scorer(NodeModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         k = x["key"]  # (B, [h,] N, dk)
+        if self.groups > 1:  # grouped-query attention: each key head serves a group
+            k = k.repeat_interleave(self.groups, dim=1)
         if not self.has_query:
             return self.items(k)  # (B, [h,] N)
         if "query" in x:
@@ -195,18 +202,23 @@ class Cosine(Scorer):
                     read: QueryRead) -> None:
         beta = getattr(spec, "beta", None)
         self.beta_value = 1.0 if beta in (None, "learned") else float(beta)
-        self.beta = nn.Parameter(torch.ones(())) if beta == "learned" else None
+        # a learned β per head: () without heads, (h, 1) with
+        shape = (heads, 1) if heads else ()
+        self.beta = nn.Parameter(torch.ones(shape)) if beta == "learned" else None
 
-    def _b(self) -> Tensor | float:
-        return self.beta if self.beta is not None else self.beta_value
+    def _b(self, rows: bool) -> Tensor | float:
+        """β shaped to scale (B, [h,] [M,] N) scores; ``rows`` when there is an M axis."""
+        if self.beta is None:
+            return self.beta_value
+        return self.beta.unsqueeze(-1) if rows and self.beta.dim() else self.beta
 
     def all(self, q: Tensor, k: Tensor) -> Tensor:
         qn = F.normalize(q, dim=-1, eps=1e-8)
         kn = F.normalize(k, dim=-1, eps=1e-8)
-        return self._b() * (qn @ kn.transpose(-1, -2))
+        return self._b(True) * (qn @ kn.transpose(-1, -2))
 
     def aligned(self, q: Tensor, k: Tensor) -> Tensor:
-        return self._b() * F.cosine_similarity(q, k, dim=-1, eps=1e-8)
+        return self._b(False) * F.cosine_similarity(q, k, dim=-1, eps=1e-8)
 
 
 class MlpScore(Scorer):
@@ -240,6 +252,27 @@ class Gat(Scorer):
         sq = (q * self.a_q.unsqueeze(-2)).sum(-1)
         sk = (k * self.a_k.unsqueeze(-2)).sum(-1)
         return F.leaky_relu(sq + sk, 0.2)
+
+
+class Gatv2(Scorer):
+    """aᵀ LeakyReLU_0.2(q_i + k_j) (GATv2, Brody et al. 2022): with q = W_r h_i and
+    k = W_l h_j projected by the spec, this is aᵀ LeakyReLU(W [h_i ‖ h_j]); ``a`` ([h,] d)."""
+
+    def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
+                    read: QueryRead) -> None:
+        self.a = _param(heads, dk)
+
+    def _score(self, e: Tensor, pairs: int) -> Tensor:
+        """aᵀ over the last axis of ``e`` (B, [h,] *pairs-axes, d), ``a`` per head."""
+        a = self.a if self.a.dim() == 1 else self.a.reshape(
+            self.a.shape[0], *([1] * pairs), self.a.shape[1])
+        return (F.leaky_relu(e, 0.2) * a).sum(-1)
+
+    def all(self, q: Tensor, k: Tensor) -> Tensor:
+        return self._score(q.unsqueeze(-2) + k.unsqueeze(-3), 2)  # (B, [h,] M, N)
+
+    def aligned(self, q: Tensor, k: Tensor) -> Tensor:
+        return self._score(q + k, 1)  # (B, [h,] N)
 
 
 class UserScorer(Scorer):
@@ -311,7 +344,7 @@ def lower_scorer(ctx: LowerCtx) -> NodeModule:
     hidden = int(s.hidden) if s.hidden is not None else dk
     if info.module is not None:
         cls = resolve(info.module)
-        return cls(dq, dk, hidden, k.heads, s, read)  # type: ignore[no-any-return]
+        return cls(dq, dk, hidden, read.heads, s, read)  # type: ignore[no-any-return]
     if info.make is not None:
         return UserScorer(info.make(dq, dk, hidden), read)
     ctx.fail(f"scorer fn '{s.fn}' has no module",
