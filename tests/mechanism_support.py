@@ -66,3 +66,37 @@ def load_weights(model: Any, weights: dict[str, Any]) -> None:
         assert sd[key].shape == value.shape, shapes
         sd[key] = torch.as_tensor(value).detach().clone()
     model.load_state_dict(sd)
+
+
+def mha_weights(names: tuple[str, ...], d: int, seed: int, out: str = "z",
+                bias: bool = True) -> dict[str, Any]:
+    """Random weights for projections ``nodes.<name>.proj`` (d -> d) and a readout's
+    ``nodes.<out>.out`` (d -> d), as a reference and the module share them."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    w: dict[str, Any] = {}
+    for name, attr in [(n, "proj") for n in names] + [(out, "out")]:
+        w[f"nodes.{name}.{attr}.weight"] = torch.randn(d, d, generator=g) * (d ** -0.5)
+        if bias:
+            w[f"nodes.{name}.{attr}.bias"] = torch.randn(d, generator=g) * 0.1
+    return w
+
+
+def heads_of(x: Any, w: dict[str, Any], name: str, heads: int) -> Any:
+    """``x (B, N, d)`` projected by ``nodes.<name>.proj`` and split: (B, h, N, d/h)."""
+    y = x @ w[f"nodes.{name}.proj.weight"].T
+    if f"nodes.{name}.proj.bias" in w:
+        y = y + w[f"nodes.{name}.proj.bias"]
+    b, n, d = y.shape
+    return y.reshape(b, n, heads, d // heads).transpose(1, 2)
+
+
+def attend(scores: Any, keep: Any, v: Any, w: dict[str, Any], out: str = "z") -> Any:
+    """softmax over kept items, read v (B, h, N, dv), heads concatenated, then W_o."""
+    p = scores.masked_fill(~keep, float("-inf")).softmax(-1)
+    z = (p @ v).transpose(1, 2).flatten(2)
+    z = z @ w[f"nodes.{out}.out.weight"].T
+    if f"nodes.{out}.out.bias" in w:
+        z = z + w[f"nodes.{out}.out.bias"]
+    return z

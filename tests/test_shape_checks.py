@@ -338,3 +338,25 @@ outputs: {z: z}
         loads_spec(spec)
     assert e.value.message == "node 'z': weights have 4 head(s) but values have 3"
     assert e.value.loc.line == 11
+
+
+@pytest.mark.parametrize(("line", "col", "message", "hint"), [
+    ("  b: {kind: position_bias, scores: p, fn: alibi}\n", 36,
+     "node 'b': a relative position bias is added to scores, not to weights",
+     "add it before the softmax"),
+    ("  b: {kind: position_bias, scores: s, fn: alibi, buckets: 8}\n", 59,
+     "node 'b': 'buckets' applies to fn t5, not alibi", "drop it, or use fn: t5"),
+    ("  b: {kind: rotary, from: x}\n", 27,
+     "node 'b': rotary embeddings rotate pairs of features, but the size (per head) is 5",
+     "make the per-head size even"),
+])
+def test_relative_position_fields_are_checked(line: str, col: int, message: str,
+                                              hint: str) -> None:
+    """Relative position kinds refuse what their lowering cannot do, located."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n  x: {type: vectors, dim: 5}\nnodes:\n"
+            "  s: {kind: scorer, fn: dot, query: x, key: x}\n"
+            "  p: {kind: softmax, scores: s}\n" + line + "outputs: {b: b}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    d = e.value
+    assert (d.message, d.loc.line, d.loc.col, d.hint) == (message, 8, col, hint)

@@ -166,6 +166,22 @@ def _basis(scorers: list[Node], p: Node, keys: tuple[Origin, ...]) -> Axis:
     return Axis("content", f"scores depend on key content via fn {fns}")
 
 
+_BIAS = {"alibi": "ALiBi: −m_h·|i − j|, a fixed slope per head",
+         "t5": "T5: a learned scalar per head and bucket of j − i"}
+
+
+def _relative_basis(axis: Axis, biases: list[Node], rotary: bool) -> Axis:
+    """Content scores that also see relative positions: biases added, or RoPE."""
+    parts = [f"a relative position bias '{b.id}' ({_BIAS[b.spec.fn]})" for b in biases]
+    if rotary:
+        parts.append("queries and keys rotated by their positions (RoPE), so q·k depends "
+                     "on j − i")
+    if not parts:
+        return axis
+    label = "content+position" if axis.value == "content" else axis.value + "+position"
+    return Axis(label, f"{axis.reason}; plus " + "; ".join(parts))
+
+
 def _source(query: tuple[Origin, ...], keys: tuple[Origin, ...], learned: bool) -> Axis:
     if learned:
         return Axis("external", f"queries are {_phrase(query)} (a parameter), keys come "
@@ -248,9 +264,30 @@ def _scorers(scope: Scope, e: Edge | None) -> list[Node]:
     n = scope.graph.node(e.src)
     if role(n) == "scorer":
         return [n]
-    if n.kind in ("add", "dropout"):
+    if n.kind in ("add", "dropout", "position_bias"):
         return [sc for x in n.inputs for sc in _scorers(scope, x)]
     return []
+
+
+def _biases(scope: Scope, e: Edge | None) -> list[Node]:
+    """Relative position biases between the scorers and the weights of ``e``."""
+    if e is None or e.src not in scope.graph:
+        return []
+    n = scope.graph.node(e.src)
+    found = [n] if n.kind == "position_bias" else []
+    if n.kind in ("add", "dropout", "position_bias"):
+        found += [b for x in n.inputs for b in _biases(scope, x)]
+    return found
+
+
+def _rotary(scope: Scope, scorers: list[Node]) -> bool:
+    """Whether a scorer's query or key is rotated by its position (RoPE)."""
+    for sc in scorers:
+        for role_ in ("query", "key"):
+            e = sc.edge(role_)
+            if e is not None and e.src in scope.graph and scope.graph.node(e.src).kind == "rotary":
+                return True
+    return False
 
 
 def _qk(scope: Scope, scorers: list[Node]) -> tuple[tuple[Origin, ...], tuple[Origin, ...], bool]:
@@ -299,7 +336,9 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     chain = [*scorers, content] + ([p] if p is not content else []) + [r]
     axes = {
         "hardness": _hardness(content),
-        "basis": _basis(scorers, p, keys),
+        "basis": _relative_basis(_basis(scorers, p, keys),
+                                 _biases(scope, content.edge("scores")),
+                                 _rotary(scope, scorers)),
         "source": _source(query, keys, learned),
         "reach": _reach(scorers, content),
         "heads": _heads_axis(heads, r, _key_heads(scope, scorers)),

@@ -4,8 +4,10 @@
 module         kinds
 =============  ==================================================================
 ``inputs``     input
-``attention``  items, queries, keys, values, softmax, readout, (fused) attention
+``attention``  items, queries, keys, values, feature_map, softmax, readout, (fused)
+               attention, linear_attention
 ``scorers``    scorer, and every scorer function (:data:`SCORERS`)
+``relative``   position_bias (ALiBi, T5 buckets), rotary
 ``hard``       policy
 ``glimpse``    glimpse
 ``memory``     memory, write, address
@@ -24,6 +26,7 @@ import attngraph.kinds.glimpse
 import attngraph.kinds.hard
 import attngraph.kinds.inputs
 import attngraph.kinds.memory
+import attngraph.kinds.relative
 import attngraph.kinds.rnn
 import attngraph.kinds.scorers
 import attngraph.kinds.structure

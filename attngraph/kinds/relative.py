@@ -1,0 +1,95 @@
+"""Position inside scoring: relative position biases added to scores (ALiBi, T5
+buckets) and rotary embeddings of queries and keys (RoPE). Lowered in
+:mod:`attngraph.lower.relative`.
+
+Positions are item indices 0, 1, …: padding is trailing, so a real item's position
+never depends on the padding after it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from attngraph.ir.graph import TensorType
+from attngraph.kinds.base import RuleCtx, Style, elementwise_work, kind
+from attngraph.spec.models import NodeModel, PosInt, Ref, Scale
+
+__all__ = ["PositionBiasSpec", "RotarySpec", "alibi_slopes"]
+
+
+class PositionBiasSpec(NodeModel):
+    """Scores plus a bias that depends on the distance j − i of query i and item j."""
+
+    kind: Literal["position_bias"]
+    scores: Ref
+    #: ``alibi``: −m_h·|i − j| with a fixed slope per head (Press et al. 2022);
+    #: ``t5``: a learned scalar per head for each bucket of j − i (Raffel et al. 2020)
+    fn: Literal["alibi", "t5"]
+    #: t5: number of buckets (half per direction when bidirectional)
+    buckets: Annotated[int, Field(ge=2, le=1024)] = 32
+    #: t5: distances from here on share the last bucket
+    max_distance: Annotated[int, Field(ge=2, le=1_000_000)] = 128
+    #: t5: separate buckets for items before and after the query
+    bidirectional: bool = True
+
+
+class RotarySpec(NodeModel):
+    """Queries or keys rotated by their position (RoPE, Su et al. 2021)."""
+
+    kind: Literal["rotary"]
+    from_: Ref = Field(alias="from")
+    #: θ_i = base^(−2i/d) for the feature pairs i = 0 … d/2 − 1
+    base: Scale | PosInt = 10000
+
+
+def alibi_slopes(heads: int) -> list[float]:
+    """ALiBi's slope per head: 2^(−8k/h) for k = 1 … h when h is a power of two; for
+    other h, the slopes of the largest power of two n below h, then every other slope
+    of 2n (the paper's rule, as its reference code computes it)."""
+    def power_of_two(n: int) -> list[float]:
+        start = 2 ** (-8 / n)
+        return [start ** (k + 1) for k in range(n)]
+    n = 1 << (heads.bit_length() - 1)
+    if n == heads:
+        return power_of_two(heads)
+    return power_of_two(n) + power_of_two(2 * n)[0::2][: heads - n]
+
+
+@kind("position_bias", PositionBiasSpec, lowering="attngraph.lower.relative:PositionBias",
+      role="support", style=Style("#fff2cc", "box"), work=elementwise_work)
+def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """The scores' type; t5 learns ``buckets`` scalars per head."""
+    s = ctx.spec
+    t = ctx.t("scores")
+    if t.dtype != "float" or t.rank != 2:
+        ctx.fail(f"a relative position bias needs scores [M, N] of queries against items, "
+                 f"got {t}", "scores", "give it the scores of a scorer with queries [M, d] "
+                 "(pairs: all)")
+    if ctx.done[ctx.edge("scores").src].types[ctx.edge("scores").port].simplex:
+        ctx.fail("a relative position bias is added to scores, not to weights", "scores",
+                 "add it before the softmax")
+    if s.fn == "t5":
+        ctx.params += s.buckets * (t.heads or 1)
+    else:
+        for name in ("buckets", "max_distance", "bidirectional"):
+            if name in s.model_fields_set:
+                ctx.fail(f"'{name}' applies to fn t5, not alibi", field=name,
+                         hint="drop it, or use fn: t5")
+    return {"": t}
+
+
+@kind("rotary", RotarySpec, lowering="attngraph.lower.relative:Rotary", role="projection",
+      style=Style("#d9ead3", "box"), transparent=True, work=elementwise_work)
+def rotary_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """The same type: each pair of features rotated by position · θ_i (per head)."""
+    t = ctx.t("from")
+    if t.dtype != "float" or t.rank != 2:
+        ctx.fail(f"rotary embeddings rotate queries or keys of items [N, d] by their position, "
+                 f"got {t}", "from", "give it a queries or keys node over items")
+    d = ctx.features("from")
+    if d % 2:
+        ctx.fail(f"rotary embeddings rotate pairs of features, but the size (per head) is {d}",
+                 "from", "make the per-head size even")
+    return {"": t}
