@@ -360,3 +360,28 @@ def test_relative_position_fields_are_checked(line: str, col: int, message: str,
         loads_spec(spec)
     d = e.value
     assert (d.message, d.loc.line, d.loc.col, d.hint) == (message, 8, col, hint)
+
+
+@pytest.mark.parametrize(("line", "col", "message"), [
+    ("  b: {kind: conv, from: x, out: 3, kernel: 4}\n", 44,
+     "node 'b': a convolution over items keeps N, so its kernel is odd, got 4"),
+    ("  b: {kind: conv, from: x, out: 3, kernel: 3, stride: 2}\n", 55,
+     "node 'b': 'stride' applies to a 2-D convolution of an image; over items the stride "
+     "is 1 and N is kept"),
+    ("  b: {kind: to_image, from: x, height: 2, width: 2}\n", 29,
+     "node 'b': the number of pixels must be a fixed number, found the length N"),
+    ("  b: {kind: pool, from: h}\n", 25,
+     "node 'b': pool reduces items [N, d] to one vector [d], got [5]"),
+    ("  b: {kind: mul, from: [x, y]}\n", 6, "node 'b': mul needs inputs of one shape"),
+])
+def test_elementwise_and_conv_kinds_check_their_inputs(line: str, col: int,
+                                                       message: str) -> None:
+    """conv, to_image, pool and mul refuse what their lowering cannot do, located."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n  x: {type: vectors, dim: 5}\n"
+            "  y: {type: vector, dim: 3}\n  h: {type: vector, dim: 5}\nnodes:\n"
+            + line + "outputs: {b: b}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    d = e.value
+    assert d.message.startswith(message) and (d.loc.line, d.loc.col) == (8, col), d
+    assert d.hint

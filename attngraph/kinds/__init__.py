@@ -13,7 +13,9 @@ module         kinds
 ``memory``     memory, write, address
 ``rnn``        rnn
 ``structure``  block, repeat, loop
-``support``    linear, mlp, embedding, position, norm, add, concat, dropout
+``support``    linear, mlp, embedding, position, norm, add, mul, gain, pool, concat,
+               dropout
+``conv``       conv (over items or an image), to_image
 =============  ==================================================================
 
 Each kind's lowering is in the module of the same name under :mod:`attngraph.lower`.
@@ -22,6 +24,7 @@ Importing this package registers every built-in kind; it never imports torch.
 
 # each family module registers its kinds when imported
 import attngraph.kinds.attention
+import attngraph.kinds.conv
 import attngraph.kinds.glimpse
 import attngraph.kinds.hard
 import attngraph.kinds.inputs

@@ -1,4 +1,5 @@
-"""The ``rnn`` kind: a GRU or LSTM over items, or one cell step on a vector.
+"""The ``rnn`` kind: a GRU or LSTM over items, one cell step on a vector, or one
+step on each item alone (``each``).
 
 Lowered in :mod:`attngraph.lower.rnn`.
 """
@@ -24,6 +25,10 @@ class RnnSpec(NodeModel):
     bidirectional: bool = False
     layers: Annotated[int, Field(ge=1, le=16)] = 1
     init: Ref | None = None
+    #: LSTM: the initial cell state c (zeros without it)
+    init_cell: Ref | None = None
+    #: one cell step on each item of [N, d] alone, the cell shared over items
+    each: bool = False
 
 
 def _rnn_work(ctx: WorkCtx) -> Work:
@@ -50,22 +55,41 @@ def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  "give it items [N, d] (a sequence) or a vector [d] (one step)")
     d, h = ctx.features("from"), s.hidden
     dirs = 2 if s.bidirectional else 1
-    if t.rank == 1 and (s.bidirectional or s.layers > 1):
-        ctx.fail("one rnn step (input [d]) is a single unidirectional layer", "from",
+    step = t.rank == 1 or s.each
+    if s.each and t.rank != 2:
+        ctx.fail(f"each: true steps every item of [N, d] alone, got {t}", "from",
+                 "give it items [N, d], or drop 'each' for one step on a vector")
+    if step and (s.bidirectional or s.layers > 1):
+        what = "each item's step (each: true)" if s.each else "one rnn step (input [d])"
+        ctx.fail(f"{what} is a single unidirectional layer", "from",
                  "drop bidirectional and layers, or read a sequence [N, d]")
     gates = 3 if s.cell == "gru" else 4
     for layer in range(s.layers):
         d_in = d if layer == 0 else h * dirs
         ctx.params += dirs * gates * (d_in * h + h * h + 2 * h)
-    if ctx.has("init"):
-        it = ctx.t("init")
-        want = h if t.rank == 1 else h * dirs
-        if it.rank != 1 or it.dtype != "float" or it.heads or it.dims[0] not in (h, want):
-            ctx.fail(f"init state must be [{h}], got {it}", "init",
-                     f"give it a float vector of the hidden size {h}")
-    state = TensorType((h * dirs,))
-    out = TensorType((t.dims[0], h * dirs)) if t.rank == 2 else state
-    return {"": out, "out": out, "state": state}
-
-
-
+    lead = t.dims[:1] if s.each else ()
+    for role in ("init", "init_cell"):
+        if not ctx.has(role):
+            continue
+        if role == "init_cell" and s.cell != "lstm":
+            ctx.fail("init_cell is an LSTM's initial cell state, but this rnn is a gru",
+                     role, "use cell: lstm, or drop init_cell")
+        it = ctx.t(role)
+        sizes = (h,) if step else (h, h * dirs)
+        shapes = [(x,) for x in sizes] + ([(*lead, h)] if s.each else [])
+        if it.dtype != "float" or it.heads or tuple(it.dims) not in shapes:
+            want = " or ".join("[" + ", ".join(str(v) for v in x) + "]" for x in shapes)
+            what = "init state" if role == "init" else "init_cell"
+            ctx.fail(f"{what} must be {want}, got {it}", role,
+                     f"give it a float vector of the hidden size {h}"
+                     + (" (or one per item)" if s.each else ""))
+    if s.each:
+        state = TensorType((t.dims[0], h))
+        out = state
+    else:
+        state = TensorType((h * dirs,))
+        out = TensorType((t.dims[0], h * dirs)) if t.rank == 2 else state
+    ports = {"": out, "out": out, "state": state}
+    if s.cell == "lstm":
+        ports["cell_state"] = state
+    return ports

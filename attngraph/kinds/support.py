@@ -1,4 +1,5 @@
-"""The supporting kinds: linear, mlp, embedding, position, norm, add, concat, dropout.
+"""The supporting kinds: linear, mlp, embedding, position, norm, add, mul, gain, pool,
+concat, dropout.
 
 Lowered in :mod:`attngraph.lower.support`.
 """
@@ -61,6 +62,8 @@ class NormSpec(NodeModel):
     kind: Literal["norm"]
     from_: Ref = Field(alias="from")
     fn: Literal["layer", "rms"] = "layer"
+    #: added to the variance; default: 1e-5 for layer, the dtype's epsilon for rms (torch's)
+    eps: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] | None = None
 
 
 class AddSpec(NodeModel):
@@ -68,6 +71,29 @@ class AddSpec(NodeModel):
 
     kind: Literal["add"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
+
+
+class MulSpec(NodeModel):
+    """The elementwise product of its inputs (a gate σ(W h) ⊙ z); broadcasts like add."""
+
+    kind: Literal["mul"]
+    from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
+
+
+class GainSpec(NodeModel):
+    """γ·x with one learned scalar γ that starts at ``init`` (SAGAN's γ = 0)."""
+
+    kind: Literal["gain"]
+    from_: Ref = Field(alias="from")
+    init: Annotated[float, Field(ge=-1000.0, le=1000.0, allow_inf_nan=False)] = 1.0
+
+
+class PoolSpec(NodeModel):
+    """Items [N, d] pooled over the real items into one vector [d]."""
+
+    kind: Literal["pool"]
+    from_: Ref = Field(alias="from")
+    fn: Literal["mean", "max", "sum"] = "mean"
 
 
 class ConcatSpec(NodeModel):
@@ -225,15 +251,22 @@ def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims, heads=t.heads)}
 
 
-def _broadcast(ctx: RuleCtx, ts: list[TensorType]) -> tuple:
+def _broadcast(ctx: RuleCtx, ts: list[TensorType], what: str = "add",
+               ones: bool = False) -> tuple:
+    """The common shape of ``ts``, aligned at the last axis; with ``ones``, an axis of
+    size 1 also stretches (a gate [1] scales every feature)."""
     dims: list = []
     for t in sorted(ts, key=lambda x: -x.rank):
         for i, d in enumerate(reversed(t.dims)):
             if i >= len(dims):
                 dims.insert(0, d)
+            elif ones and d == 1:
+                continue
+            elif ones and dims[-1 - i] == 1:
+                dims[-1 - i] = d
             elif dims[-1 - i] != d:
                 shapes = ", ".join(str(x) for x in ts)
-                ctx.fail(f"add needs inputs of one shape, got {shapes}",
+                ctx.fail(f"{what} needs inputs of one shape, got {shapes}",
                          hint="project one of them with a linear to the other's size")
     return tuple(dims)
 
@@ -248,6 +281,42 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                  hint="token ids become vectors through items (embed:) or embedding; merge "
                  "heads in the readout (combine: concat)")
     return {"": TensorType(_broadcast(ctx, ts), heads=ts[0].heads)}
+
+
+@kind("mul", MulSpec, lowering="attngraph.lower.support:Add", transparent=True,
+      work=elementwise_work)
+def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Elementwise product; shapes must match (a vector or a [1] gate broadcasts)."""
+    ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
+    if len({t.heads for t in ts}) > 1 or any(t.dtype != "float" for t in ts):
+        ctx.fail("mul needs float inputs with the same heads",
+                 hint="token ids become vectors through items (embed:) or embedding")
+    # a gate of size 1 (a scalar per example) scales every feature
+    return {"": TensorType(_broadcast(ctx, ts, "mul", ones=True), heads=ts[0].heads)}
+
+
+@kind("gain", GainSpec, lowering="attngraph.lower.support:Gain", transparent=True,
+      work=elementwise_work)
+def gain_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """γ·x: the input's type, one parameter."""
+    t = ctx.t("from")
+    if t.dtype != "float":
+        ctx.fail(f"gain multiplies float values, got {t}", "from",
+                 "token ids become vectors through items (embed:) or embedding")
+    ctx.params += 1
+    return {"": t}
+
+
+@kind("pool", PoolSpec, lowering="attngraph.lower.support:Pool", transparent=True,
+      work=elementwise_work)
+def pool_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """[N, d] -> [d]: the mean, max or sum over the real items."""
+    t = ctx.t("from")
+    if t.dtype != "float" or t.rank != 2 or t.heads:
+        ctx.fail(f"pool reduces items [N, d] to one vector [d], got {t}", "from",
+                 "merge heads in the readout first" if t.heads else
+                 "give it float items [N, d]")
+    return {"": TensorType(t.dims[1:])}
 
 
 @kind("concat", ConcatSpec, lowering="attngraph.lower.support:Concat", transparent=True)

@@ -6,7 +6,9 @@ neither the outputs at real items nor the final ``state``, in either direction: 
 backward direction starts at the row's last real item. Outputs at padded items are
 zero; a row with no real item has zero outputs and its initial state as ``state``.
 ``init`` [h] (or [h·dirs] for a bidirectional rnn) starts every layer.
-An LSTM's ``state`` port is its hidden state h; the cell state starts at zero.
+An LSTM's ``state`` port is its hidden state h and ``cell_state`` its cell state c,
+which starts at ``init_cell`` (zeros without it): a loop carries both.
+With ``each``, one cell step runs on every item alone ([N, d] with states [N, h]).
 
 The masked rows go through ``pack_padded_sequence`` (lengths from the mask; padding
 is trailing, which the forward checks enforce). ``torch.compile`` cannot trace
@@ -56,7 +58,8 @@ class Rnn(NodeModule):
         self.hidden = int(s.hidden)
         self.dirs = 2 if s.bidirectional else 1
         self.layers = s.layers
-        self.step = t.rank == 1
+        self.each = bool(s.each)
+        self.step = t.rank == 1 or self.each
         d = int(t.dims[-1])
         if self.step:
             cell_cls = nn.GRUCell if s.cell == "gru" else nn.LSTMCell
@@ -66,9 +69,9 @@ class Rnn(NodeModule):
             self.rnn = rnn_cls(d, self.hidden, num_layers=s.layers, batch_first=True,
                                bidirectional=s.bidirectional)
 
-    def _h0(self, x: dict[str, Tensor], b: int, ref: Tensor) -> Tensor:
-        """Initial hidden state (layers·dirs, B, h)."""
-        init = x.get("init")
+    def _h0(self, x: dict[str, Tensor], b: int, ref: Tensor, role: str = "init") -> Tensor:
+        """Initial hidden (or cell) state (layers·dirs, B, h)."""
+        init = x.get(role)
         if init is None:
             return ref.new_zeros(self.layers * self.dirs, b, self.hidden)
         if init.shape[-1] == self.hidden:
@@ -80,62 +83,95 @@ class Rnn(NodeModule):
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         v = x["from"]
         if self.step:
-            h = x.get("init")
-            if h is None:
-                h = v.new_zeros(v.shape[0], self.hidden)
-            if self.kind == "gru":
-                h = self.cell(v, h)
-            else:
-                h, _ = self.cell(v, (h, torch.zeros_like(h)))
-            return {"": h, "out": h, "state": h}  # (B, h)
+            return self._step(v, x.get("init"), x.get("init_cell"), rt)
         h0 = self._h0(x, v.shape[0], v)
+        c0 = self._h0(x, v.shape[0], v, "init_cell") if self.kind == "lstm" else None
         mask = padding_mask(rt, self.t.with_dims(self.t.dims[0]))
         if mask is None:
-            hx = h0 if self.kind == "gru" else (h0, torch.zeros_like(h0))
+            hx = h0 if c0 is None else (h0, c0)
             out, hn = self.rnn(v, hx)  # (B, N, h·dirs)
-            hn = hn if self.kind == "gru" else hn[0]
+            cn = None if c0 is None else hn[1][-self.dirs:]
+            hn = hn if c0 is None else hn[0]
             last = hn[-self.dirs:]  # (dirs, B, h)
         elif torch.compiler.is_compiling():
-            out, last = self._stepwise(v, h0, mask)
+            out, last, cn = self._stepwise(v, h0, c0, mask)
         else:
-            out, last = self._packed(v, h0, mask)
+            out, last, cn = self._packed(v, h0, c0, mask)
         state = torch.cat(list(last.unbind(0)), -1)  # (B, h·dirs)
-        return {"": out, "out": out, "state": state}
+        ports = {"": out, "out": out, "state": state}
+        if cn is not None:
+            ports["cell_state"] = torch.cat(list(cn.unbind(0)), -1)
+        return ports
 
-    def _packed(self, v: Tensor, h0: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """Each row over its real items (packed). Returns out and last-layer states."""
+    def _step(self, v: Tensor, h: Tensor | None, c: Tensor | None,
+              rt: Runtime) -> dict[str, Tensor]:
+        """One cell step on (B, d), or on each item of (B, N, d) alone."""
+        lead = v.shape[:-1]  # (B,) or (B, N)
+        if h is None:
+            h = v.new_zeros(*lead, self.hidden)
+        h = h.expand(*lead, self.hidden)
+        flat = v.reshape(-1, v.shape[-1])
+        hf = h.reshape(-1, self.hidden)
+        ports: dict[str, Tensor] = {}
+        if self.kind == "gru":
+            h2 = self.cell(flat, hf).reshape(*lead, self.hidden)
+        else:
+            c = v.new_zeros(*lead, self.hidden) if c is None else c.expand(*lead, self.hidden)
+            h2f, c2f = self.cell(flat, (hf, c.reshape(-1, self.hidden)))
+            h2 = h2f.reshape(*lead, self.hidden)
+            ports["cell_state"] = c2f.reshape(*lead, self.hidden)
+        if self.each:  # padded items keep zeros
+            mask = padding_mask(rt, self.t.with_dims(self.t.dims[0]))
+            if mask is not None:
+                h2 = h2 * mask.to(h2.dtype)
+                if "cell_state" in ports:
+                    ports["cell_state"] = ports["cell_state"] * mask.to(h2.dtype)
+        ports.update({"": h2, "out": h2, "state": h2})  # (B, [N,] h)
+        return ports
+
+    def _packed(self, v: Tensor, h0: Tensor, c0: Tensor | None,
+                mask: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Each row over its real items (packed). Returns out and the last layer's
+        hidden and (LSTM) cell states."""
         # pack_padded_sequence wants lengths on the CPU and refuses 0: an empty row
         # runs one padded item, then its outputs and states are replaced below.
         lengths = mask.sum(1).cpu()  # (B,)
         empty = lengths == 0
         packed = pack_padded_sequence(v, lengths.clamp(min=1), batch_first=True,
                                       enforce_sorted=False)
-        hx = h0 if self.kind == "gru" else (h0, torch.zeros_like(h0))
+        hx = h0 if c0 is None else (h0, c0)
         out_p, hn = self.rnn(packed, hx)
         out, _ = pad_packed_sequence(out_p, batch_first=True, total_length=v.shape[1])
-        hn = hn if self.kind == "gru" else hn[0]
+        cn = None if c0 is None else hn[1][-self.dirs:]
+        hn = hn if c0 is None else hn[0]
         last = hn[-self.dirs:]  # (dirs, B, h)
         if bool(empty.any()):
             e = empty.to(v.device)
             out = out.masked_fill(e[:, None, None], 0.0)  # (B, N, h·dirs)
             last = torch.where(e[None, :, None], h0[-self.dirs:], last)
-        return out, last
+            if cn is not None and c0 is not None:
+                cn = torch.where(e[None, :, None], c0[-self.dirs:], cn)
+        return out, last, cn
 
-    def _stepwise(self, v: Tensor, h0: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        """Step by step; padded steps keep the state. Returns out and last-layer states."""
+    def _stepwise(self, v: Tensor, h0: Tensor, c0: Tensor | None,
+                  mask: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Step by step; padded steps keep the state. Returns out and the last layer's
+        hidden and (LSTM) cell states."""
         n = v.shape[1]
         keep = mask.unsqueeze(-1)  # (B, N, 1)
         layer_in = v
         finals: list[Tensor] = []
+        cells: list[Tensor] = []
         for layer in range(self.layers):
             outs = []
             finals = []
+            cells = []
             for d in range(self.dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
                 w = [getattr(self.rnn, f"{p}{sfx}") for p in
                      ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
                 h = h0[layer * self.dirs + d]
-                c = torch.zeros_like(h) if self.kind == "lstm" else None
+                c = c0[layer * self.dirs + d] if c0 is not None else None
                 ys: list[Tensor] = [h] * n
                 order = range(n - 1, -1, -1) if d else range(n)
                 for i in order:
@@ -147,5 +183,7 @@ class Rnn(NodeModule):
                     ys[i] = h * k.to(h.dtype)
                 outs.append(torch.stack(ys, 1))  # (B, N, h)
                 finals.append(h)
+                if c is not None:
+                    cells.append(c)
             layer_in = torch.cat(outs, -1)  # (B, N, h·dirs)
-        return layer_in, torch.stack(finals, 0)
+        return layer_in, torch.stack(finals, 0), torch.stack(cells, 0) if cells else None

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attngraph.lower.masks import expand_to
+from attngraph.lower.masks import expand_to, padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
 ACTS = {
@@ -163,39 +163,79 @@ def lower_position(ctx: LowerCtx) -> NodeModule:
 class Norm(NodeModule):
     """Layer norm (``weight``, ``bias``) or RMS norm (``weight``) on the last axis."""
 
-    def __init__(self, d: int, fn: str) -> None:
+    def __init__(self, d: int, fn: str, eps: float | None = None) -> None:
         super().__init__()
         self.d = d
         self.weight = nn.Parameter(torch.ones(d))
         self.bias = nn.Parameter(torch.zeros(d)) if fn == "layer" else None
         self.fn = fn
+        self.eps = eps
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         v = x["from"]
         if self.fn == "layer":
-            return F.layer_norm(v, (self.d,), self.weight, self.bias)
-        return F.rms_norm(v, (self.d,), self.weight)
+            eps = 1e-5 if self.eps is None else self.eps
+            return F.layer_norm(v, (self.d,), self.weight, self.bias, eps)
+        return F.rms_norm(v, (self.d,), self.weight, self.eps)
 
 
 def lower_norm(ctx: LowerCtx) -> NodeModule:
     """Normalisation over features."""
-    return Norm(ctx.features("from"), ctx.spec.fn)
+    s = ctx.spec
+    return Norm(ctx.features("from"), s.fn, float(s.eps) if s.eps is not None else None)
 
 
 class Add(NodeModule):
-    """Sum of the inputs; a vector broadcasts over items."""
+    """Sum (``add``) or product (``mul``) of the inputs; a vector broadcasts over items."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
         self.roles = [str(e.role) for e in ctx.node.edges("from")]
         self.out_type = ctx.node.types[""]
+        self.mul = ctx.node.kind == "mul"
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         vals = [expand_to(x[r], self.out_type) for r in self.roles]
         out = vals[0]
         for v in vals[1:]:
-            out = out + v
+            out = out * v if self.mul else out + v
         return out
+
+
+class Gain(NodeModule):
+    """γ·x, γ one learned scalar starting at ``init``."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        self.gamma = nn.Parameter(torch.tensor(float(ctx.spec.init)))
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return self.gamma * x["from"]
+
+
+class Pool(NodeModule):
+    """Mean, max or sum over the real items: (B, N, d) -> (B, d); no real item: zeros."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        self.fn: str = ctx.spec.fn
+        self.t = ctx.t("from")
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        v = x["from"]
+        pad = padding_mask(rt, self.t, axis=0)  # (B, N, 1)
+        if self.fn == "max":
+            if pad is None:
+                return v.amax(1)
+            low = v.masked_fill(~pad, torch.finfo(v.dtype).min).amax(1)
+            return torch.where(pad.any(1), low, torch.zeros_like(low))
+        if pad is not None:
+            v = v * pad.to(v.dtype)
+        total = v.sum(1)
+        if self.fn == "sum":
+            return total
+        count = pad.sum(1).to(v.dtype) if pad is not None else v.new_full((1, 1), v.shape[1])
+        return total / count.clamp(min=1)
 
 
 
