@@ -385,3 +385,44 @@ def test_elementwise_and_conv_kinds_check_their_inputs(line: str, col: int,
     d = e.value
     assert d.message.startswith(message) and (d.loc.line, d.loc.col) == (8, col), d
     assert d.hint
+
+
+@pytest.mark.parametrize(("line", "col", "message"), [
+    ("  b: {kind: scorer, fn: dot, query: h, key: x, features: f}\n", 58,
+     "node 'b': per-item features enter the additive score (vᵀ tanh(W q + U k_i + V f_i)), "
+     "not fn dot"),
+    ("  b: {kind: scorer, fn: additive, query: h, key: x, features: h}\n", 63,
+     "node 'b': features must be one vector per key item, [N, c] or [N], got [5]"),
+])
+def test_scorer_features_are_checked(line: str, col: int, message: str) -> None:
+    """Per-item features: additive only, one per key item; located at the reference."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n  x: {type: vectors, dim: 5}\n"
+            "  h: {type: vector, dim: 5}\nnodes:\n  f: {kind: conv, from: x, out: 2, kernel: 3}\n"
+            + line + "outputs: {b: b}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    d = e.value
+    assert (d.message, d.loc.line, d.loc.col) == (message, 8, col)
+    assert d.hint
+
+
+def test_a_carry_starts_one_way() -> None:
+    """zeros and zeros_over together are refused, located at the carry."""
+    spec = """attngraph: 1
+name: t
+inputs:
+  x: {type: vectors, dim: 4}
+blocks:
+  b:
+    inputs: [c]
+    nodes:
+      n: {kind: add, from: [c, c]}
+    output: n
+nodes:
+  l: {kind: loop, body: b, steps: 2, carry: {c: {zeros: 3, zeros_over: x, next: n}}}
+outputs: {l: l}
+"""
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    assert e.value.message == "node 'l': carry 'c' gives zeros and zeros_over; it starts one way"
+    assert e.value.loc.line == 12

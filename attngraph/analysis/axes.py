@@ -159,6 +159,13 @@ def _basis(scorers: list[Node], p: Node, keys: tuple[Origin, ...]) -> Axis:
     if located:
         how = "; ".join(_location_how(sc) for sc in located)
         return Axis("location", f"fn location scores positions ({how}), not item content")
+    featured = [(sc, e) for sc in scorers if (e := sc.edge("features")) is not None]
+    if featured:
+        what = "; ".join(f"'{sc.id}' reads per-item features '{e.ref}'" for sc, e in featured)
+        return Axis("content+location",
+                    f"content scores via fn {fns}, and {what} inside the score: where "
+                    "attention went before (a coverage, or the previous alignment: "
+                    "location-aware, hybrid attention)")
     if keys and all(o.kind == "position" for o in keys):
         names = ", ".join(f"'{o.qid}'" for o in keys)
         return Axis("location", f"keys are position vectors {names}, so fn {fns} "

@@ -8,17 +8,18 @@ an image ``[C, H, W]`` (1×1 included). ``to_image`` turns one item per pixel
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
-from attngraph.spec.models import NodeModel, Ref, Size
+from attngraph.spec.models import SIZE, Ident, NodeModel, Ref, Size
 
 __all__ = ["ConvSpec", "ToImageSpec"]
 
-_Kernel = Annotated[int, Field(ge=1, le=64)]
+#: 1–64, or a dims name
+_Kernel = Annotated[Union[Annotated[int, Field(ge=1, le=64)], Ident], SIZE]
 
 
 class ConvSpec(NodeModel):
@@ -30,7 +31,7 @@ class ConvSpec(NodeModel):
     #: kernel width (1-D) or side (2-D); odd over items, so that N is kept
     kernel: _Kernel
     #: 2-D: step between positions
-    stride: Annotated[int, Field(ge=1, le=64)] = 1
+    stride: _Kernel = 1
     #: 2-D: zeros around the image on each side (default kernel // 2: the size is kept)
     padding: Annotated[int, Field(ge=0, le=64)] | None = None
     bias: bool = True

@@ -119,6 +119,9 @@ class ScorerSpec(NodeModel):
     mode: Literal["learned", "gaussian"] | None = None
     max_len: Size | None = None
     sigma: Scale | None = None
+    #: additive: per-item features f_i [N, k] (or [N]) inside the score,
+    #: vᵀ tanh(W q + U k_i + V f_i): a coverage, or features of the previous alignment
+    features: Ref | None = None
 
     @field_validator("beta", mode="before")
     @classmethod
@@ -215,9 +218,27 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         )
     hidden = s.hidden if s.hidden is not None else dk
     heads = score_heads(q, k)
+    if ctx.has("features"):
+        ctx.params += _features(ctx, k, hidden) * (heads or 1)
     ctx.params += info.params(dq, dk, hidden) * (heads or 1)
     ctx.params += info.spec_params(s) * (heads or 1)
     return {"": _pairs(ctx, q, k, n)}
+
+
+def _features(ctx: RuleCtx, k: TensorType, hidden: int) -> int:
+    """Check per-item features [N, c] or [N] of an additive scorer; their weights V."""
+    s = ctx.spec
+    if s.fn != "additive":
+        ctx.fail(f"per-item features enter the additive score (vᵀ tanh(W q + U k_i + V f_i)), "
+                 f"not fn {s.fn}", "features", "use fn: additive, or drop 'features'")
+    f = ctx.t("features")
+    if f.dtype != "float" or f.heads or f.rank not in (1, 2) or f.dims[0] != k.dims[0]:
+        ctx.fail(f"features must be one vector per key item, [{k.dims[0]}, c] or "
+                 f"[{k.dims[0]}], got {f}", "features",
+                 "give it per-item features of the keys' items, e.g. a conv of the previous "
+                 "weights, or a coverage [N]")
+    c = 1 if f.rank == 1 else ctx.features("features")
+    return c * hidden
 
 
 def score_heads(q: TensorType | None, k: TensorType) -> int | None:

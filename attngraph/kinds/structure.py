@@ -40,6 +40,9 @@ class CarrySpec(Model):
 
     init: Ref | None = None
     zeros: Size | None = None
+    #: start from zeros [N], one per item of this reference (N its first axis, a
+    #: length known only at run time): a coverage or the previous alignment
+    zeros_over: Ref | None = None
     next: Ident
 
 
@@ -148,13 +151,27 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         bound[str(e.role.key)] = ctx.type_of(e)
     outs = dict(tmpl.outputs)
     for cname, c in s.carry.items():
+        starts = [f for f in ("init", "zeros", "zeros_over") if getattr(c, f) is not None]
+        if len(starts) > 1:
+            ctx.fail(f"carry '{cname}' gives {' and '.join(starts)}; it starts one way",
+                     hint="keep one of init, zeros and zeros_over", field="carry")
         if c.init is not None:
             bound[cname] = ctx.t(f"carry.{cname}.init")
         elif c.zeros is not None:
             bound[cname] = TensorType((c.zeros,))
+        elif c.zeros_over is not None:
+            role = f"carry.{cname}.zeros_over"
+            over = ctx.t(role)
+            if over.rank == 0:
+                ctx.fail(f"carry '{cname}': zeros_over '{ctx.edge(role).ref}' is {over}, with "
+                         "no items", role,
+                         "give it items [N, d] (or ids [N]): the carry starts as zeros [N]")
+            bound[cname] = TensorType(over.dims[:1])
         else:
-            ctx.fail(f"carry '{cname}' needs 'init: <node>' or 'zeros: <size>'",
-                     hint=f"e.g. {cname}: {{zeros: 64, next: <output>}}", field="carry")
+            ctx.fail(f"carry '{cname}' needs 'init: <node>', 'zeros: <size>' or "
+                     "'zeros_over: <items>'",
+                     hint=f"e.g. {cname}: {{zeros: 64, next: <output>}}, or zeros_over: <items> "
+                     "for zeros [N] over a length N known at run time", field="carry")
         if c.next not in outs:
             ctx.fail(f"carry '{cname}': body '{name}' has no output '{c.next}'",
                      hint=did_you_mean(c.next, [k for k in outs if k]), field="carry")

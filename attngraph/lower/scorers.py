@@ -60,6 +60,8 @@ class QueryRead:
     key: TensorType | None = None
     #: query heads per key head (grouped-query attention), 1 otherwise
     groups: int = 1
+    #: per-item features of the keys' items (an additive score's V f_i term)
+    features: TensorType | None = None
 
     @classmethod
     def of(cls, ctx: LowerCtx) -> QueryRead:
@@ -72,7 +74,8 @@ class QueryRead:
         return cls(pairs=s.pairs, has_query=learned is not None or has,
                    vector_query=learned is not None or (has and ctx.t("query").rank == 1),
                    learned=int(learned) if learned is not None else None,
-                   heads=heads, key=k, groups=(heads or 1) // (k.heads or 1))
+                   heads=heads, key=k, groups=(heads or 1) // (k.heads or 1),
+                   features=ctx.t("features") if ctx.has("features") else None)
 
 
 class Scorer(NodeModule):
@@ -167,7 +170,9 @@ class General(Scorer):
 
 
 class Additive(Scorer):
-    """vᵀ tanh(W q + U k + b) (Bahdanau): ``W`` (dq, H), ``U`` (dk, H), ``b``, ``v`` (H)."""
+    """vᵀ tanh(W q + U k + V f + b) (Bahdanau; with per-item features f, Chorowski's
+    location-aware and See's coverage scores): ``W`` (dq, H), ``U`` (dk, H), ``V``
+    (c, H) when there are features, ``b``, ``v`` (H)."""
 
     def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
                     read: QueryRead) -> None:
@@ -175,6 +180,27 @@ class Additive(Scorer):
         self.U = _param(heads, dk, hidden)
         self.b = nn.Parameter(torch.zeros(((heads,) if heads else ()) + (hidden,)))
         self.v = _param(heads, hidden)
+        f = read.features
+        self.V = _param(heads, 1 if f.rank == 1 else int(f.dims[-1]), hidden) \
+            if f is not None else None
+        self.feature_vector = f is not None and f.rank == 1
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        f = x.get("features")
+        if f is not None:  # [k_i ‖ f_i] against [U; V]: U k_i + V f_i in one matmul
+            k = x["key"]  # (B, [h,] N, dk)
+            if self.feature_vector:
+                f = f.unsqueeze(-1)  # (B, N, 1)
+            if k.dim() == 4:
+                f = f.unsqueeze(1).expand(-1, k.shape[1], -1, -1)  # (B, h, N, c)
+            x = {**x, "key": torch.cat([k, f.to(k.dtype)], -1)}
+        return super().forward(x, rt)
+
+    def _keys(self, k: Tensor) -> Tensor:
+        """U k_i, or [U; V] [k_i ‖ f_i] with features: (B, [h,] N, H)."""
+        if self.V is None:
+            return k @ self.U
+        return k @ torch.cat([self.U, self.V], -2)
 
     def _contract(self, e: Tensor) -> Tensor:
         """vᵀ e over the hidden axis as a matmul: (B, [h,] ..., H) -> (B, [h,] ...)."""
@@ -187,11 +213,11 @@ class Additive(Scorer):
     def all(self, q: Tensor, k: Tensor) -> Tensor:
         # the bias joins the small W q term, not the (M, N, H) sum
         wq = (q @ self.W + self.b.unsqueeze(-2)).unsqueeze(-2)  # (B, h, M, 1, H)
-        uk = (k @ self.U).unsqueeze(-3)  # (B, h, 1, N, H)
+        uk = self._keys(k).unsqueeze(-3)  # (B, h, 1, N, H)
         return self._contract(torch.tanh(wq + uk))  # (B, h, M, N)
 
     def aligned(self, q: Tensor, k: Tensor) -> Tensor:
-        e = torch.tanh(q @ self.W + k @ self.U + self.b.unsqueeze(-2))  # (B, h, N, H)
+        e = torch.tanh(q @ self.W + self._keys(k) + self.b.unsqueeze(-2))  # (B, h, N, H)
         return self._contract(e)
 
 

@@ -8,7 +8,8 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 ``steps`` reference's first axis):
 
 - ``inputs`` are passed unchanged to every step;
-- each ``carry`` starts at ``init`` (or zeros of size ``zeros``, in the dtype and
+- each ``carry`` starts at ``init`` (or zeros of size ``zeros``, or zeros [N] over
+  the items of ``zeros_over``, in the dtype and
   on the device of the model's inputs) and then takes the body output ``next`` of
   the previous step;
 - a ``feed`` without ``feedback`` reads ``from[:, t]``; a feed with ``feedback``
@@ -85,6 +86,8 @@ class Carry(NamedTuple):
     init: str | None
     zeros: int
     next: str
+    #: zeros [N] over the first axis of this input (a length known at run time)
+    over: str | None = None
 
 
 class Feed(NamedTuple):
@@ -109,7 +112,8 @@ class Loop(GraphModule):
         self.steps = s.steps if isinstance(s.steps, int) else None
         self.inputs_ = list(s.inputs)
         self.carry = [Carry(c, f"carry.{c}.init" if c_spec.init is not None else None,
-                            int(c_spec.zeros or 0), c_spec.next)
+                            int(c_spec.zeros or 0), c_spec.next,
+                            f"carry.{c}.zeros_over" if c_spec.zeros_over is not None else None)
                       for c, c_spec in s.carry.items()]
         self.feed = [Feed(f, f"feed.{f}.from" if f_spec.from_ is not None else None,
                           f_spec.feedback, f_spec.start, f_spec.teacher_forcing)
@@ -124,8 +128,9 @@ class Loop(GraphModule):
         b = rt.batch
         state: dict[str, Tensor] = {}
         for c in self.carry:
+            size = x[c.over].shape[1] if c.over is not None else c.zeros
             state[c.name] = x[c.init] if c.init is not None \
-                else torch.zeros(b, c.zeros, dtype=rt.dtype, device=rt.device)  # (B, zeros)
+                else torch.zeros(b, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
         stacks: dict[str, list[Tensor]] = {k: [] for k in self.stack_axis}
         prev: dict[str, Tensor] = {}
         for t in range(steps):
