@@ -60,10 +60,14 @@ def place_box(dg: Diagram, node: Node, d: Drawn, level: int, author: int,
             dg.add(DNode(id=nid, base=label, sub=s, kind="loop", shape="box", rank=level,
                          order=(0, i, author), column=f"{d.axis}:{i}" if d.axis else None))
             d.inst[s] = nid
-        carried = ", ".join(node.spec.carry)
-        # consecutive steps only: the ellipsis stands for the steps between
-        for a, b in zip(steps[:2], steps[1:3] if not d.axis else steps[1:2], strict=False):
-            dg.connect(d.inst[a], d.inst[b], label=carried)
+        # what passes from a step to the next: the carries, and fed-back outputs
+        passed = [*node.spec.carry,
+                  *(f for f, spec in node.spec.feed.items() if spec.feedback is not None)]
+        # consecutive steps only: the ellipsis stands for the steps between; a loop that
+        # passes nothing on runs its steps independently, so no arrow joins them
+        pairs = zip(steps[:2], steps[1:3] if not d.axis else steps[1:2], strict=False)
+        for a, b in pairs if passed else ():
+            dg.connect(d.inst[a], d.inst[b], label=", ".join(passed))
         d.entry, d.exit = list(d.inst.values()), d.inst[steps[-1]]
     else:
         dg.add(DNode(id=node.id, base=label, kind=node.kind, shape="box", rank=level,

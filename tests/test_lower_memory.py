@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-
+import attngraph  # noqa: E402
 from attngraph.lower.memory import (  # noqa: E402
     CONSTANT_INIT,
     Address,
@@ -187,3 +187,32 @@ def test_compiled_memory_loop_reads_and_writes(init: str) -> None:
     missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
     assert not missing
     assert "nodes.ntm.nodes.wl.proj.weight" in dict(model.named_parameters())
+
+
+def test_address_over_padded_items_is_padding_invariant() -> None:
+    """Addressing items of a padded input: the same example alone and padded gives the
+    same weights and logits; shifts wrap around the real items; pads get no weight."""
+    spec = """
+attngraph: 1
+name: addr
+dims: {d: 8}
+inputs:
+  src: {type: vectors, dim: d}
+  h: {type: vector, dim: d}
+nodes:
+  x:  {kind: items, from: src}
+  s:  {kind: scorer, fn: cosine, query: h, key: x}
+  wc: {kind: softmax, scores: s}
+  w:  {kind: address, content: wc, prev: wc, control: h, shifts: 1}
+  r:  {kind: readout, weights: w, values: x}
+  logits: {kind: linear, from: r, out: 3}
+outputs: {logits: logits, w: w}
+"""
+    model = attngraph.compile(spec, seed=0)
+    x, h = torch.randn(1, 4, 8), torch.randn(1, 8)
+    alone = model(src=x, h=h)
+    padded = model(src=torch.cat([x, torch.randn(1, 3, 8)], 1), h=h,
+                   src_mask=torch.tensor([[True] * 4 + [False] * 3]))
+    torch.testing.assert_close(padded["logits"], alone["logits"], atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(padded["w"][:, :4], alone["w"], atol=1e-6, rtol=1e-6)
+    assert (padded["w"][:, 4:] == 0).all()

@@ -225,8 +225,13 @@ def _recurrence(scope: Scope, query: tuple[Origin, ...]) -> Axis:
     if loops:
         lid, lp = loops[0]
         steps = lp.types[""].dims[0] if lp.types else "T"
-        return Axis("recurrent", f"inside the body of loop '{lid}', run once per step "
-                    f"({steps} steps)")
+        passed = [*lp.spec.carry, *(f for f, x in lp.spec.feed.items()
+                                    if x.feedback is not None)]
+        if passed:
+            return Axis("recurrent", f"inside the body of loop '{lid}', run once per step "
+                        f"({steps} steps), carrying {', '.join(passed)} from step to step")
+        return Axis("not recurrent", f"run once per step of loop '{lid}' ({steps} steps), "
+                    "but no state passes between steps (no carry, no feedback)")
     rnn = [o for o in query if o.kind == "rnn" and o.port == "state"]
     if rnn:
         return Axis("recurrent", f"queries come from the state of rnn '{rnn[0].qid}'")

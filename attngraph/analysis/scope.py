@@ -10,7 +10,7 @@ from the previous state) from a Luong one (query from the current state).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from attngraph.ir.graph import Edge, Graph, Node
@@ -163,6 +163,8 @@ def origins(
                            f"{n.spec.learned} learned query vector(s) '{n.id}'")]
         for e in n.inputs:
             out.extend(origins(scope, e, seen))
+        if n.kind in _NAMED_MAPS:  # a layer of its own: say it, keep where it comes from
+            out = [replace(o, text=f"{_NAMED_MAPS[n.kind]} '{n.id}' of {o.text}") for o in out]
         return _dedup(out)
     if n.kind == "rnn":
         current = bool(scope.enclosing("loop")) and n.type("").rank == 1
@@ -170,6 +172,11 @@ def origins(
                        bidirectional=n.spec.bidirectional,
                        step="current" if current else None, port=edge.port)]
     return [Origin(qid(scope, n.id), n.kind, f"{n.kind} '{n.id}'")]
+
+
+#: transparent kinds that are a learned map of their own, named in an origin's phrase
+#: (queries, keys and values are the projections a reader expects and stay silent)
+_NAMED_MAPS = {"linear": "a linear projection", "mlp": "an mlp"}
 
 
 def _dedup(xs: list[Origin]) -> list[Origin]:

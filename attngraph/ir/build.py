@@ -160,6 +160,10 @@ def _nodes(
         path = (*base, nid)
         where = f"node '{nid}'"
         spec = _resolve_model(ctx, where, path, spec)
+        steps = getattr(spec, "steps", None)
+        if isinstance(steps, str) and steps in ctx.dims and steps not in known:
+            # a loop's steps given as a dims name: a number, not a reference
+            spec = spec.model_copy(update={"steps": ctx.dims[steps]})
         edges = []
         for role, sub, ref in _refs(spec):
             e = _edge(ctx, role, (*path, *sub), ref)

@@ -175,7 +175,10 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                      "use dim: <size> to project vectors")
         n, d = t.dims[0], ctx.features("from")
     else:
+        per_item = t.rank == 1 and isinstance(t.dims[0], str)
         ctx.fail(f"items need tokens, vectors [N, d], an image or a graph, got {t}", "from",
+                 f"'{ctx.edge('from').ref}' is one number per item: kind conv (from: it, out: "
+                 "k, kernel: 1 or more) makes per-item features [N, k]" if per_item else
                  "a single vector is one item: use kind 'queries' or 'linear' for it")
     if s.dim is not None:
         ctx.params += d * s.dim + (s.dim if s.bias else 0)

@@ -7,7 +7,7 @@ forcing) or the previous step's prediction. Lowered in :mod:`attngraph.lower.str
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -128,6 +128,15 @@ def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": out}
 
 
+def _outputs_hint(name: str, outs: dict[str, Any]) -> str:
+    """Did-you-mean among a body's named outputs; a body with one unnamed ``output``
+    is told how to name it."""
+    named = [k for k in outs if k]
+    if named:
+        return did_you_mean(name, named)
+    return f"the body gives one unnamed 'output:'; name it: outputs: {{{name}: <node>}}"
+
+
 @kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop", role="structure",
       work=no_work)
 def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
@@ -174,7 +183,7 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                      "for zeros [N] over a length N known at run time", field="carry")
         if c.next not in outs:
             ctx.fail(f"carry '{cname}': body '{name}' has no output '{c.next}'",
-                     hint=did_you_mean(c.next, [k for k in outs if k]), field="carry")
+                     hint=_outputs_hint(c.next, outs), field="carry")
     for fname, f in s.feed.items():
         if f.from_ is not None:
             ft = ctx.t(f"feed.{fname}.from")
@@ -205,7 +214,7 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                      field="feed")
         if f.feedback is not None and f.feedback not in outs:
             ctx.fail(f"feed '{fname}': body '{name}' has no output '{f.feedback}'",
-                     hint=did_you_mean(f.feedback, [k for k in outs if k]), field="feed")
+                     hint=_outputs_hint(f.feedback, outs), field="feed")
     body = ctx.infer_block(name, bound, ids)
     body_out = body.output_types()
     for cname, c in s.carry.items():

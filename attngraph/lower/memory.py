@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attngraph.lower.masks import masked_softmax, padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
 __all__ = [
@@ -88,8 +89,11 @@ def write_memory(memory: Tensor, weights: Tensor, erase: Tensor, add: Tensor) ->
     return memory * (1 - w * e) + w * a
 
 
-def circular_shift(weights: Tensor, shift: Tensor) -> Tensor:
+def circular_shift(weights: Tensor, shift: Tensor, mask: Tensor | None = None) -> Tensor:
     """Circular convolution of weights ``[B, S]`` with a shift distribution ``[B, 2n+1]``.
+
+    With a padding ``mask [B, S]``, each row wraps around its real slots only and its
+    padded slots get 0.
 
     ``shift[:, k]`` is the probability of moving by ``k - n`` slots:
     ``w̃_i = Σ_k shift_k · w_{(i - (k - n)) mod S}``; a shift of +1 moves every
@@ -97,21 +101,31 @@ def circular_shift(weights: Tensor, shift: Tensor) -> Tensor:
     """
     n = (shift.shape[-1] - 1) // 2
     out = torch.zeros_like(weights)
+    if mask is not None:  # wrap around each row's real slots, not its padding
+        length = mask.sum(-1, keepdim=True).clamp(min=1)  # (B, 1)
+        i = torch.arange(weights.shape[-1], device=weights.device)[None, :]
+        for k in range(shift.shape[-1]):
+            src = torch.remainder(i - (k - n), length)  # (B, S)
+            out = out + shift[:, k:k + 1] * weights.gather(-1, src)
+        return out * mask.to(out.dtype)
     for k in range(shift.shape[-1]):
         out = out + shift[:, k:k + 1] * torch.roll(weights, k - n, dims=-1)
     return out
 
 
-def sharpen(weights: Tensor, gamma: Tensor) -> Tensor:
-    """``w^γ / Σ w^γ`` over the last axis, for ``gamma [B] >= 1``.
+def sharpen(weights: Tensor, gamma: Tensor, mask: Tensor | None = None) -> Tensor:
+    """``w^γ / Σ w^γ`` over the last axis (the real slots of ``mask``), ``gamma [B] >= 1``.
 
     Computed as ``softmax(γ · log w)``, which cannot underflow to 0/0 for large γ.
     """
-    return torch.softmax(gamma.unsqueeze(-1) * weights.clamp_min(_FLOOR).log(), -1)
+    logits = gamma.unsqueeze(-1) * weights.clamp_min(_FLOOR).log()
+    if mask is None:
+        return torch.softmax(logits, -1)
+    return masked_softmax(logits, mask)
 
 
 def ntm_address(content: Tensor, prev: Tensor, gate: Tensor, shift: Tensor,
-                gamma: Tensor) -> Tensor:
+                gamma: Tensor, mask: Tensor | None = None) -> Tensor:
     """NTM location addressing from explicit parameters.
 
     Parameters
@@ -124,6 +138,9 @@ def ntm_address(content: Tensor, prev: Tensor, gate: Tensor, shift: Tensor,
         ``[B, 2n+1]`` distribution over shifts ``-n..n``.
     gamma : Tensor
         ``[B]`` sharpening exponent, ``>= 1``.
+    mask : Tensor, optional
+        ``[B, S]`` padding of the slots (True = real): shifts wrap around the real
+        slots and padded ones get no weight.
 
     Returns
     -------
@@ -132,7 +149,7 @@ def ntm_address(content: Tensor, prev: Tensor, gate: Tensor, shift: Tensor,
     """
     g = gate.unsqueeze(-1)  # (B, 1)
     wg = g * content + (1 - g) * prev  # (B, S)
-    return sharpen(circular_shift(wg, shift), gamma)
+    return sharpen(circular_shift(wg, shift, mask), gamma, mask)
 
 
 class Address(nn.Module):
@@ -151,13 +168,14 @@ class Address(nn.Module):
     def extra_repr(self) -> str:
         return f"shifts={self.shifts}"
 
-    def forward(self, content: Tensor, prev: Tensor, control: Tensor) -> Tensor:
+    def forward(self, content: Tensor, prev: Tensor, control: Tensor,
+                mask: Tensor | None = None) -> Tensor:
         """``content [B, S]``, ``prev [B, S]``, ``control [B, d]`` -> weights ``[B, S]``."""
         p = self.proj(control)  # (B, 2n+3)
         gate = torch.sigmoid(p[:, 0])
         shift = torch.softmax(p[:, 1:-1], -1)
         gamma = 1 + F.softplus(p[:, -1])
-        return ntm_address(content, prev, gate, shift, gamma)
+        return ntm_address(content, prev, gate, shift, gamma, mask)
 
 
 class Write(nn.Module):
@@ -198,6 +216,8 @@ class AddressNode(Address):
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__(int(ctx.t("control").dims[0]), ctx.spec.shifts)
+        self.ctype = ctx.t("content")
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:  # type: ignore[override]
-        return super().forward(x["content"], x["prev"], x["control"])  # (B, S)
+        mask = padding_mask(rt, self.ctype)  # slots that are padded items
+        return super().forward(x["content"], x["prev"], x["control"], mask)  # (B, S)

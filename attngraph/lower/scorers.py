@@ -341,6 +341,11 @@ class Location(Scorer):
         k = x["key"]
         n = k.shape[-2]
         if not self.gaussian:
+            if n > self.weight.shape[0]:
+                # the run-time wrapper names the node and its line
+                msg = (f"the learned scores cover max_len {self.weight.shape[0]} positions, "
+                       f"but this input has {n} items")
+                raise ValueError(msg)
             return self.weight[:n].expand(k.shape[0], n)  # (B, N)
         q = x["query"]  # (B, [M,] dq)
         p = torch.sigmoid(torch.tanh(q @ self.W) @ self.v)  # (B, [M])

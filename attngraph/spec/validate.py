@@ -10,6 +10,7 @@ get a "did you mean".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -135,7 +136,7 @@ def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any],
               kinds: KindModels) -> list[Diagnostic]:
     """Turn one model's pydantic errors (at ``base`` in the doc) into diagnostics."""
     groups: dict[PathKey, list[Any]] = {}
-    for err in errors:
+    for err in _fitting_branch(data, errors):
         path, _, found = _doc_path(data, tuple(err["loc"]))
         key = (*base, *path)
         if err["type"] in ("extra_forbidden", "missing") or not found:
@@ -149,6 +150,30 @@ def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any],
     for key, errs in groups.items():
         out.append(_one(doc, key, errs, kinds))
     return out
+
+
+def _fitting_branch(data: Any, errors: list[Any]) -> list[Any]:
+    """For a mapping written for one form of a union field (``query: {learned: 0}``),
+    keep only the errors of the form whose keys it has: its value is wrong, not its
+    field names. Other errors pass unchanged."""
+    if not isinstance(data, dict):
+        return errors
+    by_field: dict[Any, dict[str, list[Any]]] = {}
+    rest: list[Any] = []
+    for err in errors:
+        loc = tuple(err["loc"])
+        value = data.get(loc[0]) if loc and isinstance(loc[0], str) else None
+        if len(loc) > 1 and isinstance(value, dict) and isinstance(loc[1], str) \
+                and loc[1] not in value:
+            by_field.setdefault(loc[0], {}).setdefault(loc[1], []).append(err)
+        else:
+            rest.append(err)
+    for branches in by_field.values():
+        fits = [es for es in branches.values()
+                if not any(e["type"] in ("extra_forbidden", "missing", "model_type",
+                                         "dict_type", "model_attributes_type") for e in es)]
+        rest += fits[0] if len(fits) == 1 else [e for es in branches.values() for e in es]
+    return rest
 
 
 def _one(doc: Document, path: PathKey, errs: list[Any], kinds: KindModels) -> Diagnostic:
@@ -178,6 +203,20 @@ def _one(doc: Document, path: PathKey, errs: list[Any], kinds: KindModels) -> Di
         return Diagnostic(
             doc.loc(path), f"{where}: {field} {value!r} is not one of {expected}",
             did_you_mean(str(value), [o for o in options if o]),
+        )
+    if isinstance(value, str) and field in _size_fields(kinds):
+        if re.match(r"^[A-Z][A-Za-z0-9_]*$", value):  # N, T, N_src: a length symbol
+            carry = field == "zeros" and "carry" in path
+            return Diagnostic(
+                doc.loc(path), f"{where}: {field}: '{value}' is a length, known only when a "
+                "batch arrives, not a fixed size",
+                f"start the carry with zeros_over: <items of length {value}> for zeros "
+                f"[{value}]" if carry else "write a number, or a dims name (dims: {d: 64})",
+            )
+        return Diagnostic(
+            doc.loc(path),
+            f"{where}: {field} must be a positive integer or a dims name, found {value!r}",
+            f"write e.g. {field}: 64, or {field}: d with d under dims:",
         )
     if len(errs) > 1 or typ.endswith("_type"):
         # a union (reference | long form, int | dims name): say what is accepted
