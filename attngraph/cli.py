@@ -107,15 +107,58 @@ class RegistryChoice(click.Choice):  # type: ignore[type-arg]
         """Click sets the choices once; the registry is what counts."""
 
 
+#: The entry-point group of installed plugins: each entry names a module to import
+#: (which registers scorer functions or kinds) or a callable to call, at start-up.
+PLUGIN_GROUP = "attngraph.plugins"
+
+
+def _plugin_failed(what: str, exc: BaseException) -> str:
+    return f"{what} failed to load: {type(exc).__name__}: {exc}"
+
+
+def load_plugins(modules: tuple[str, ...] = ()) -> None:
+    """Import the installed plugins (entry points of :data:`PLUGIN_GROUP`), then
+    ``modules`` (``--plugin``). A broken installed plugin is skipped with a warning
+    naming it; a ``--plugin`` that fails is a clean error (exit 1). A spec never
+    causes an import: only these do."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=PLUGIN_GROUP):
+        try:
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, type(sys)):
+                obj()
+        except Exception as exc:  # noqa: BLE001 - a third party's code: report, go on
+            what = _plugin_failed(f"plugin {ep.name!r} ({ep.value})", exc)
+            click.echo(f"attngraph: warning: {what}; skipped", err=True)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - the user's module: report it cleanly
+            click.echo(f"attngraph: error: {_plugin_failed(f'--plugin {name}', exc)}", err=True)
+            hint = ("give an importable module name (a package on the Python path, e.g. "
+                    "mypkg.scorers), not a file path" if isinstance(exc, ImportError)
+                    else "the error is raised by the plugin's own code while importing")
+            click.echo(f"hint: {hint}", err=True)
+            sys.exit(1)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="attngraph", prog_name="attngraph")
-def main() -> None:
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+              help="Import MODULE first (it registers scorer functions or kinds); "
+              "repeatable. Installed packages can also register through the "
+              f"'{PLUGIN_GROUP}' entry-point group.")
+def main(plugins: tuple[str, ...] = ()) -> None:
     """Write attention mechanisms as small YAML graphs; check, draw, compile, compare.
 
     \b
     Start with:  attngraph validate SPEC.yaml
     Language:    docs/spec-language.md (or `attngraph schema` for editors)
+    Extensions:  attngraph --plugin mypkg.scorers validate SPEC.yaml
     """
+    load_plugins(plugins)
 
 
 def _register() -> None:

@@ -220,8 +220,12 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     heads = score_heads(q, k)
     if ctx.has("features"):
         ctx.params += _features(ctx, k, hidden) * (heads or 1)
-    ctx.params += info.params(dq, dk, hidden) * (heads or 1)
-    ctx.params += info.spec_params(s) * (heads or 1)
+    try:
+        ctx.params += (info.params(dq, dk, hidden) + info.spec_params(s)) * (heads or 1)
+    except Exception as exc:  # noqa: BLE001 - a registered function's code: locate it
+        ctx.fail(f"scorer fn '{s.fn}': params({dq}, {dk}, {hidden}) raised "
+                 f"{type(exc).__name__}: {exc}", field="fn",
+                 hint="the error is in the params function of its ScorerInfo")
     return {"": _pairs(ctx, q, k, n)}
 
 
