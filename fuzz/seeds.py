@@ -71,8 +71,10 @@ def doc_specs(path: Path) -> list[Seed]:
 
 
 def seeds(root: Path = ROOT) -> list[Seed]:
-    """The catalog specs, then the docs' specs, in a stable order."""
+    """The catalog specs, the mechanisms of the literature, then the docs' specs, in a
+    stable order."""
     out = [Seed(str(p.relative_to(root)), p.read_text(encoding="utf-8"))
-           for p in sorted((root / "specs").glob("*.yaml"))]
+           for folder in ("specs", "mechanisms")
+           for p in sorted((root / folder).glob("*.yaml"))]
     out += doc_specs(root / "docs" / "spec-language.md")
     return out

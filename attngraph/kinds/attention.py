@@ -400,7 +400,7 @@ def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or (q.heads or 1) % (k.heads or 1):
         ctx.fail(f"fused attention needs queries of the keys' size and heads, got {q} and {k}",
                  "query")
-    if v.rank != 2 or v.dims[0] != k.dims[0] or v.heads != k.heads:
+    if v.rank != 2 or v.dims[0] != k.dims[0] or (q.heads or 1) % (v.heads or 1):
         ctx.fail(f"fused attention needs values over the keys' items, got {v} and {k}",
                  "values")
     s = ctx.spec
@@ -444,7 +444,7 @@ def linear_attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or (q.heads or 1) % (k.heads or 1):
         ctx.fail(f"linear attention needs queries of the keys' size and heads, got {q} and "
                  f"{k}", "query")
-    if v.rank != 2 or v.dims[0] != k.dims[0] or v.heads != k.heads:
+    if v.rank != 2 or v.dims[0] != k.dims[0] or (q.heads or 1) % (v.heads or 1):
         ctx.fail(f"linear attention needs values over the keys' items, got {v} and {k}",
                  "values")
     s = ctx.spec

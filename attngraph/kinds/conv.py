@@ -47,10 +47,12 @@ class ToImageSpec(NodeModel):
 
 
 def _conv_work(ctx: WorkCtx) -> Work:
-    """Every output element costs its kernel's inputs."""
+    """Every output element costs its kernel's inputs; the inputs each output position
+    reads are unfolded into one buffer (C·k·k per position, im2col) while it runs."""
     out = ctx.out()
     per = ctx.node.params // max(int(ctx.spec.out), 1)
-    return Work(ctx.elements(out) * per + ctx.elements(out))
+    positions = ctx.elements(out) // max(int(ctx.spec.out), 1)
+    return Work(ctx.elements(out) * per + ctx.elements(out), inner=positions * per)
 
 
 @kind("conv", ConvSpec, lowering="attngraph.lower.conv:Conv", role="support",
