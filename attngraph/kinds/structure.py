@@ -32,7 +32,8 @@ class RepeatSpec(NodeModel):
     block: BlockName
     times: Annotated[Annotated[int, Field(ge=1, le=1024)] | Ident, SIZE]
     from_: Ref = Field(alias="from")
-    share: bool = False
+    # a repeat's own share: between its rounds, not with another node
+    share: bool = False  # type: ignore[assignment]
 
 
 class CarrySpec(Model):

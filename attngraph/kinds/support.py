@@ -13,7 +13,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import Edge, Node, TensorType
 from attngraph.kinds.base import RuleCtx, Work, WorkCtx, elementwise_work, kind
-from attngraph.spec.models import NodeModel, Prob, Ref, Size
+from attngraph.spec.models import Ident, NodeModel, Prob, Ref, Size
 
 
 class LinearSpec(NodeModel):
@@ -24,6 +24,9 @@ class LinearSpec(NodeModel):
     out: Size
     bias: bool = True
     act: Literal["none", "relu", "tanh", "sigmoid", "gelu", "leaky_relu"] = "none"
+    #: the id of an embedding (or items with embed) whose table [vocab, d] is this
+    #: layer's weight: out = vocab, input size d (Press & Wolf 2017)
+    tie: Ident | None = None
 
 
 class MlpSpec(NodeModel):

@@ -217,6 +217,28 @@ def _run_linear_group(mods: list[tuple[str, nn.Module]], x: dict[str, Tensor],
             for (nid, _), (m, _, _), p in zip(mods, lins, parts, strict=True)}
 
 
+def _share_parameters(graph: Graph, mods: NodeDict) -> None:
+    """Nodes with ``share`` run their owner's module (one set of parameters, listed once
+    by ``parameters()``); a linear with ``tie`` takes an embedding's table as its weight."""
+    for node in graph.nodes:
+        target = getattr(node.spec, "share", None) if node.spec is not None else None
+        if isinstance(target, str):  # (a repeat's share is a flag of its own)
+            mine = [tuple(p.shape) for p in mods[node.id].parameters()]
+            theirs = [tuple(p.shape) for p in mods[target].parameters()]
+            if mine != theirs:  # the shape rule compares counts; this, the shapes
+                msg = (f"node '{node.id}': share: its parameters {mine} are not those of "
+                       f"'{target}' {theirs}")
+                raise LoweringError(msg, node.where("share"),
+                                    "share between nodes of one kind with the same sizes")
+            mods[node.id] = mods[target]
+        tie = getattr(node.spec, "tie", None) if node.spec is not None else None
+        if tie is not None:
+            owner = mods[tie]
+            table = owner if graph.node(tie).kind == "embedding" else \
+                owner.get_submodule("embed")
+            mods[node.id].weight = table.get_parameter("weight")
+
+
 class GraphModule(nn.Module):
     """A lowered graph: ``nodes`` keyed by node id, run in ``graph.order()``.
 
@@ -238,6 +260,7 @@ class GraphModule(nn.Module):
                         for e in node.inputs)
             schedule.append(Step(node.id, node.kind, ins))
             self._locs[node.id] = node.loc
+        _share_parameters(graph, self.nodes)
         self.groups = _linear_groups(schedule, self.nodes)
         inner = {nid for g in self.groups.values() for nid in g[1:]}
         self.schedule = [st for st in schedule if st.node not in inner]

@@ -70,6 +70,7 @@ def infer_shapes(graph: Graph, *, ids: Mapping[str, int] | None = None) -> Graph
         except AttnGraphError as exc:
             diags.extend(exc.diagnostics)
             failed.add(node.id)
+    _sharing(graph, done, diags)
     for name, e in graph.outputs:
         if e.src in done and e.port not in done[e.src].types:
             ports = sorted(p for p in done[e.src].types if p)
@@ -81,6 +82,87 @@ def infer_shapes(graph: Graph, *, ids: Mapping[str, int] | None = None) -> Graph
     if diags:
         raise ShapeError(diags[0].message, diagnostics=diags)
     return graph.replace_nodes([done[n.id] for n in graph.nodes])
+
+
+def _sharing(graph: Graph, done: dict[str, Node[Any]], diags: list[Diagnostic]) -> None:
+    """Check ``share`` (same kind, same parameters) and a linear's ``tie`` (an embedding
+    table of its shape); the parameters they reuse are counted once, at their owner."""
+    for nid, n in list(done.items()):
+        if n.spec is None or n.is_input:
+            continue
+        target = getattr(n.spec, "share", None)
+        if isinstance(target, str):  # (a repeat's share is a flag of its own)
+            problem = _share_problem(n, target, graph, done)
+            if problem:
+                diags.append(Diagnostic(n.where("share"), f"node '{nid}': {problem[0]}",
+                                        problem[1]))
+            else:
+                done[nid] = replace(n, params=0)
+        tie = getattr(n.spec, "tie", None)
+        if tie is not None:
+            problem = _tie_problem(n, tie, graph, done)
+            if problem:
+                diags.append(Diagnostic(n.where("tie"), f"node '{nid}': {problem[0]}",
+                                        problem[1]))
+            else:
+                vocab, d = _table_shape(done[tie])
+                done[nid] = replace(done[nid], params=done[nid].params - vocab * d)
+
+
+def _share_problem(n: Node[Any], target: str, graph: Graph,
+                   done: dict[str, Node[Any]]) -> tuple[str, str] | None:
+    """Why ``n`` cannot use the parameters of ``target``, or None."""
+    if target not in graph or graph.node(target).is_input:
+        return (f"share names '{target}', which is not a node here",
+                did_you_mean(target, [m.id for m in graph.nodes if not m.is_input
+                                      and m.id != n.id]))
+    if target == n.id:
+        return ("a node cannot share its own parameters", "name another node of its kind")
+    if target not in done:
+        return (f"share names '{target}', whose shapes did not check", "fix that node first")
+    t = done[target]
+    if t.kind != n.kind or getattr(t.spec, "block", None) != getattr(n.spec, "block", None):
+        what = f"{t.kind} '{target}'" + (f" (block {t.spec.block})" if t.kind == "block" else "")
+        return (f"share: {n.kind} '{n.id}' cannot use the parameters of {what}",
+                "share parameters between nodes of one kind (and one block)")
+    if isinstance(getattr(t.spec, "share", None), str):
+        return (f"share names '{target}', which shares those of '{t.spec.share}'",
+                f"name the owner: share: {t.spec.share}")
+    if not t.params or t.params != n.params:
+        return (f"share: '{n.id}' would have {n.params:,} parameters of its own, '{target}' "
+                f"has {t.params:,}", "share between nodes whose parameters have one shape "
+                "(the same sizes and input sizes)")
+    return None
+
+
+def _table_shape(t: Node[Any]) -> tuple[int, int]:
+    """``(vocab, d)`` of the lookup table of an embedding, or of items with ``embed``
+    (whose parameters may also hold a ``dim`` projection after the table)."""
+    s = t.spec
+    d = int(s.dim if t.kind == "embedding" else s.embed)
+    extra = 0 if t.kind == "embedding" or s.dim is None else \
+        d * int(s.dim) + (int(s.dim) if s.bias else 0)
+    return (int(t.params) - extra) // d, d
+
+
+def _tie_problem(n: Node[Any], target: str, graph: Graph,
+                 done: dict[str, Node[Any]]) -> tuple[str, str] | None:
+    """Why linear ``n`` cannot take the table of ``target`` as its weight, or None."""
+    t = done.get(target)
+    table = t is not None and (t.kind == "embedding" or (t.kind == "items"
+                                                         and t.spec.embed is not None))
+    if t is None or not table:
+        return (f"tie names '{target}', which is not an embedding or items with embed",
+                did_you_mean(target, [m.id for m in done.values() if m.kind in
+                                      ("embedding", "items")]) if done else "")
+    vocab, dim = _table_shape(t)
+    e = n.edge("from")
+    d_in = done[e.src].types[e.port].dims[-1] if e is not None and e.src in done else None
+    if (int(n.spec.out), d_in) != (vocab, dim):
+        return (f"tie: the table of '{target}' is [{vocab}, {dim}], but this layer maps "
+                f"{d_in} features to {n.spec.out}", f"give it out: {vocab} and input "
+                f"features of size {dim}")
+    return None
 
 
 def _all_typed(graph: Graph) -> None:

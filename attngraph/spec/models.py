@@ -136,11 +136,13 @@ class LearnedQuery(Model):
 
 
 class NodeModel(Model):
-    """Base of every node kind's model: a ``kind`` tag, an optional label and note."""
+    """Base of every node kind's model: a ``kind`` tag, an optional label and note, and
+    ``share``: the id of a node of the same kind whose parameters this one uses."""
 
     kind: str
     label: str | None = None
     note: str | None = None
+    share: Ident | None = None
 
 
 # ---------------------------------------------------------------------------
