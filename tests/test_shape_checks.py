@@ -426,3 +426,21 @@ outputs: {l: l}
         loads_spec(spec)
     assert e.value.message == "node 'l': carry 'c' gives zeros and zeros_over; it starts one way"
     assert e.value.loc.line == 12
+
+
+@pytest.mark.parametrize(("line", "col", "message"), [
+    ("  r: {kind: filterbank, image: img, params: h, size: 3}\n", 45,
+     "node 'r': filterbank params are [5] (g̃x, g̃y, log σ², log δ̃, log γ), got [4]"),
+    ("  r: {kind: filterbank, image: h, params: p, size: 3}\n", 32,
+     "node 'r': filterbank reads an image [C, H, W], got [4]"),
+])
+def test_filterbank_checks_its_inputs(line: str, col: int, message: str) -> None:
+    """DRAW's filterbank refuses params that are not [5] and inputs that are not images."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n  img: {type: image, height: 7, width: 9}\n"
+            "  h: {type: vector, dim: 4}\nnodes:\n  p: {kind: linear, from: h, out: 5}\n"
+            + line + "outputs: {r: r}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    d = e.value
+    assert d.message.startswith(message) and (d.loc.line, d.loc.col) == (8, col), d
+    assert d.hint

@@ -9,7 +9,7 @@ module         kinds
 ``scorers``    scorer, and every scorer function (:data:`SCORERS`)
 ``relative``   position_bias (ALiBi, T5 buckets), rotary
 ``hard``       policy
-``glimpse``    glimpse
+``glimpse``    glimpse, filterbank (DRAW read)
 ``memory``     memory, write, address
 ``rnn``        rnn
 ``structure``  block, repeat, loop

@@ -1,18 +1,18 @@
-"""The ``glimpse`` kind: multi-resolution patches of an image at a location.
-
-As in the recurrent attention model (Mnih et al., 2014); the sensor itself is
+"""The sensors that look at part of an image: ``glimpse``, multi-resolution patches
+at a location (the recurrent attention model, Mnih et al. 2014), and ``filterbank``,
+DRAW's grid of Gaussian filters (Gregor et al. 2015). Lowered in
 :mod:`attngraph.lower.glimpse`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
-from attngraph.spec.models import NodeModel, PosInt, Ref
+from attngraph.spec.models import SIZE, Ident, NodeModel, PosInt, Ref
 
 
 class GlimpseSpec(NodeModel):
@@ -56,3 +56,42 @@ def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((s.scales * c * s.size * s.size,))}
 
 
+
+
+class FilterbankSpec(NodeModel):
+    """DRAW's read: an N×N grid of Gaussian filters placed on the image by ``params``."""
+
+    kind: Literal["filterbank"]
+    image: Ref
+    #: [5]: (g̃x, g̃y, log σ², log δ̃, log γ), e.g. a linear of the decoder state
+    params: Ref
+    #: the grid side N (N × N filters), 2–256 or a dims name
+    size: Annotated[Union[Annotated[int, Field(ge=2, le=256)], Ident], SIZE]
+
+
+def _filterbank_work(ctx: WorkCtx) -> Work:
+    """F_Y x F_Xᵀ per channel: N·B·A + N·A·N multiply-adds; the filters N·(A + B)."""
+    c, b, a = (ctx.n(x) for x in ctx.t("image").dims)
+    n = ctx.spec.size
+    return Work(c * (n * b * a + n * a * n) + n * (a + b), inner=c * n * a)
+
+
+@kind("filterbank", FilterbankSpec, lowering="attngraph.lower.glimpse:Filterbank",
+      role="sensor", style=Style("#f9cb9c", "box"), work=_filterbank_work)
+def filterbank_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Image [C, B, A] and params [5] -> the read [C, N, N]; ports ``fx`` [N, A] and
+    ``fy`` [N, B] (each row: weights over pixel columns or rows) and ``gamma`` [1]."""
+    img = ctx.need_rank("image", 3, "filterbank reads an image [C, H, W]",
+                         "give it an image input {type: image, height: H, width: W}")
+    if img.dtype != "float" or img.heads:
+        ctx.fail(f"filterbank reads an image [C, H, W] of pixels, got {img}", "image",
+                 "give it an image input {type: image, height: H, width: W}")
+    p = ctx.t("params")
+    if p.rank != 1 or p.dims[0] != 5 or p.dtype != "float" or p.heads:
+        ctx.fail(f"filterbank params are [5] (g̃x, g̃y, log σ², log δ̃, log γ), got {p}",
+                 "params", "predict them with {kind: linear, from: <decoder state>, out: 5}")
+    c, b, a = (ctx.fixed(x, f"the {what} of image '{ctx.edge('image').ref}'", "image")
+               for x, what in zip(img.dims, ("channels", "height", "width"), strict=True))
+    n = ctx.spec.size
+    return {"": TensorType((c, n, n)), "fx": TensorType((n, a), simplex=True, weights=True),
+            "fy": TensorType((n, b), simplex=True, weights=True), "gamma": TensorType((1,))}

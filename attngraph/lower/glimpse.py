@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attngraph.lower.module import LowerCtx, Runtime
+from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
 __all__ = ["Glimpse", "GlimpseNode", "glimpse"]
 
@@ -92,3 +92,44 @@ class GlimpseNode(Glimpse):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:  # type: ignore[override]
         return glimpse(x["image"], x["loc"], self.size, self.scales)  # (B, scales*C*size*size)
+
+
+class Filterbank(NodeModule):
+    """DRAW's read (Gregor et al. 2015, section 3.2) of an image x [C, B, A]:
+
+        (g̃x, g̃y, log σ², log δ̃, log γ) = params
+        gX = (A + 1)/2 · (g̃x + 1),  gY = (B + 1)/2 · (g̃y + 1),  δ = (max(A, B) − 1)/(N − 1) · δ̃
+        μ_X^i = gX + (i − N/2 − 0.5) δ,  μ_Y^j = gY + (j − N/2 − 0.5) δ,  i, j = 1 … N
+        F_X[i, a] = exp(−(a − μ_X^i)² / 2σ²) / Z_X  (a = 1 … A, the paper's pixel numbers)
+        read = γ · F_Y x F_Xᵀ per channel
+
+    Each row of F_X and F_Y is normalised over the pixels (Z + 1e-8 in the
+    denominator, as common implementations do, so a filter far off the image is 0).
+    """
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        self.n = int(ctx.spec.size)
+        _, b, a = (int(x) for x in ctx.t("image").dims)
+        self.a, self.b = a, b
+
+    def _filters(self, g: Tensor, delta: Tensor, var: Tensor, pixels: int) -> Tensor:
+        """(B, N, pixels) Gaussian filters around centres g + (i − N/2 − 0.5)·δ."""
+        i = torch.arange(1, self.n + 1, device=g.device, dtype=g.dtype)
+        mu = g[:, None] + (i - self.n / 2 - 0.5) * delta[:, None]  # (B, N)
+        px = torch.arange(1, pixels + 1, device=g.device, dtype=g.dtype)
+        f = torch.exp(-((px - mu[..., None]) ** 2) / (2 * var[:, None, None]))
+        return f / (f.sum(-1, keepdim=True) + 1e-8)
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
+        img, p = x["image"], x["params"]  # (B, C, B_img, A), (B, 5)
+        gx = (self.a + 1) / 2 * (p[:, 0] + 1)
+        gy = (self.b + 1) / 2 * (p[:, 1] + 1)
+        var = torch.exp(p[:, 2])
+        delta = (max(self.a, self.b) - 1) / (self.n - 1) * torch.exp(p[:, 3])
+        gamma = torch.exp(p[:, 4])
+        fx = self._filters(gx, delta, var, self.a)  # (B, N, A)
+        fy = self._filters(gy, delta, var, self.b)  # (B, N, B_img)
+        read = fy[:, None] @ img @ fx[:, None].transpose(-1, -2)  # (B, C, N, N)
+        read = gamma[:, None, None, None] * read
+        return {"": read, "fx": fx, "fy": fy, "gamma": gamma[:, None]}
