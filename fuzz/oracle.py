@@ -126,6 +126,15 @@ def _inputs(graph: Any, length: int, seed: int) -> dict[str, Any]:
             lengths[0] = length
             lengths[2] = 0
             kw[f"{n.id}_mask"] = torch.arange(length)[None, :] < lengths[:, None]
+    for n in graph.inputs:
+        if n.spec.type == "positions" and n.id in kw:
+            # positions point at real items of their input: none where it has none
+            of = kw.get(f"{n.spec.of}_mask")
+            real = of.sum(-1) if of is not None else torch.full((3,), length)
+            kw[n.id] = kw[n.id] % real.clamp(min=1)[:, None]
+            own = kw.get(f"{n.id}_mask")
+            if own is not None:
+                kw[f"{n.id}_mask"] = own & (real > 0)[:, None]
     return kw
 
 

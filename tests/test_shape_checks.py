@@ -444,3 +444,25 @@ def test_filterbank_checks_its_inputs(line: str, col: int, message: str) -> None
     d = e.value
     assert d.message.startswith(message) and (d.loc.line, d.loc.col) == (8, col), d
     assert d.hint
+
+
+@pytest.mark.parametrize(("extra", "line", "col", "message"), [
+    ("  b: {kind: gather, from: x, index: t}\n", 9, 37,
+     "node 'b': gather's index must be positions into the N items of 'x', got ids"),
+    ("  b: {kind: gather, from: x, index: q}\n", 9, 37,
+     "node 'b': gather's index must be positions into the N items of 'x', got positions "
+     "into N_o items"),
+    ("  b: {kind: onehot, from: t, classes: 3}\n", 9, 39,
+     "node 'b': onehot of 3 classes, but its ids go up to 9"),
+])
+def test_indexing_checks_what_it_reads(extra: str, line: int, col: int, message: str) -> None:
+    """gather reads positions of its own items only; onehot covers every id."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n  v: {type: vectors, dim: 3}\n"
+            "  t: {type: tokens, vocab: 10}\n  o: {type: vectors, dim: 3}\n"
+            "  q: {type: positions, of: o}\nnodes:\n  x: {kind: items, from: v}\n"
+            + extra + "outputs: {b: b}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    d = e.value
+    assert (d.message, d.loc.line, d.loc.col) == (message, line + 1, col), d
+    assert d.hint

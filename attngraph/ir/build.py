@@ -206,7 +206,7 @@ def _input_nodes(ctx: _Ctx, inputs: dict[str, m.InputSpec]) -> list[Node[Any]]:
         if spec.length is None:
             # the first collection is N; others get their own symbol unless they
             # say `length:`; per-item labels label the first collection's items
-            if spec.type == "labels" or first:
+            if spec.type == "labels" or (first and spec.type != "positions"):
                 spec = spec.model_copy(update={"length": "N"})
             else:
                 spec = spec.model_copy(update={"length": f"N_{name}"})

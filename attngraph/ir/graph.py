@@ -44,7 +44,8 @@ class TensorType:
 
     ``heads=h`` means a leading head axis of size ``h`` before ``dims``;
     ``simplex`` marks weights that sum to one over their last axis; ``weights``
-    marks non-negative weights of a normaliser over any axis (simplex ones too).
+    marks non-negative weights of a normaliser over any axis (simplex ones too);
+    ``index_of`` marks ids that point at items of that length (positions).
     """
 
     dims: tuple[Dim, ...]
@@ -52,6 +53,8 @@ class TensorType:
     dtype: Literal["float", "long", "bool"] = "float"
     simplex: bool = False
     weights: bool = False
+    #: ids that are positions into the items of this length (a ``positions`` input)
+    index_of: Dim | None = None
 
     @property
     def rank(self) -> int:

@@ -9,6 +9,7 @@ module         kinds
 ``scorers``    scorer, and every scorer function (:data:`SCORERS`)
 ``relative``   position_bias (ALiBi, T5 buckets), rotary
 ``hard``       policy
+``indexing``   gather, onehot
 ``glimpse``    glimpse, filterbank (DRAW read)
 ``memory``     memory, write, address
 ``rnn``        rnn
@@ -27,6 +28,7 @@ import attngraph.kinds.attention
 import attngraph.kinds.conv
 import attngraph.kinds.glimpse
 import attngraph.kinds.hard
+import attngraph.kinds.indexing
 import attngraph.kinds.inputs
 import attngraph.kinds.memory
 import attngraph.kinds.relative

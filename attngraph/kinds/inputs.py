@@ -46,5 +46,19 @@ def input_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             "adjacency": TensorType((n, n), dtype="bool"),
             "mask": TensorType((n,), dtype="bool"),
         }
+    if typ == "positions":
+        if s.of is None:
+            ctx.fail("input type 'positions' needs 'of': the input whose items they point at",
+                     hint="e.g. {type: positions, of: points, length: T}")
+        target = ctx.graph.node(s.of) if s.of in ctx.graph else None
+        if target is None or not target.is_input or target.spec is None \
+                or target.spec.type not in ("tokens", "vectors", "graph"):
+            ctx.fail(f"positions of '{s.of}': that is not a tokens, vectors or graph input",
+                     hint="name an input of items, e.g. of: points", field="of")
+        return {"": TensorType((n,), dtype="long", index_of=target.spec.length),
+                "mask": TensorType((n,), dtype="bool")}
+    if s.of is not None:
+        ctx.fail(f"'of' applies to inputs of type positions, not {typ}", field="of",
+                 hint="drop 'of', or use type: positions")
     # labels
     return {"": TensorType((n,) if s.per_item else (), dtype="long")}

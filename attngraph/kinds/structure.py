@@ -203,7 +203,7 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                 ctx.fail(f"feed '{fname}' feeds back ids, so its 'from' must be the target ids "
                          f"[T], got {ft}", f"feed.{fname}.from",
                          "give the targets, a tokens or labels input")
-            bound[fname] = TensorType(ft.dims[1:], dtype=ft.dtype)
+            bound[fname] = TensorType(ft.dims[1:], dtype=ft.dtype, index_of=ft.index_of)
             n_ids = ctx.id_bound(ctx.edge(f"feed.{fname}.from"))
             if n_ids is not None:
                 ids[fname] = n_ids

@@ -22,9 +22,10 @@ def random_inputs(graph: Graph, *, batch: int = 2, length: int = 5,
         s, t = n.spec, n.types[""]
         dims = [length if isinstance(d, str) else int(d) for d in t.dims]
         if t.dtype == "long":
-            # the range forward checks: a labels input's classes, a tokens input's vocab
-            high = int((s.classes if s.type == "labels" else s.vocab) or s.vocab or s.classes
-                       or 2)
+            # the range forward checks: a labels input's classes, a tokens input's vocab,
+            # the items positions point at
+            high = length if s.type == "positions" else \
+                int((s.classes if s.type == "labels" else s.vocab) or s.vocab or s.classes or 2)
             kw[n.id] = torch.randint(0, high, (batch, *dims), generator=g)
         else:
             kw[n.id] = torch.randn(batch, *dims, generator=g)

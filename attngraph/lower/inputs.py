@@ -65,6 +65,8 @@ class Arg:
     #: ids must lie below this (``vocab`` of tokens, ``classes`` of labels)
     high: int | None = None
     high_field: str | None = None
+    #: positions: the input whose items they point at
+    of: str | None = None
 
     def fail(self, message: str, hint: str) -> NoReturn:
         """Raise the error of this argument."""
@@ -93,7 +95,8 @@ def _args(graph: Graph) -> list[Arg]:
                 high, field = int(s.vocab), "vocab"
             elif not port and s.type == "labels" and s.classes is not None:
                 high, field = int(s.classes), "classes"
-            args.append(Arg(name, node.id, port, s.type, t, node.loc, high, field))
+            args.append(Arg(name, node.id, port, s.type, t, node.loc, high, field,
+                            s.of if s.type == "positions" and not port else None))
     return args
 
 
@@ -246,6 +249,7 @@ class InputBinder:
                                                      device=x.device)
         if checking:
             _check_values(bound, same)
+            _check_positions(self.args, vals, masks)
         batch = int(bound[0][1].shape[0]) if bound else 1
         return vals, masks, batch
 
@@ -262,6 +266,28 @@ def _check_reference(bound: list[tuple[Arg, Tensor]], ref: Tensor) -> None:
             a.fail(f"is {x.dtype}, but the model's parameters are {ref.dtype}",
                    f"convert one to the other: {a.name}.to({ref.dtype}), or "
                    f"model.to({x.dtype})")
+
+
+def _check_positions(args: list[Arg], vals: dict[str, Tensor],
+                     masks: dict[str, Tensor]) -> None:
+    """Positions point at real items of their input: 0 <= p < that example's length
+    (checked at the positions' own real entries)."""
+    for a in args:
+        if a.port or a.type != "positions" or a.input not in vals:
+            continue
+        x = vals[a.input]  # (B, T)
+        sym = a.t.index_of
+        items = masks.get(str(sym))
+        length = items.sum(-1) if items is not None else torch.full(
+            (x.shape[0],), vals[str(a.of)].shape[1], device=x.device)
+        own = masks.get(str(a.t.dims[0]), torch.ones_like(x, dtype=torch.bool))
+        bad = ((x < 0) | (x >= length[:, None])) & own
+        if bool(bad.any()):
+            b, t = (int(v) for v in bad.nonzero()[0])
+            a.fail(f"position {int(x[b, t])} at example {b}, entry {t}, is past the "
+                   f"{int(length[b])} real items of '{a.of}'",
+                   f"positions count from 0 and point at real items of '{a.of}' (its mask); "
+                   "padded entries of the positions (their own mask) are not read")
 
 
 def _check_values(bound: list[tuple[Arg, Tensor]],

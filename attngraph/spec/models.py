@@ -152,7 +152,7 @@ class NodeModel(Model):
 class InputSpec(Model):
     """A declared input. ``length`` names its symbolic length (default ``N``)."""
 
-    type: Literal["tokens", "vectors", "vector", "image", "graph", "labels"]
+    type: Literal["tokens", "vectors", "vector", "image", "graph", "labels", "positions"]
     vocab: Size | None = None
     dim: Size | None = None
     channels: Size | None = None
@@ -163,6 +163,8 @@ class InputSpec(Model):
     length: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9_]*$")] | None = None
     per_item: bool = False
     classes: Size | None = None
+    #: positions: the input (tokens, vectors or graph) whose items they point at
+    of: Ident | None = None
     label: str | None = None
     note: str | None = None
 
