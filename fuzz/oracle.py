@@ -126,6 +126,10 @@ def _inputs(graph: Any, length: int, seed: int) -> dict[str, Any]:
             lengths[0] = length
             lengths[2] = 0
             kw[f"{n.id}_mask"] = torch.arange(length)[None, :] < lengths[:, None]
+            if n.types["mask"].rank == 2:  # nested tokens: ragged words in real sentences
+                words = torch.randint(1, length + 1, (3, length), generator=gen)
+                inner = torch.arange(length)[None, None, :] < words[:, :, None]
+                kw[f"{n.id}_mask"] = kw[f"{n.id}_mask"][:, :, None] & inner
     for n in graph.inputs:
         if n.spec.type == "positions" and n.id in kw:
             # positions point at real items of their input: none where it has none

@@ -265,3 +265,43 @@ def test_inputs_on_another_device_are_named(model: Any) -> None:
     assert cuda(**kw, tokens_mask=mask)["p"][0, 2:].abs().sum() == 0
     with pytest.raises(LoweringError, match="real item after padding"):
         cuda(**kw, tokens_mask=~mask)
+
+
+def test_nested_tokens_check_their_masks_and_padding_changes_nothing() -> None:
+    """A nested mask with a word after padding, or a real sentence after a padded one, is
+    refused naming the input; padded words and sentences change no output."""
+    import attngraph
+    from attngraph.errors import LoweringError
+
+    spec = """attngraph: 1
+name: nested
+dims: {vocab: 20, d: 4}
+inputs:
+  doc: {type: tokens, vocab: vocab, nested: true}
+blocks:
+  b:
+    inputs: [w]
+    nodes:
+      e: {kind: embedding, from: w, dim: d, vocab: vocab}
+      s: {kind: scorer, fn: mlp, key: e}
+      a: {kind: softmax, scores: s}
+      v: {kind: readout, weights: a, values: e}
+    output: v
+nodes:
+  m: {kind: map, block: b, from: doc}
+  s: {kind: scorer, fn: mlp, key: m}
+  a: {kind: softmax, scores: s}
+  v: {kind: readout, weights: a, values: m}
+outputs: {v: v}
+"""
+    model = attngraph.compile(spec, seed=0)
+    doc = torch.randint(0, 20, (1, 3, 4))
+    bad = torch.tensor([[[1, 0, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]]], dtype=torch.bool)
+    with pytest.raises(LoweringError, match="sentence 0 of example 0 has a real word after"):
+        model(doc=doc, doc_mask=bad)
+    gap = torch.tensor([[[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0]]], dtype=torch.bool)
+    with pytest.raises(LoweringError, match="a sentence with words after a sentence"):
+        model(doc=doc, doc_mask=gap)
+    ok = torch.tensor([[[1, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]]], dtype=torch.bool)
+    alone = model(doc=doc[:, :2, :2], doc_mask=ok[:, :2, :2])["v"]  # less padding
+    torch.testing.assert_close(model(doc=doc, doc_mask=ok)["v"], alone, atol=1e-6, rtol=1e-6)

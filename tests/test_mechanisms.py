@@ -91,8 +91,10 @@ def test_mechanism_padding_changes_nothing(path: Path) -> None:
         alone[node.id] = one
         if axes and node.spec.type in ("tokens", "vectors", "graph", "positions"):
             symbolic = True
-            mask = torch.ones(2, full, dtype=torch.bool)
+            mask = torch.ones(2, *[full] * len(axes), dtype=torch.bool)
             mask[1, short:] = False
+            if len(axes) == 2:  # nested tokens: the words of example 1's sentences too
+                mask[1, :, short:] = False
             padded[f"{node.id}_mask"] = mask
         adj = f"{node.id}_adjacency"
         if adj in batch:

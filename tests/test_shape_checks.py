@@ -466,3 +466,24 @@ def test_indexing_checks_what_it_reads(extra: str, line: int, col: int, message:
     d = e.value
     assert (d.message, d.loc.line, d.loc.col) == (message, line + 1, col), d
     assert d.hint
+
+
+@pytest.mark.parametrize(("inputs", "node", "message"), [
+    ("  v: {type: vectors, dim: 3, nested: true}\n", "  m: {kind: add, from: [v, v]}\n",
+     "node 'v': 'nested' and 'inner' apply to tokens inputs, not vectors"),
+    ("  v: {type: tokens, vocab: 5, inner: W}\n", "  m: {kind: items, from: v, embed: 2}\n",
+     "node 'v': 'inner' is the words' length of nested tokens"),
+    ("  v: {type: tokens, vocab: 5}\n", "  m: {kind: map, block: b, from: v}\n",
+     "node 'm': map runs the block on each element of the first axis, so 'v' needs items "
+     "of items ([S, W] or [S, W, d]), got long[N]"),
+])
+def test_nested_inputs_and_map_are_checked(inputs: str, node: str, message: str) -> None:
+    """Nested tokens' fields and map's inputs are checked, located, with a hint."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n" + inputs + "blocks:\n  b:\n    inputs: [w]\n"
+            "    nodes:\n      e: {kind: embedding, from: w, dim: 2, vocab: 5}\n"
+            "    output: e\nnodes:\n" + node + "outputs: {m: m}\n")
+    with pytest.raises(AttnGraphError) as e:
+        loads_spec(spec)
+    d = e.value.diagnostics[0]
+    assert d.message == message, d
+    assert d.hint and d.loc.line in (4, 12)

@@ -13,7 +13,7 @@ module         kinds
 ``glimpse``    glimpse, filterbank (DRAW read)
 ``memory``     memory, write, address
 ``rnn``        rnn
-``structure``  block, repeat, loop
+``structure``  block, repeat, loop, map
 ``support``    linear, mlp, embedding, position, norm, add, mul, gain, pool, concat,
                dropout
 ``conv``       conv (over items or an image), to_image

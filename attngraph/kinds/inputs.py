@@ -26,8 +26,21 @@ def input_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail("block input is not bound")
     n = s.length
     typ = s.type
+    if (s.nested or s.inner is not None) and typ != "tokens":
+        ctx.fail(f"'nested' and 'inner' apply to tokens inputs, not {typ}",
+                 field="nested" if s.nested else "inner", hint="drop them")
     if typ == "tokens":
         _need(ctx, "vocab", typ, "{type: tokens, vocab: 1000}")
+        if s.nested:  # sentences of words: ids [N, W], a word mask [N, W]
+            w = s.inner or "W"
+            if w == n:
+                ctx.fail(f"the inner length of nested tokens must differ from their length "
+                         f"{n}", field="inner", hint="e.g. length: S, inner: W")
+            return {"": TensorType((n, w), dtype="long"),
+                    "mask": TensorType((n, w), dtype="bool")}
+        if s.inner is not None:
+            ctx.fail("'inner' is the words' length of nested tokens", field="inner",
+                     hint="add nested: true, or drop inner")
         return {"": TensorType((n,), dtype="long"), "mask": TensorType((n,), dtype="bool")}
     if typ == "vectors":
         d = _need(ctx, "dim", typ, "{type: vectors, dim: 64}")

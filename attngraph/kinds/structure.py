@@ -7,6 +7,7 @@ forcing) or the previous step's prediction. Lowered in :mod:`attngraph.lower.str
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -21,6 +22,15 @@ class BlockUseSpec(NodeModel):
     """One use of a block, its inputs bound by ``from``."""
 
     kind: Literal["block"]
+    block: BlockName
+    from_: Ref | dict[Ident, Ref] = Field(alias="from")
+
+
+class MapSpec(NodeModel):
+    """A block run on each element of its inputs' first axis alone (each sentence of a
+    document), the results stacked on that axis."""
+
+    kind: Literal["map"]
     block: BlockName
     from_: Ref | dict[Ident, Ref] = Field(alias="from")
 
@@ -90,21 +100,57 @@ def _ports(body: Graph) -> dict[str, TensorType]:
 def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The block's output(s), with its inputs bound to ``from``."""
     name = ctx.spec.block
-    tmpl = ctx.graph.blocks[name]
-    names = [n.id for n in tmpl.inputs]
-    if isinstance(ctx.spec.from_, dict):
-        edges = {str(e.role.key): e for e in ctx.node.edges("from")}
-    else:
-        if len(names) != 1:
-            ctx.fail(f"block '{name}' takes inputs ({', '.join(names)}); give from as a "
-                     "mapping", "from", "from: {" + ", ".join(f"{n}: <node>" for n in names)
-                     + "}")
-        edges = {names[0]: ctx.edge("from")}
+    edges = _bound_edges(ctx, name)
     bound = {k: ctx.type_of(e) for k, e in edges.items()}
     body = ctx.infer_block(name, bound, _ids(ctx, edges))
     ctx.body_graph = body
     ctx.params += body.params
     return _ports(body)
+
+
+def _bound_edges(ctx: RuleCtx, name: str) -> dict[str, Edge]:
+    """The body input each edge of ``from`` binds (a mapping, or the single input)."""
+    names = [n.id for n in ctx.graph.blocks[name].inputs]
+    if isinstance(ctx.spec.from_, dict):
+        return {str(e.role.key): e for e in ctx.node.edges("from")}
+    if len(names) != 1:
+        ctx.fail(f"block '{name}' takes inputs ({', '.join(names)}); give from as a "
+                 "mapping", "from", "from: {" + ", ".join(f"{n}: <node>" for n in names) + "}")
+    return {names[0]: ctx.edge("from")}
+
+
+@kind("map", MapSpec, lowering="attngraph.lower.structure:Map", role="structure",
+      style=Style("#ffffff", "box3d"), work=no_work)
+def map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Each input [S, ...] is bound to the body as [...] (one element, e.g. a sentence of
+    words [W]); the body's outputs [...] come back as [S, ...]."""
+    name = ctx.spec.block
+    edges = _bound_edges(ctx, name)
+    bound: dict[str, TensorType] = {}
+    lead: Any = None
+    for k, e in edges.items():
+        t = ctx.type_of(e)
+        role = str(e.role)
+        if t.rank < 2 or t.heads:
+            ctx.fail(f"map runs the block on each element of the first axis, so '{e.ref}' "
+                     f"needs items of items ([S, W] or [S, W, d]), got {t}", role,
+                     "map over nested tokens (type: tokens, nested: true) or over items of "
+                     "items; a plain [N, d] goes to a block as it is")
+        if lead is not None and t.dims[0] != lead:
+            ctx.fail(f"map's inputs share their first axis, but '{e.ref}' has {t.dims[0]} "
+                     f"and another {lead}", role, "map inputs of one length")
+        lead = t.dims[0]
+        bound[k] = replace(t, dims=t.dims[1:])
+    body = ctx.infer_block(name, bound, _ids(ctx, edges))
+    ctx.body_graph = body
+    ctx.params += body.params
+    ports = {}
+    for port, t in _ports(body).items():
+        if t.heads:
+            ctx.fail(f"block '{name}' returns {t} with heads; map stacks results per element",
+                     hint="merge heads in the block's readout")
+        ports[port] = replace(t, dims=(lead, *t.dims))
+    return ports
 
 
 @kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat", role="structure",

@@ -236,7 +236,12 @@ class InputBinder:
                 vals[a.input] = x
                 continue
             vals[f"{a.input}.{a.port}"] = x
-            if a.port == "mask":
+            if a.port == "mask" and a.t.rank == 2:
+                # nested tokens: a sentence is real when a word of it is; the word mask
+                # (B, N, W) is read by the map that runs per sentence
+                masks[str(a.t.dims[0])] = x.any(-1)
+                masks[str(a.t.dims[1])] = x
+            elif a.port == "mask":
                 sym = str(a.t.dims[0])
                 if sym in masks:
                     same.append((a, x, mask_of[sym], masks[sym]))
@@ -245,7 +250,7 @@ class InputBinder:
         for a in self.args:
             if a.port == "mask" and a.name not in kwargs:
                 x = vals[a.input]
-                vals[f"{a.input}.mask"] = torch.ones(x.shape[:2], dtype=torch.bool,
+                vals[f"{a.input}.mask"] = torch.ones(x.shape[:1 + a.t.rank], dtype=torch.bool,
                                                      device=x.device)
         if checking:
             _check_values(bound, same)
@@ -290,6 +295,20 @@ def _check_positions(args: list[Arg], vals: dict[str, Tensor],
                    "padded entries of the positions (their own mask) are not read")
 
 
+def _check_nested_mask(a: Arg, x: Tensor) -> None:
+    """A nested mask (B, N, W): each sentence's padding trails its words, and padded
+    sentences (no real word) trail the document's."""
+    if x.shape[2] > 1 and not torch.equal(x, x.cummin(2).values):
+        b, s = (int(v) for v in (x[..., 1:] & ~x[..., :-1]).any(-1).nonzero()[0])
+        a.fail(f"sentence {s} of example {b} has a real word after padding",
+               f"{MASK_RULE}; in nested tokens, for the words of each sentence")
+    real = x.any(-1)
+    if real.shape[1] > 1 and not torch.equal(real, real.cummin(1).values):
+        b = int((real[:, 1:] & ~real[:, :-1]).any(-1).nonzero()[0, 0])
+        a.fail(f"example {b} has a sentence with words after a sentence without any",
+               "padded sentences (no real word) come last in each document")
+
+
 def _check_values(bound: list[tuple[Arg, Tensor]],
                   same: list[tuple[Arg, Tensor, Arg, Tensor]]) -> None:
     """Ids in range, masks trailing, shared masks equal (each reads the data once)."""
@@ -303,6 +322,8 @@ def _check_values(bound: list[tuple[Arg, Tensor]],
                        f"every id, padding included, indexes a table of {a.high_field} "
                        f"rows: give padded items an id below {a.high} (the mask hides "
                        f"them), or raise {a.high_field} in the spec")
+        elif a.port == "mask" and x.dim() == 3:
+            _check_nested_mask(a, x)
         elif a.port == "mask" and x.shape[1] > 1 and not torch.equal(x, x.cummin(1).values):
             # a trailing-padded row never rises from False to True
             r = int((x[:, 1:] & ~x[:, :-1]).any(-1).nonzero()[0, 0])

@@ -23,6 +23,7 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple, cast
 
 import torch
@@ -54,6 +55,39 @@ class Block(GraphModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
         return _result(self.run({name: x[role] for role, name in self.bind}, rt))
+
+
+class Map(GraphModule):
+    """A block run on each element of the first axis of its inputs: (B, S, ...) is run as
+    a batch of B·S elements (the inner masks, (B, S, W), as (B·S, W)), and the results
+    come back as (B, S, ...), zero at padded elements (a sentence with no real word)."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        body = ctx.body()
+        super().__init__(body)
+        names = [n.id for n in body.inputs]
+        if isinstance(ctx.spec.from_, dict):
+            self.bind = [(str(e.role), str(e.role.key)) for e in ctx.node.edges("from")]
+        else:
+            self.bind = [("from", names[0])]
+        self.lead = ctx.node.types[""].dims[0]
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
+        first = x[self.bind[0][0]]
+        b, s = int(first.shape[0]), int(first.shape[1])
+        flat = {name: x[role].reshape(b * s, *x[role].shape[2:]) for role, name in self.bind}
+        inner = {sym: m.reshape(b * s, *m.shape[2:]) for sym, m in rt.masks.items()
+                 if m.dim() == 3}
+        sub = replace(rt, masks=inner, batch=b * s)
+        outs = self.run(flat, sub)
+        real = rt.masks.get(str(self.lead)) if isinstance(self.lead, str) else None
+        res = {}
+        for k, v in outs.items():
+            v = v.reshape(b, s, *v.shape[1:])
+            if real is not None and v.is_floating_point():
+                v = v * real.reshape(b, s, *([1] * (v.dim() - 2))).to(v.dtype)
+            res[k] = v
+        return _result(res)
 
 
 class Repeat(NodeModule):

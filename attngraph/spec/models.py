@@ -165,6 +165,10 @@ class InputSpec(Model):
     classes: Size | None = None
     #: positions: the input (tokens, vectors or graph) whose items they point at
     of: Ident | None = None
+    #: tokens: a document as items of items (sentences of words), ids [N, W]
+    nested: bool = False
+    #: nested tokens: the symbol of the inner length (words per sentence)
+    inner: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9_]*$")] | None = None
     label: str | None = None
     note: str | None = None
 
