@@ -487,3 +487,15 @@ def test_nested_inputs_and_map_are_checked(inputs: str, node: str, message: str)
     d = e.value.diagnostics[0]
     assert d.message == message, d
     assert d.hint and d.loc.line in (4, 12)
+
+
+def test_location_scores_refuse_heads() -> None:
+    """Position scores are one set for all heads: keys with heads are refused (they gave
+    scores whose runtime shape had heads the type did not)."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n  src: {type: vectors, dim: 8}\nnodes:\n"
+            "  k: {kind: keys, from: src, heads: 2}\n"
+            "  s: {kind: scorer, fn: location, key: k, max_len: 10}\noutputs: {s: s}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    assert e.value.message.startswith("node 's': fn location scores positions")
+    assert (e.value.loc.line, e.value.loc.col) == (7, 40)

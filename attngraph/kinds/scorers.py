@@ -285,6 +285,12 @@ def _pairs(ctx: RuleCtx, q: TensorType | None, k: TensorType, n: Dim) -> TensorT
 def _location(ctx: RuleCtx, q: TensorType | None, k: TensorType) -> dict[str, TensorType]:
     s = ctx.spec
     n = k.dims[0]
+    if k.heads or (q is not None and q.heads):
+        ctx.fail("fn location scores positions, one set of scores for all heads, but its "
+                 f"{'query' if q is not None and q.heads else 'key'} has heads",
+                 "query" if q is not None and q.heads else "key",
+                 "give it keys (and a query) without heads: the positions are the same for "
+                 "every head")
     mode = s.mode or ("gaussian" if q is not None else "learned")
     if mode == "learned":
         max_len = s.max_len if s.max_len is not None else (n if isinstance(n, int) else None)
