@@ -20,6 +20,7 @@ from attngraph.ir.graph import Graph, Node
 from attngraph.ir.verify import verify
 from attngraph.kinds import spec_kinds
 from attngraph.passes import FRONT, Pipeline
+from attngraph.passes.linear_attention import linear_attention
 from attngraph.source import Document, load, loads
 from attngraph.spec.validate import validate
 
@@ -66,7 +67,8 @@ def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | N
                     length: int | Mapping[str, int] | None = None) -> Sizes:
     """Refuse a graph whose forward would exhaust the machine; return its figures.
 
-    The figures (:func:`attngraph.analysis.sizes.measure`) assume ``batch``
+    The figures (:func:`attngraph.analysis.sizes.measure`, of the graph as it will
+    run: kernel attention in its linear-time form) assume ``batch``
     examples (default :data:`ASSUMED_BATCH`) and, for every symbolic length, the
     size in ``length`` (one for all, or one per name; default
     :data:`ASSUMED_LENGTH`, or a learned table's ``max_len`` if less).
@@ -86,7 +88,8 @@ def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | N
         loc = n.where(field) if field else n.loc
         return loc if loc.line > 0 else root
 
-    sizes = measure(graph, batch=batch, length=length)
+    # measured as it will run: a kernel attention chain as its linear-time form
+    sizes = measure(linear_attention(graph), batch=batch, length=length)
     p = sizes.params
     if p.value > MAX_PARAMS:
         most = f" (node '{p.node.id}' has {p.node.params:,})" if p.node is not None else ""

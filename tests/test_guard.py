@@ -264,3 +264,28 @@ def test_compile_checks_the_spec_at_its_batch_and_length() -> None:
     assert res.exit_code == 1
     assert "4,294,967,296 elements (17.2 GB of float32) at batch 256, N = 4,096" in res.output
     assert CliRunner().invoke(main, ["compile", spec]).exit_code == 0
+
+
+def test_kernel_attention_is_measured_as_it_runs() -> None:
+    """Linear attention runs without the N×N scores, so the guard lets a long input
+    through; declaring the weights as an output keeps the pairwise form, refused."""
+    spec = """attngraph: 1
+name: la
+dims: {d: 64}
+inputs:
+  x: {type: vectors, dim: d}
+nodes:
+  q:  {kind: queries, from: x, heads: 4}
+  k:  {kind: keys, from: x, heads: 4}
+  v:  {kind: values, from: x, heads: 4}
+  fq: {kind: feature_map, from: q}
+  fk: {kind: feature_map, from: k}
+  s:  {kind: scorer, fn: dot, query: fq, key: fk}
+  p:  {kind: softmax, scores: s, fn: sum}
+  z:  {kind: readout, weights: p, values: v, out: d}
+outputs: {z: z}
+"""
+    loads_spec(spec, batch=2, length=60_000)
+    with pytest.raises(SpecError, match="node 's' would make a tensor of 28,800,000,000"):
+        loads_spec(spec.replace("outputs: {z: z}", "outputs: {z: z, p: p}"), batch=2,
+                   length=60_000)

@@ -169,6 +169,9 @@ def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
             n, d = (h // ph) * (w // pw), c * ph * pw
         else:
             n, d = h * w, c
+    elif t.rank == 2 and t.dtype == "float" and t.heads:
+        ctx.fail(f"items are one set without heads, but '{ctx.edge('from').ref}' has {t}",
+                 "from", "merge the heads in a readout (combine: concat) first")
     elif t.rank == 2 and t.dtype == "float":
         if s.embed is not None:
             ctx.fail("'embed' applies to token ids, but this input is vectors", "from",

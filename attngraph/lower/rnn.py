@@ -121,7 +121,7 @@ class Rnn(NodeModule):
             h2 = h2f.reshape(*lead, self.hidden)
             ports["cell_state"] = c2f.reshape(*lead, self.hidden)
         if self.each:  # padded items keep zeros
-            mask = padding_mask(rt, self.t.with_dims(self.t.dims[0]))
+            mask = padding_mask(rt, self.t, axis=0)  # (B, N, 1)
             if mask is not None:
                 h2 = h2 * mask.to(h2.dtype)
                 if "cell_state" in ports:
