@@ -349,6 +349,17 @@ outputs: {z: z}
     ("  b: {kind: rotary, from: x}\n", 27,
      "node 'b': rotary embeddings rotate pairs of features, but the size (per head) is 5",
      "make the per-head size even"),
+    # the bucket rule divides by zero (a traceback from compile) or indexes past the table
+    ("  b: {kind: position_bias, scores: s, fn: t5, buckets: 3}\n", 56,
+     "node 'b': 3 buckets leave no bucket of exact distances",
+     "give at least 4 buckets (32 in T5)"),
+    ("  b: {kind: position_bias, scores: s, fn: t5, bidirectional: false, buckets: 4, "
+     "max_distance: 2}\n", 95,
+     "node 'b': max_distance 2 must exceed the 2 distances that have a bucket each",
+     "raise max_distance above 2 (128 in T5), or use fewer buckets"),
+    ("  b: {kind: position_bias, scores: s, fn: t5, buckets: 32, max_distance: 8}\n", 74,
+     "node 'b': max_distance 8 must exceed the 8 distances that have a bucket each",
+     "raise max_distance above 8 (128 in T5), or use fewer buckets"),
 ])
 def test_relative_position_fields_are_checked(line: str, col: int, message: str,
                                               hint: str) -> None:
@@ -499,3 +510,16 @@ def test_location_scores_refuse_heads() -> None:
         loads_spec(spec)
     assert e.value.message.startswith("node 's': fn location scores positions")
     assert (e.value.loc.line, e.value.loc.col) == (7, 40)
+
+
+def test_rotary_base_must_exceed_one() -> None:
+    """A base of 1 or less (accepted as a scale before) gives angles that do not fall
+    with the feature index: refused at the base."""
+    spec = ("attngraph: 1\nname: t\ninputs:\n  x: {type: vectors, dim: 4}\nnodes:\n"
+            "  b: {kind: rotary, from: x, base: 0.5}\noutputs: {b: b}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    d = e.value
+    assert (d.message, d.loc.line, d.loc.col, d.hint) == (
+        "node 'b': a base of 0.5 gives angles θ_i = base^(−2i/d) that do not fall with i",
+        6, 36, "write a base above 1 (10000 in RoFormer)")

@@ -71,6 +71,16 @@ def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail("a relative position bias is added to scores, not to weights", "scores",
                  "add it before the softmax")
     if s.fn == "t5":
+        # the bucket rule divides by log(max_distance / exact): both must be in range
+        exact = (s.buckets // 2 if s.bidirectional else s.buckets) // 2
+        if exact < 1:
+            ctx.fail(f"{s.buckets} buckets leave no bucket of exact distances",
+                     field="buckets", hint=f"give at least {4 if s.bidirectional else 2} "
+                     "buckets (32 in T5)")
+        if s.max_distance <= exact:
+            ctx.fail(f"max_distance {s.max_distance} must exceed the {exact} distances that "
+                     "have a bucket each", field="max_distance",
+                     hint=f"raise max_distance above {exact} (128 in T5), or use fewer buckets")
         ctx.params += s.buckets * (t.heads or 1)
     else:
         for name in ("buckets", "max_distance", "bidirectional"):
@@ -92,4 +102,7 @@ def rotary_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if d % 2:
         ctx.fail(f"rotary embeddings rotate pairs of features, but the size (per head) is {d}",
                  "from", "make the per-head size even")
+    if ctx.spec.base <= 1:
+        ctx.fail(f"a base of {ctx.spec.base:g} gives angles θ_i = base^(−2i/d) that do not "
+                 "fall with i", field="base", hint="write a base above 1 (10000 in RoFormer)")
     return {"": t}
