@@ -13,17 +13,28 @@ if TYPE_CHECKING:
 
 
 def param_table(model: object) -> str:
-    """Parameters per node: ``node  kind  count  name shape, ...``."""
+    """Parameters per node: ``node  kind  count  name shape, ...``; a node that shares
+    another's parameters (``share``, ``tie``) says whose, and counts none of them."""
     graph = model.graph  # type: ignore[attr-defined]
     kinds = {n.id: n.kind for n in graph.nodes}
-    lines = []
+    rows = []
+    owner: dict[int, str] = {}
     total = 0
     for nid, mod in model.nodes.items():  # type: ignore[attr-defined]
         params = list(mod.named_parameters())
-        count = sum(p.numel() for _, p in params)
+        own = [(k, p) for k, p in params if id(p) not in owner]
+        shared = sorted({owner[id(p)] for _, p in params if id(p) in owner})
+        for _, p in own:
+            owner[id(p)] = nid
+        count = sum(p.numel() for _, p in own)
         total += count
-        shapes = ", ".join(f"{k} {tuple(p.shape)}" for k, p in params)
-        lines.append(f"  {nid:<12} {kinds.get(nid, ''):<10} {count:>10,}  {shapes}".rstrip())
+        shapes = ", ".join(f"{k} {tuple(p.shape)}" for k, p in own)
+        if shared:
+            shapes = ", ".join(x for x in (shapes, f"shares those of {', '.join(shared)}") if x)
+        rows.append((nid, kinds.get(nid, ""), count, shapes))
+    w_id = max((len(r[0]) for r in rows), default=4)
+    w_kind = max((len(r[1]) for r in rows), default=4)
+    lines = [f"  {n:<{w_id}}  {k:<{w_kind}}  {c:>10,}  {sh}".rstrip() for n, k, c, sh in rows]
     lines.append(f"parameters: {total:,}")
     return "\n".join(lines)
 
