@@ -119,12 +119,17 @@ def _inputs(graph: Any, length: int, seed: int) -> dict[str, Any]:
 
     gen = torch.Generator().manual_seed(seed)
     kw = random_inputs(graph, batch=3, length=length, generator=gen)
+    by_length: dict[str, Any] = {}  # inputs that share a length share its padding
     for n in graph.inputs:
         if "mask" in n.types and n.id in kw:
             # ragged prefix masks, one example fully padded
-            lengths = torch.randint(1, length + 1, (3,), generator=gen)
-            lengths[0] = length
-            lengths[2] = 0
+            sym = str(n.types["mask"].dims[0])
+            if sym not in by_length:
+                lengths = torch.randint(1, length + 1, (3,), generator=gen)
+                lengths[0] = length
+                lengths[2] = 0
+                by_length[sym] = lengths
+            lengths = by_length[sym]
             kw[f"{n.id}_mask"] = torch.arange(length)[None, :] < lengths[:, None]
             if n.types["mask"].rank == 2:  # nested tokens: ragged words in real sentences
                 words = torch.randint(1, length + 1, (3, length), generator=gen)

@@ -254,3 +254,20 @@ def test_describe_and_diff_do_not_import_torch(tmp_path: Path) -> None:
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_pointer_is_a_site() -> None:
+    """Weights that are the result (a pointer network's distribution over its inputs)
+    make a site of their own, placed on every axis, with the loop's cost factor."""
+    from pathlib import Path
+
+    from attngraph.analysis.axes import find_sites
+    from attngraph.pipeline import load_spec
+
+    spec = Path(__file__).resolve().parent.parent / "mechanisms" / "pointer_network.yaml"
+    sites = find_sites(load_spec(spec))
+    assert [s.form for s in sites] == ["pointer"]
+    site = sites[0]
+    assert site.axes["exposure"].value == "explicit"
+    assert site.axes["recurrence"].value == "recurrent"
+    assert site.cost.expr == "O(T·N·d)"

@@ -178,3 +178,26 @@ def test_the_command_writes_its_report(tmp_path: Path, capsys: pytest.CaptureFix
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["total"] == 20 and report["outcomes"].get("defect", 0) == 0
     assert "20 mutants in" in capsys.readouterr().out
+
+
+def test_inputs_that_share_a_length_get_one_padding() -> None:
+    """The oracle's random masks follow the spec: inputs of one length symbol get the
+    same mask (forward refuses different ones), for every seed."""
+    pytest.importorskip("torch")
+    import torch
+
+    from fuzz.oracle import _inputs
+
+    graph = loads_spec("""attngraph: 1
+name: shared_len
+inputs:
+  a: {type: vectors, dim: 4, length: K}
+  b: {type: tokens, vocab: 9, length: K}
+nodes:
+  x: {kind: items, from: b, embed: 4}
+  s: {kind: add, from: [a, x]}
+outputs: {s: s}
+""")
+    for seed in range(20):
+        kw = _inputs(graph, 6, seed)
+        assert torch.equal(kw["a_mask"], kw["b_mask"])

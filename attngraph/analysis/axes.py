@@ -372,6 +372,37 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     )
 
 
+def _pointer_site(scope: Scope, p: Node) -> Site | None:
+    """A softmax whose weights are themselves the result (nothing reads values with
+    them): a pointer over the items, as a pointer network emits."""
+    scorers = _scorers(scope, p.edge("scores"))
+    if not scorers or _exposed(scope, p.id) is None:
+        return None
+    query, keys, learned = _qk(scope, scorers)
+    wt = p.types.get("")
+    heads = (wt.heads or 1) if wt is not None else 1
+    axes = {
+        "hardness": _hardness(p),
+        "basis": _relative_basis(_basis(scorers, p, keys), _biases(scope, p.edge("scores")),
+                                 _rotary(scope, scorers)),
+        "source": _source(query, keys, learned),
+        "reach": _reach(scorers, p),
+        "heads": _heads_axis(heads, None, _key_heads(scope, scorers)),
+        "recurrence": _recurrence(scope, query),
+        "exposure": Axis("explicit", f"the weights of '{p.id}' are the result: a pointer "
+                         "over the items, no values are read with them"),
+    }
+    params = {qid(scope, n.id): n.params for n in scorers if n.params}
+    return Site(
+        id=qid(scope, p.id), form="pointer",
+        chain=tuple(qid(scope, c.id) for c in (*scorers, p)),
+        fn=" + ".join(scoring(sc).fn for sc in scorers) or None,
+        formula="; ".join(scoring(sc).formula for sc in scorers) or None, heads=heads,
+        query=query, keys=keys, values=(), axes=axes,
+        cost=readout_cost(scope, p, scorers, p), params=params,
+    )
+
+
 def _glimpse_exposure(scope: Scope, le: Edge | None, loc: Node | None) -> Axis:
     """Explicit when the glimpse's location (as read, or as made) is a declared output."""
     for nid in (le.src if le is not None else None, loc.id if loc is not None else None):
@@ -466,7 +497,13 @@ def _filterbank_site(scope: Scope, f: Node) -> Site:
 
 def _walk(scope: Scope) -> list[Site]:
     sites: list[Site] = []
+    read = {e.src for n in scope.graph.nodes for e in n.inputs
+            if n.kind != "dropout" and role(n) in ("readout", "memory", "weights", "attention")}
     for n in scope.graph.order():
+        if n.kind == "softmax" and n.id not in read:
+            site = _pointer_site(scope, n)
+            if site is not None:
+                sites.append(site)
         if role(n) == "readout":
             site = _readout_site(scope, n)
             if site is not None:

@@ -90,6 +90,10 @@ def _outer_factors(scope: Scope, where: dict[str, int]) -> tuple[list[Dim], list
             steps = o.types[""].dims[0] if o.types else "T"
             factors.append(_sym(steps, "T", where))
             notes.append(f"once per step of loop '{o.id}' ({steps})")
+        elif o.kind == "map":
+            each = o.types[""].dims[0] if o.types else "S"
+            factors.append(_sym(each, "S", where))
+            notes.append(f"once per element of map '{o.id}' ({each})")
         elif o.kind == "repeat":
             factors.append(int(o.spec.times))
             notes.append(f"in each of {o.spec.times} rounds of repeat '{o.id}'")
