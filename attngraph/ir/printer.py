@@ -1,6 +1,8 @@
 """The IR dump: ``str(graph)``, one line per node, stable enough for golden tests.
 
-Each node prints as ``%id = kind(settings, role=%source, ...) : types  @line:col``.
+Each node prints as ``%id = kind(settings, role=%source, ...) : types  @line:col``;
+a node of a loop body that runs once before the steps says ``once``, one that runs
+after them, over all steps at once, ``after`` (:mod:`attngraph.passes.hoist`).
 Settings are the fields a node sets away from their defaults, minus those that
 became edges: which fields are references is read from the spec models
 (:func:`attngraph.spec.fields.fields_of`), not from a hand-written list.
@@ -90,6 +92,8 @@ def _lines(graph: Graph, indent: str) -> list[str]:
         line = f"{indent}  %{n.id} = {n.kind}({inner})"
         if ports:
             line += f" : {ports}"
+        if n.runs != "step":
+            line += f"  {n.runs}"
         if n.loc.line:
             line += f"  @{n.loc.line}:{n.loc.col}"
         lines.append(line)

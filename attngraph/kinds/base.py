@@ -26,6 +26,16 @@ A kind may also say what one run of a node costs (``work=``, a :data:`WorkRule`)
 multiply-adds and the largest tensor it makes inside, per example, at given
 lengths. The resource guard (:mod:`attngraph.analysis.sizes`) reads it; without
 one, a node costs its parameters once per position of its output (a dense layer).
+
+Two traits serve the loop hoisting pass (:mod:`attngraph.passes.hoist`): ``pure``
+says the same inputs give the same outputs, each example of the batch on its own,
+with nothing else touched (no sampling, nothing put in ``rt.aux``), so that a node
+whose inputs do not change from step to step may run once before a loop's steps,
+and one no carried state depends on once after them, on every step's values as one
+batch (a callable ``(node) -> bool`` when it depends on the node's settings; a kind
+that samples, or mixes the rows of a batch, says ``pure=False``); ``hoist`` names
+the one input a node can prepare alone with its own parameters (an additive score's
+keys, ``U k``) and the type of the prepared value: a :data:`HoistRule`.
 """
 
 from __future__ import annotations
@@ -44,7 +54,7 @@ from attngraph.spec.models import Model
 __all__ = [
     "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
     "DEFAULT_STYLE", "spec_kinds", "Bound", "Work", "WorkCtx", "WorkRule", "dense_work",
-    "elementwise_work", "no_work",
+    "elementwise_work", "no_work", "HoistRule",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
@@ -306,6 +316,10 @@ class WorkCtx(NodeCtx):
 #: A work rule: ``rule(ctx) -> Work`` for one run of a node.
 WorkRule = Callable[[WorkCtx], Work]
 
+#: ``rule(node, graph) -> (role, type) | None``: the input (role) the node can
+#: prepare alone, with its own parameters, and the type of the prepared value.
+HoistRule = Callable[[Node[Any], Graph], "tuple[str, TensorType] | None"]
+
 
 def dense_work(ctx: WorkCtx) -> Work:
     """Each parameter used once per output position (linear layers, rnn), plus a few
@@ -340,6 +354,14 @@ class Kind(Generic[SpecT]):
     internal: bool = False
     #: what one run costs (the resource guard); None: :func:`dense_work`
     work: WorkRule | None = None
+    #: the same inputs give the same outputs and nothing else is touched (see above)
+    pure: bool | Callable[[Node[Any]], bool] = True
+    #: the input the node can prepare alone (see above), or None
+    hoist: HoistRule | None = None
+
+    def is_pure(self, node: Node[Any]) -> bool:
+        """Whether this node may run once for many uses (see ``pure``)."""
+        return self.pure(node) if callable(self.pure) else self.pure
 
     @property
     def doc(self) -> str:
@@ -359,6 +381,7 @@ def spec_kinds() -> dict[str, type[Model]]:
 def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | None = None,
          role: KindRole = "support", style: Style = DEFAULT_STYLE,
          transparent: bool = False, internal: bool = False, work: WorkRule | None = None,
+         pure: bool | Callable[[Node[Any]], bool] = True, hoist: HoistRule | None = None,
          ) -> Callable[[ShapeRule], Kind[SpecT]]:
     """Define and register kind ``name`` whose shape rule is the decorated function.
 
@@ -371,7 +394,8 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
         raise RegistryError(msg, hint=f'add  kind: Literal["{name}"]  to {spec.__name__}')
 
     def deco(rule: ShapeRule) -> Kind[SpecT]:
-        k = Kind(name, spec, rule, lowering, role, style, transparent, internal, work)
+        k = Kind(name, spec, rule, lowering, role, style, transparent, internal, work, pure,
+                 hoist)
         KINDS.register(name, k)
         return k
 

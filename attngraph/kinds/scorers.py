@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from attngraph.errors import did_you_mean
-from attngraph.ir.graph import Dim, TensorType
+from attngraph.ir.graph import Dim, Graph, Node, TensorType
 from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.registry import Registry
 from attngraph.spec.models import Ident, LearnedQuery, NodeModel, Ref, Scale, Size, check_scale
@@ -61,6 +61,10 @@ class ScorerInfo:
     #: functions whose scores are not one per (query, key) pair of content
     shape: Callable[[RuleCtx, TensorType | None, TensorType], dict[str, TensorType]] | None \
         = None
+    #: the function first maps each key alone with its parameters (``U k`` of
+    #: additive), so a loop whose keys do not change computes that once (the module
+    #: then has ``prepare("key", k)`` and takes the prepared keys in their place)
+    prepares_key: bool = False
 
 
 #: Every scorer function by name; ``fn: <name>`` in a spec refers to an entry.
@@ -90,7 +94,7 @@ for _info in (
                applies="query"),
     ScorerInfo("additive", "vᵀ tanh(W q + U k)",
                params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive"),
-               inner=lambda dq, dk, h: h),
+               inner=lambda dq, dk, h: h, prepares_key=True),
     ScorerInfo("cosine", "β · cos(q, k)", same_size=True, module=_mod("Cosine"),
                spec_params=lambda spec: 1 if spec.beta == "learned" else 0),
     ScorerInfo("mlp", "vᵀtanh(W k)", needs_query=False, takes_query=False,
@@ -170,8 +174,27 @@ def _scorer_work(ctx: WorkCtx) -> Work:
                 inner=scores * per)
 
 
+def _scorer_pure(node: Node[Any]) -> bool:
+    """Built-in functions are pure; a registered one's module may sample."""
+    info = SCORERS.get(node.spec.fn)
+    return info is not None and info.module is not None
+
+
+def _scorer_hoist(node: Node[Any], graph: Graph) -> tuple[str, TensorType] | None:
+    """The keys, for a function that maps them alone first: [N, hidden] per query head."""
+    s = node.spec
+    info = SCORERS.get(s.fn)
+    ek, eq = node.edge("key"), node.edge("query")
+    if info is None or not info.prepares_key or info.module is None or ek is None:
+        return None
+    k = graph.node(ek.src).types[ek.port]
+    q = graph.node(eq.src).types[eq.port] if eq is not None else None
+    hidden = int(s.hidden) if s.hidden is not None else int(k.dims[-1])
+    return "key", TensorType((*k.dims[:-1], hidden), heads=score_heads(q, k))
+
+
 @kind("scorer", ScorerSpec, lowering="attngraph.lower.scorers:lower_scorer", role="scorer",
-      style=Style("#fff2cc", "box"), work=_scorer_work)
+      style=Style("#fff2cc", "box"), work=_scorer_work, pure=_scorer_pure, hoist=_scorer_hoist)
 def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Scores [N] (one query), [M, N] (all pairs) or [N] (aligned pairs)."""
     s = ctx.spec
@@ -321,3 +344,26 @@ register_scorer(ScorerInfo(
     needs_query=False, content=False, module=_mod("Location"), shape=_location,
     applies="query",
 ))
+
+
+class PrepareSpec(NodeModel):
+    """Made by the hoisting pass: the part of node ``of``'s work that reads only its
+    input ``role`` (an additive score's ``U k``), computed once before a loop's steps."""
+
+    kind: Literal["prepare"]
+    #: the node whose parameters prepare the value
+    of: Ident
+    #: the input of that node it prepares
+    role: Ident
+    from_: Ref = Field(alias="from")
+    #: features of the prepared value, and its heads
+    dim: int
+    heads: int | None = None
+
+
+@kind("prepare", PrepareSpec, lowering="attngraph.lower.scorers:Prepare", role="scorer",
+      style=Style("#fff2cc", "box"), internal=True)
+def prepare_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """The prepared value: the input's items, each mapped to ``dim`` (per head)."""
+    t = ctx.t("from")
+    return {"": TensorType((*t.dims[:-1], ctx.spec.dim), heads=ctx.spec.heads)}

@@ -341,7 +341,8 @@ def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*ts[0].dims[:-1], d))}
 
 
-@kind("dropout", DropoutSpec, lowering="attngraph.lower.support:lower_dropout", transparent=True)
+@kind("dropout", DropoutSpec, lowering="attngraph.lower.support:lower_dropout", transparent=True,
+      pure=False)
 def dropout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same type (attention weights stay weights)."""
     t = ctx.t("from")

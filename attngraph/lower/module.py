@@ -62,7 +62,7 @@ inside a node becomes a ``LoweringError`` naming the node and its YAML line.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
@@ -72,7 +72,7 @@ from attngraph.errors import AttnGraphError, LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import KINDS
 from attngraph.kinds.base import NodeCtx
-from attngraph.lower.names import NodeDict
+from attngraph.lower.names import NodeDict, module_key
 from attngraph.registry import resolve
 
 if TYPE_CHECKING:
@@ -175,10 +175,13 @@ def _key(src: str, port: str) -> str:
     return f"{src}.{port}" if port else src
 
 
-def _linear_groups(schedule: list[Step], nodes: NodeDict) -> dict[str, tuple[str, ...]]:
+def _linear_groups(schedule: list[Step], nodes: NodeDict,
+                   stage: dict[str, str]) -> dict[str, tuple[str, ...]]:
     """Nodes reading the same value through a fusable linear with the same input
-    size and bias use, keyed by the first one's id (only groups of two or more)."""
-    found: dict[tuple[str, bool, int, bool], list[str]] = {}
+    size and bias use, keyed by the first one's id (only groups of two or more).
+    The nodes of a group run at one stage of a loop (a node that runs after the
+    steps joins no group: the loop may run it per step or after them)."""
+    found: dict[tuple[str, bool, int, bool, str], list[str]] = {}
     for nid, _, ins in schedule:
         if len(ins) != 1 or ins[0].role != "from":
             continue
@@ -187,7 +190,10 @@ def _linear_groups(schedule: list[Step], nodes: NodeDict) -> dict[str, tuple[str
         if lin is None:
             continue
         weight, bias = lin
-        group = (ins[0].key, ins[0].detach, int(weight.shape[1]), bias is not None)
+        if stage.get(nid) == "after":
+            continue
+        group = (ins[0].key, ins[0].detach, int(weight.shape[1]), bias is not None,
+                 stage.get(nid, "step"))
         found.setdefault(group, []).append(nid)
     return {g[0]: tuple(g) for g in found.values() if len(g) > 1}
 
@@ -239,12 +245,32 @@ def _share_parameters(graph: Graph, mods: NodeDict) -> None:
             mods[node.id].weight = table.get_parameter("weight")
 
 
+def _lowering_order(graph: Graph) -> list[Node[Any]]:
+    """``graph.order()`` as it was before the hoisting pass added ``prepare`` nodes:
+    each one comes just before the node whose part it is. Parameters are made in
+    this order, so a seed gives the same weights with and without the pass."""
+    prepared = {n.id: n for n in graph.nodes if n.kind == "prepare"}
+    if not prepared:
+        return graph.order()
+
+    def through(e: Edge) -> Edge:
+        return prepared[e.src].inputs[0] if e.src in prepared else e
+
+    bare = graph.replace_nodes([replace(n, inputs=tuple(through(e) for e in n.inputs))
+                                for n in graph.nodes if n.id not in prepared])
+    before: dict[str, list[Node[Any]]] = {}
+    for p in prepared.values():
+        before.setdefault(p.spec.of, []).append(p)
+    return [m for n in bare.order() for m in (*before.get(n.id, ()), graph.node(n.id))]
+
+
 class GraphModule(nn.Module):
     """A lowered graph: ``nodes`` keyed by node id, run in ``graph.order()``.
 
     ``run(values, rt)`` takes the values of the graph's inputs (keyed ``id`` or
     ``id.port``) and returns the declared outputs by name (``""`` for a block's
-    single ``output``).
+    single ``output``). A loop runs the stages of its body (``Node.runs``) itself:
+    ``once`` (the nodes run once per call), then ``schedule`` at each step.
     """
 
     def __init__(self, graph: Graph) -> None:
@@ -252,7 +278,8 @@ class GraphModule(nn.Module):
         self.nodes = NodeDict()
         schedule: list[Step] = []
         self._locs: dict[str, Any] = {}
-        for node in graph.order():
+        stage: dict[str, str] = {}
+        for node in _lowering_order(graph):
             if node.is_input:
                 continue
             self.nodes[node.id] = _lower_node(node, graph)
@@ -260,60 +287,68 @@ class GraphModule(nn.Module):
                         for e in node.inputs)
             schedule.append(Step(node.id, node.kind, ins))
             self._locs[node.id] = node.loc
+            stage[node.id] = node.runs
         _share_parameters(graph, self.nodes)
-        self.groups = _linear_groups(schedule, self.nodes)
+        for node in graph.nodes:
+            if node.kind == "prepare":  # a part of another node's work, with its parameters
+                prep = self.nodes[node.id]
+                prep.bind(self.nodes[node.spec.of])  # type: ignore[operator]
+        self.groups = _linear_groups(schedule, self.nodes, stage)
         inner = {nid for g in self.groups.values() for nid in g[1:]}
-        self.schedule = [st for st in schedule if st.node not in inner]
+        #: every node in execution order (stacked linears as their group's first)
+        self.plan = [st for st in schedule if st.node not in inner]
+        self.once = [st for st in self.plan if stage[st.node] == "once"]
+        self.schedule = [st for st in self.plan if stage[st.node] != "once"]
+        self.stage = stage
         self.out_keys = tuple((name, _key(e.src, e.port), e.detach) for name, e in graph.outputs)
         self.graph_name = graph.name
 
-    def _call(self, nid: str, kind: str, x: dict[str, Tensor], rt: Runtime) -> Any:
-        mod = self.nodes[nid]
-        if torch.compiler.is_compiling():
-            return mod(x, rt)
-        try:
-            return mod(x, rt)
-        except AttnGraphError:
-            raise
-        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
-            loc = self._locs[nid]
-            msg = f"node '{nid}' ({kind}) failed at run time: {exc}"
-            hint = "check the shapes and dtypes of the inputs given to forward"
-            raise LoweringError(msg, loc, hint) from exc
+    def _fail(self, nid: str, kind: str, exc: Exception) -> LoweringError:
+        """The located error for a node (or stacked group) that raised at run time."""
+        group = self.groups.get(nid, ())
+        also = f", computed with {', '.join(group[1:])}" if group else ""
+        msg = f"node '{nid}' ({kind}{also}) failed at run time: {exc}"
+        hint = "check the shapes and dtypes of the inputs given to forward"
+        return LoweringError(msg, self._locs[nid], hint)
 
-    def _call_group(self, group: tuple[str, ...], kind: str, x: dict[str, Tensor],
-                    rt: Runtime) -> dict[str, Tensor]:
-        """Nodes that apply a linear to the same input: one matmul, then each node's
-        ``after_linear`` on its slice (values keyed by node id)."""
-        if torch.compiler.is_compiling():
-            return _run_linear_group([(nid, self.nodes[nid]) for nid in group], x, rt)
-        try:
-            return _run_linear_group([(nid, self.nodes[nid]) for nid in group], x, rt)
-        except AttnGraphError:
-            raise
-        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
-            nid = group[0]
-            msg = (f"node '{nid}' ({kind}, computed with {', '.join(group[1:])}) failed at "
-                   f"run time: {exc}")
-            hint = "check the shapes and dtypes of the inputs given to forward"
-            raise LoweringError(msg, self._locs[nid], hint) from exc
+    def _exec(self, schedule: list[Step], vals: dict[str, Tensor], rt: Runtime) -> None:
+        """Run scheduled nodes, adding their outputs to ``vals``.
+
+        The hot path of every forward (once per node per loop step): the modules are
+        read from the dict once, and a failure becomes a located error outside it.
+        """
+        mods = self.nodes._modules
+        groups = self.groups
+        checked = not torch.compiler.is_compiling()
+        for nid, kind, ins in schedule:
+            x = {role: (vals[k].detach() if det else vals[k]) for role, k, det in ins}
+            group = groups.get(nid)
+            try:
+                if group is not None:
+                    vals.update(_run_linear_group([(g, mods[module_key(g)]) for g in group],
+                                                  x, rt))
+                    continue
+                out = mods[module_key(nid)](x, rt)  # type: ignore[misc]
+            except AttnGraphError:
+                raise
+            except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+                if not checked:
+                    raise
+                raise self._fail(nid, kind, exc) from exc
+            if isinstance(out, dict):
+                for port, v in out.items():
+                    vals[f"{nid}.{port}" if port else nid] = v
+            else:
+                vals[nid] = out
+
+    def _outputs(self, vals: dict[str, Tensor]) -> dict[str, Tensor]:
+        return {name: (vals[k].detach() if det else vals[k]) for name, k, det in self.out_keys}
 
     def run(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         """Execute the schedule from input values; return the declared outputs."""
         vals = dict(values)
-        for nid, kind, ins in self.schedule:
-            x = {role: (vals[k].detach() if det else vals[k]) for role, k, det in ins}
-            group = self.groups.get(nid)
-            if group is not None:
-                vals.update(self._call_group(group, kind, x, rt))
-                continue
-            out = self._call(nid, kind, x, rt)
-            if isinstance(out, dict):
-                for port, v in out.items():
-                    vals[_key(nid, port)] = v
-            else:
-                vals[nid] = out
-        return {name: (vals[k].detach() if det else vals[k]) for name, k, det in self.out_keys}
+        self._exec(self.plan, vals, rt)
+        return self._outputs(vals)
 
     def forward(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         return self.run(values, rt)

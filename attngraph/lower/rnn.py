@@ -106,6 +106,8 @@ class Rnn(NodeModule):
     def _step(self, v: Tensor, h: Tensor | None, c: Tensor | None,
               rt: Runtime) -> dict[str, Tensor]:
         """One cell step on (B, d), or on each item of (B, N, d) alone."""
+        if v.dim() == 2 and not self.each:  # the step of a loop body: the cell's own op
+            return self._vector_step(v, h, c)
         lead = v.shape[:-1]  # (B,) or (B, N)
         if h is None:
             h = v.new_zeros(*lead, self.hidden)
@@ -128,6 +130,21 @@ class Rnn(NodeModule):
                     ports["cell_state"] = ports["cell_state"] * mask.to(h2.dtype)
         ports.update({"": h2, "out": h2, "state": h2})  # (B, [N,] h)
         return ports
+
+    def _vector_step(self, v: Tensor, h: Tensor | None,
+                     c: Tensor | None) -> dict[str, Tensor]:
+        """One step on (B, d) from states (B, h) (or (1, h), or zeros): what
+        ``nn.GRUCell``/``nn.LSTMCell`` compute, without their checks of batched input."""
+        cell = self.cell
+        size = (v.shape[0], self.hidden)
+        h = v.new_zeros(size) if h is None else h.expand(size)
+        w = (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)
+        if self.kind == "gru":
+            h2 = torch.gru_cell(v, h, *w)
+            return {"": h2, "out": h2, "state": h2}
+        c = v.new_zeros(size) if c is None else c.expand(size)
+        h2, c2 = torch.lstm_cell(v, (h, c), *w)
+        return {"": h2, "out": h2, "state": h2, "cell_state": c2}
 
     def _packed(self, v: Tensor, h0: Tensor, c0: Tensor | None,
                 mask: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:

@@ -63,19 +63,34 @@ class QueryRead:
     #: per-item features of the keys' items (an additive score's V f_i term)
     features: TensorType | None = None
 
+    #: the keys arrive prepared (``U k``, computed once before a loop's steps)
+    prepared: bool = False
+
     @classmethod
     def of(cls, ctx: LowerCtx) -> QueryRead:
         """How the scorer node of ``ctx`` reads its query."""
         s = ctx.spec
         learned = getattr(s.query, "learned", None)
         has = ctx.has("query")
-        k = ctx.t("key")
+        k, prepared = key_type(ctx)
         heads = score_heads(ctx.t("query") if has else None, k)
         return cls(pairs=s.pairs, has_query=learned is not None or has,
                    vector_query=learned is not None or (has and ctx.t("query").rank == 1),
                    learned=int(learned) if learned is not None else None,
                    heads=heads, key=k, groups=(heads or 1) // (k.heads or 1),
-                   features=ctx.t("features") if ctx.has("features") else None)
+                   features=ctx.t("features") if ctx.has("features") else None,
+                   prepared=prepared)
+
+
+def key_type(ctx: LowerCtx) -> tuple[TensorType, bool]:
+    """The type of the scorer's keys as the spec gives them, and whether they arrive
+    prepared by a hoisted ``prepare`` node (whose input has that type)."""
+    e = ctx.edge("key")
+    src = ctx.graph.node(e.src)
+    if src.kind == "prepare" and src.spec.of == ctx.node.id:
+        inner = src.inputs[0]
+        return ctx.graph.node(inner.src).types[inner.port], True
+    return ctx.t("key"), False
 
 
 class Scorer(NodeModule):
@@ -93,6 +108,7 @@ class Scorer(NodeModule):
         self.pairs = read.pairs
         self.has_query = read.has_query
         self.groups = read.groups
+        self.prepared = read.prepared
         self.vector_query = read.vector_query
         self.make_params(dq, dk, hidden, heads, spec, read)
         # made after the function's own parameters (the order seeds depend on)
@@ -102,9 +118,14 @@ class Scorer(NodeModule):
                     read: QueryRead) -> None:
         """Create the function's parameters (none by default)."""
 
+    def prepare(self, role: str, k: Tensor) -> Tensor:
+        """The keys mapped alone (``ScorerInfo.prepares_key``), query heads expanded."""
+        msg = f"{type(self).__name__} cannot prepare its {role} alone"
+        raise NotImplementedError(msg)
+
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         k = x["key"]  # (B, [h,] N, dk)
-        if self.groups > 1:  # grouped-query attention: each key head serves a group
+        if self.groups > 1 and not self.prepared:  # grouped-query: a key head per group
             k = k.repeat_interleave(self.groups, dim=1)
         if not self.has_query:
             return self.items(k)  # (B, [h,] N)
@@ -118,13 +139,17 @@ class Scorer(NodeModule):
             msg = "the scorer has neither a query input nor a learned query"
             raise ValueError(msg)
         if self.vector_query:
-            return self.all(q.unsqueeze(-2), k).squeeze(-2)  # (B, [h,] N)
+            return self.one(q, k)  # (B, [h,] N)
         if self.pairs == "aligned":
             return self.aligned(q, k)  # (B, [h,] N)
         return self.all(q, k)  # (B, [h,] M, N)
 
     def items(self, k: Tensor) -> Tensor:
         raise NotImplementedError
+
+    def one(self, q: Tensor, k: Tensor) -> Tensor:
+        """Scores of one query vector per row, (B, [h,] dq), against every key."""
+        return self.all(q.unsqueeze(-2), k).squeeze(-2)  # (B, [h,] N)
 
     def all(self, q: Tensor, k: Tensor) -> Tensor:
         raise NotImplementedError
@@ -185,19 +210,32 @@ class Additive(Scorer):
             if f is not None else None
         self.feature_vector = f is not None and f.rank == 1
 
+    def prepare(self, role: str, k: Tensor) -> Tensor:
+        """U k_i for every key: (B, [h,] N, H), query heads expanded."""
+        if self.groups > 1:
+            k = k.repeat_interleave(self.groups, dim=1)
+        return k @ self.U
+
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         f = x.get("features")
-        if f is not None:  # [k_i ‖ f_i] against [U; V]: U k_i + V f_i in one matmul
-            k = x["key"]  # (B, [h,] N, dk)
+        if f is not None:
+            k = x["key"]  # (B, [h,] N, dk), or U k (B, [h,] N, H) when prepared
             if self.feature_vector:
                 f = f.unsqueeze(-1)  # (B, N, 1)
             if k.dim() == 4:
                 f = f.unsqueeze(1).expand(-1, k.shape[1], -1, -1)  # (B, h, N, c)
-            x = {**x, "key": torch.cat([k, f.to(k.dtype)], -1)}
+            f = f.to(k.dtype)
+            if self.prepared and self.V is not None:  # U k_i + V f_i
+                x = {**x, "key": k + f @ self.V}
+            else:  # [k_i ‖ f_i] against [U; V]: U k_i + V f_i in one matmul
+                x = {**x, "key": torch.cat([k, f], -1)}
         return super().forward(x, rt)
 
     def _keys(self, k: Tensor) -> Tensor:
-        """U k_i, or [U; V] [k_i ‖ f_i] with features: (B, [h,] N, H)."""
+        """U k_i, or [U; V] [k_i ‖ f_i] with features: (B, [h,] N, H); the keys as
+        they are when they arrive prepared."""
+        if self.prepared:
+            return k
         if self.V is None:
             return k @ self.U
         return k @ torch.cat([self.U, self.V], -2)
@@ -210,14 +248,27 @@ class Additive(Scorer):
         v = self.v.reshape(self.v.shape[0], *([1] * (e.dim() - 4)), self.v.shape[1], 1)
         return (e @ v).squeeze(-1)
 
+    def _query(self, q: Tensor) -> Tensor:
+        """W q + b: (B, [h,] [M,] H)."""
+        if self.W.dim() == 2:
+            if q.dim() == 2:
+                return torch.addmm(self.b, q, self.W)  # one query per row: one op
+            return F.linear(q, self.W.T, self.b)
+        return q @ self.W + self.b.unsqueeze(-2)
+
+    def one(self, q: Tensor, k: Tensor) -> Tensor:
+        if q.dim() == 2:  # (B, dq) against (B, N, dk): no head axis
+            return self._contract(torch.tanh(self._query(q).unsqueeze(-2) + self._keys(k)))
+        return super().one(q, k)
+
     def all(self, q: Tensor, k: Tensor) -> Tensor:
         # the bias joins the small W q term, not the (M, N, H) sum
-        wq = (q @ self.W + self.b.unsqueeze(-2)).unsqueeze(-2)  # (B, h, M, 1, H)
+        wq = self._query(q).unsqueeze(-2)  # (B, h, M, 1, H)
         uk = self._keys(k).unsqueeze(-3)  # (B, h, 1, N, H)
         return self._contract(torch.tanh(wq + uk))  # (B, h, M, N)
 
     def aligned(self, q: Tensor, k: Tensor) -> Tensor:
-        e = torch.tanh(q @ self.W + self._keys(k) + self.b.unsqueeze(-2))  # (B, h, N, H)
+        e = torch.tanh(self._query(q) + self._keys(k))  # (B, h, N, H)
         return self._contract(e)
 
 
@@ -403,7 +454,7 @@ def lower_scorer(ctx: LowerCtx) -> NodeModule:
     """Scores [N] or [M, N] by the registered scorer function ``fn``."""
     s = ctx.spec
     info = SCORERS[s.fn]
-    k = ctx.t("key")
+    k, _ = key_type(ctx)
     dk = int(k.dims[-1])
     read = QueryRead.of(ctx)
     if read.learned is not None:
@@ -454,3 +505,24 @@ def _user_scorer(ctx: LowerCtx, info: Any, dq: int, dk: int, hidden: int,
                  hint="make its ScorerInfo params(dq, dk, hidden) count the module's "
                  "parameters (per head), so that validate and the resource guard are true")
     return UserScorer(inner, read, info.name)
+
+
+class Prepare(NodeModule):
+    """A ``prepare`` node: its owner's :meth:`Scorer.prepare` of one input. The owner
+    holds the parameters; it is kept outside the module tree (a plain list), so that
+    state dicts and ``parameters()`` list them once, under the owner."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__()
+        self.role = str(ctx.spec.role)
+        self._owner: list[Scorer] = []
+
+    def bind(self, owner: nn.Module) -> None:
+        """Use ``owner``'s parameters (called once the graph's nodes are lowered)."""
+        if not isinstance(owner, Scorer):
+            msg = f"a prepared {self.role} needs a scorer, not {type(owner).__name__}"
+            raise TypeError(msg)
+        self._owner = [owner]
+
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        return self._owner[0].prepare(self.role, x["from"])  # (B, [h,] N, H)

@@ -19,6 +19,9 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
   body output ``feedback`` at step t-1 (greedy feedback);
 - each body output is stacked to ``(B, T, ...)``; ``final_<carry>`` is the last
   carried value.
+
+Body nodes that the hoisting pass marked (:mod:`attngraph.passes.hoist`) run once
+per call, before the first step, from the loop's ``inputs``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import NamedTuple, cast
 import torch
 from torch import Tensor, nn
 
-from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime
+from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime, Step
+from attngraph.passes.hoist import ancestors
 
 
 def _result(outs: dict[str, Tensor]) -> Tensor | dict[str, Tensor]:
@@ -136,6 +140,29 @@ class Feed(NamedTuple):
     teacher_forcing: bool
 
 
+class Stages(NamedTuple):
+    """When a loop runs the nodes of its body, for one way of feeding it: ``step``
+    nodes at each step; ``after`` nodes once after the steps, on ``record`` (the
+    per-step values they read, stacked over the steps into one batch)."""
+
+    step: list[Step]
+    after: list[Step]
+    record: tuple[str, ...]
+
+
+def _stages(body: GraphModule, late: set[str]) -> Stages:
+    """Stages that run the nodes ``late`` after the steps."""
+    step = [st for st in body.schedule if st.node not in late]
+    after = [st for st in body.schedule if st.node in late]
+    made_after = {st.node for st in after}
+    record: dict[str, None] = {}
+    for st in after:
+        for inp in st.inputs:
+            if inp.key.split(".")[0] not in made_after:
+                record[inp.key] = None
+    return Stages(step, after, tuple(record))
+
+
 class Loop(GraphModule):
     """A body run once per step with carried state and fed inputs (see module doc)."""
 
@@ -155,19 +182,39 @@ class Loop(GraphModule):
         outs = dict(body.outputs)
         self.stack_axis = {k: 2 if body.node(e.src).types[e.port].heads else 1
                            for k, e in outs.items()}
+        self.keys = {name: (key, det) for name, key, det in self.out_keys}
+        late = {n.id for n in body.nodes if n.runs == "after"}
+        #: with every feedback teacher-forced (or none): nothing late runs per step
+        self.forced = _stages(self, late)
+        #: with a feedback read: what it needs runs per step
+        needed = ancestors(body, {outs[str(f.feedback)].src for f in self.feed
+                                  if f.feedback is not None})
+        self.free = _stages(self, late - needed)
+
+    def _stacked(self, k: str, v: list[Tensor]) -> Tensor:
+        return torch.stack(v, dim=self.stack_axis[k])
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:  # type: ignore[override]
         steps = self.steps if self.steps is not None else x["steps"].shape[1]
-        fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
         b = rt.batch
         state: dict[str, Tensor] = {}
         for c in self.carry:
             size = x[c.over].shape[1] if c.over is not None else c.zeros
             state[c.name] = x[c.init] if c.init is not None \
                 else torch.zeros(b, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
-        stacks: dict[str, list[Tensor]] = {k: [] for k in self.stack_axis}
-        prev: dict[str, Tensor] = {}
+        forced = all(f.feedback is None or (f.source is not None and f.teacher_forcing
+                                            and self.training) for f in self.feed)
+        stages = self.forced if forced else self.free
+        late = {st.node for st in stages.after}
+        # the loop's inputs and the nodes that run once, before the steps
+        fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
+        self._exec(self.once, fixed, rt)
+        per_step = {k: kd for k, kd in self.keys.items() if kd[0].split(".")[0] not in late}
+        stacks: dict[str, list[Tensor]] = {k: [] for k in per_step}
+        records: dict[str, list[Tensor]] = {k: [] for k in stages.record}
+        vals: dict[str, Tensor] = {}
         for t in range(steps):
+            prev = vals
             vals = {**fixed, **state}
             for f in self.feed:
                 if f.feedback is None and f.source is not None:
@@ -177,14 +224,36 @@ class Loop(GraphModule):
                 elif f.source is not None and f.teacher_forcing and self.training:
                     vals[f.name] = x[f.source][:, t - 1]
                 else:
-                    vals[f.name] = prev[str(f.feedback)].argmax(-1)
-            prev = self.run(vals, rt)
+                    key, _ = self.keys[str(f.feedback)]
+                    vals[f.name] = prev[key].argmax(-1)
+            self._exec(stages.step, vals, rt)
             for c in self.carry:
-                state[c.name] = prev[c.next]
-            for k in stacks:
-                stacks[k].append(prev[k])
-        res = {k: torch.stack(v, dim=self.stack_axis[k]) for k, v in stacks.items()}
+                key, det = self.keys[c.next]
+                state[c.name] = vals[key].detach() if det else vals[key]
+            for k, (key, det) in per_step.items():
+                stacks[k].append(vals[key].detach() if det else vals[key])
+            for k in records:
+                records[k].append(vals[k])
+        res = {k: self._stacked(k, v) for k, v in stacks.items()}
+        if stages.after:
+            res.update(self._after(stages, records, steps, rt))
         for name, value in state.items():
             res[f"final_{name}"] = value
         res.setdefault("", next(iter(res.values())))
+        return res
+
+    def _after(self, stages: Stages, records: dict[str, list[Tensor]], steps: int,
+               rt: Runtime) -> dict[str, Tensor]:
+        """The late nodes, run once on every step's values as one batch of B·T rows;
+        their outputs come back stacked over the steps like the others."""
+        b = rt.batch
+        vals = {k: torch.stack(v, 1).flatten(0, 1) for k, v in records.items()}  # (B·T, ...)
+        masks = {sym: m.repeat_interleave(steps, dim=0) for sym, m in rt.masks.items()}
+        self._exec(stages.after, vals, replace(rt, masks=masks, batch=b * steps))
+        res = {}
+        for k, (key, det) in self.keys.items():
+            if key in vals and key not in records:
+                v = vals[key].detach() if det else vals[key]
+                v = v.reshape(b, steps, *v.shape[1:])  # (B, T, [h,] ...)
+                res[k] = v.transpose(1, 2) if self.stack_axis[k] == 2 else v
         return res

@@ -27,9 +27,11 @@ class Linear(NodeModule):
         self.weight = lin.weight
         self.bias = lin.bias
         self.act = ACTS[act]()
+        self.plain = act == "none"
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
-        return self.act(F.linear(x["from"], self.weight, self.bias))  # (B, ..., out)
+        y = F.linear(x["from"], self.weight, self.bias)  # (B, ..., out)
+        return y if self.plain else self.act(y)
 
 
 def lower_linear(ctx: LowerCtx) -> NodeModule:

@@ -11,7 +11,7 @@ Examples
 --------
 >>> from attngraph.passes import FRONT, OPTIMIZE
 >>> [p.name for p in FRONT.passes + OPTIMIZE.passes]
-['infer_shapes', 'fuse_attention', 'linear_attention']
+['infer_shapes', 'fuse_attention', 'linear_attention', 'hoist_invariants']
 """
 
 from __future__ import annotations
