@@ -1,6 +1,7 @@
 """Lowering rule of ``rnn``: GRU/LSTM over a sequence, or one cell step on a vector.
 
-Without a padding mask the sequence runs through ``nn.GRU``/``nn.LSTM``. With one,
+Without a padding mask the sequence runs through torch's fused GRU/LSTM (the
+weights are ``nn.GRU``'s/``nn.LSTM``'s, held by :class:`RecurrentWeights`). With one,
 each row runs over its real items only, so padding appended after them changes
 neither the outputs at real items nor the final ``state``, in either direction: the
 backward direction starts at the row's last real item. Outputs at padded items are
@@ -11,16 +12,17 @@ which starts at ``init_cell`` (zeros without it): a loop carries both.
 With ``each``, one cell step runs on every item alone ([N, d] with states [N, h]).
 
 The masked rows go through ``pack_padded_sequence`` (lengths from the mask; padding
-is trailing, which the forward checks enforce). ``torch.compile`` cannot trace
-packing (data-dependent sizes), so while compiling the same weights run step by step
-with the same semantics (:meth:`Rnn._stepwise`); both are tested equal.
+is trailing, which the forward checks enforce). ``torch.compile`` traces neither
+packing (data-dependent sizes) nor ``nn.GRU``/``nn.LSTM``, so while compiling the
+same weights run step by step with the same semantics (:meth:`Rnn._stepwise`), with
+or without a mask; both are tested equal.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
@@ -46,6 +48,49 @@ def _cell(cell: str, x: Tensor, h: Tensor, c: Tensor | None, w_ih: Tensor, w_hh:
     return torch.sigmoid(o) * torch.tanh(c2), c2
 
 
+class RecurrentWeights(nn.Module):
+    """The weights of a multi-layer, one- or two-way GRU or LSTM, under the names,
+    in the order and with the initialisation of ``nn.GRU``/``nn.LSTM`` (so state dicts
+    and seeds are theirs), run by the same fused ops (``torch.gru``/``torch.lstm``).
+
+    Not an ``nn.RNNBase``: ``torch.compile`` refuses to trace those, even to read their
+    weights, while it traces this module (the rnn then runs by steps, see
+    :meth:`Rnn._stepwise`).
+    """
+
+    def __init__(self, cell: str, d: int, hidden: int, layers: int,
+                 bidirectional: bool) -> None:
+        super().__init__()
+        ref = (nn.GRU if cell == "gru" else nn.LSTM)(
+            d, hidden, num_layers=layers, batch_first=True, bidirectional=bidirectional)
+        self.names: list[str] = list(ref._flat_weights_names)
+        for name in self.names:
+            self.register_parameter(name, ref._parameters[name])
+        self.cell, self.input_size, self.hidden_size = cell, d, hidden
+        self.num_layers, self.bidirectional = layers, bidirectional
+
+    def extra_repr(self) -> str:
+        return (f"{self.cell.upper()}({self.input_size}, {self.hidden_size}, "
+                f"num_layers={self.num_layers}, bidirectional={self.bidirectional})")
+
+    def forward(self, x: Tensor, h0: Tensor, c0: Tensor | None = None,
+                batch_sizes: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``x`` (B, N, d), or packed data with its ``batch_sizes``; states
+        (layers·dirs, B, h). Returns the outputs and the final h (and c)."""
+        w: list[Tensor] = [self._parameters[n] for n in self.names]  # type: ignore[misc]
+        args = (w, True, self.num_layers, 0.0, self.training, self.bidirectional)
+        if self.cell == "gru":
+            out, hn = (torch.gru(x, h0, *args, True) if batch_sizes is None
+                       else torch.gru(x, batch_sizes, h0, *args))
+            return out, hn, None
+        if c0 is None:
+            msg = "an LSTM needs its initial cell state"
+            raise ValueError(msg)
+        out, hn, cn = (torch.lstm(x, (h0, c0), *args, True) if batch_sizes is None
+                       else torch.lstm(x, batch_sizes, (h0, c0), *args))
+        return out, hn, cn
+
+
 class Rnn(NodeModule):
     """Ports ``out`` (B, N, h·dirs) and ``state`` (B, h·dirs); ``rnn`` holds the weights."""
 
@@ -65,9 +110,7 @@ class Rnn(NodeModule):
             cell_cls = nn.GRUCell if s.cell == "gru" else nn.LSTMCell
             self.cell = cell_cls(d, self.hidden)
         else:
-            rnn_cls = nn.GRU if s.cell == "gru" else nn.LSTM
-            self.rnn = rnn_cls(d, self.hidden, num_layers=s.layers, batch_first=True,
-                               bidirectional=s.bidirectional)
+            self.rnn = RecurrentWeights(s.cell, d, self.hidden, s.layers, s.bidirectional)
 
     def _h0(self, x: dict[str, Tensor], b: int, ref: Tensor, role: str = "init") -> Tensor:
         """Initial hidden (or cell) state (layers·dirs, B, h)."""
@@ -87,14 +130,13 @@ class Rnn(NodeModule):
         h0 = self._h0(x, v.shape[0], v)
         c0 = self._h0(x, v.shape[0], v, "init_cell") if self.kind == "lstm" else None
         mask = padding_mask(rt, self.t.with_dims(self.t.dims[0]))
-        if mask is None:
-            hx = h0 if c0 is None else (h0, c0)
-            out, hn = self.rnn(v, hx)  # (B, N, h·dirs)
-            cn = None if c0 is None else hn[1][-self.dirs:]
-            hn = hn if c0 is None else hn[0]
-            last = hn[-self.dirs:]  # (dirs, B, h)
-        elif torch.compiler.is_compiling():
+        if torch.compiler.is_compiling():
+            # dynamo traces neither nn.GRU/nn.LSTM nor packing: the same weights, by step
             out, last, cn = self._stepwise(v, h0, c0, mask)
+        elif mask is None:
+            out, hn, cn = self.rnn(v, h0, c0)  # (B, N, h·dirs), (layers·dirs, B, h) x2
+            last = hn[-self.dirs:]  # (dirs, B, h)
+            cn = None if cn is None else cn[-self.dirs:]
         else:
             out, last, cn = self._packed(v, h0, c0, mask)
         state = torch.cat(list(last.unbind(0)), -1)  # (B, h·dirs)
@@ -156,12 +198,17 @@ class Rnn(NodeModule):
         empty = lengths == 0
         packed = pack_padded_sequence(v, lengths.clamp(min=1), batch_first=True,
                                       enforce_sorted=False)
-        hx = h0 if c0 is None else (h0, c0)
-        out_p, hn = self.rnn(packed, hx)
-        out, _ = pad_packed_sequence(out_p, batch_first=True, total_length=v.shape[1])
-        cn = None if c0 is None else hn[1][-self.dirs:]
-        hn = hn if c0 is None else hn[0]
-        last = hn[-self.dirs:]  # (dirs, B, h)
+        order, back = packed.sorted_indices, packed.unsorted_indices
+        if order is None or back is None:  # enforce_sorted=False always gives both
+            msg = "pack_padded_sequence gave no permutation"
+            raise RuntimeError(msg)
+        data, hn, cn = self.rnn(packed.data, h0.index_select(1, order),
+                                None if c0 is None else c0.index_select(1, order),
+                                batch_sizes=packed.batch_sizes)
+        out, _ = pad_packed_sequence(PackedSequence(data, packed.batch_sizes, order, back),
+                                     batch_first=True, total_length=v.shape[1])
+        last = hn.index_select(1, back)[-self.dirs:]  # (dirs, B, h)
+        cn = None if cn is None else cn.index_select(1, back)[-self.dirs:]
         if bool(empty.any()):
             e = empty.to(v.device)
             out = out.masked_fill(e[:, None, None], 0.0)  # (B, N, h·dirs)
@@ -171,11 +218,11 @@ class Rnn(NodeModule):
         return out, last, cn
 
     def _stepwise(self, v: Tensor, h0: Tensor, c0: Tensor | None,
-                  mask: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+                  mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         """Step by step; padded steps keep the state. Returns out and the last layer's
         hidden and (LSTM) cell states."""
         n = v.shape[1]
-        keep = mask.unsqueeze(-1)  # (B, N, 1)
+        keep = mask.unsqueeze(-1) if mask is not None else None  # (B, N, 1)
         layer_in = v
         finals: list[Tensor] = []
         cells: list[Tensor] = []
@@ -193,6 +240,10 @@ class Rnn(NodeModule):
                 order = range(n - 1, -1, -1) if d else range(n)
                 for i in order:
                     h2, c2 = _cell(self.kind, layer_in[:, i], h, c, *w)
+                    if keep is None:
+                        h, c = h2, c2
+                        ys[i] = h
+                        continue
                     k = keep[:, i]
                     h = torch.where(k, h2, h)
                     if c is not None and c2 is not None:
