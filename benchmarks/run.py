@@ -34,6 +34,7 @@ from cases import (  # noqa: E402
     masked_rnn_spec,
     mhsa_spec,
 )
+from loops import TWINS, catalog, copy_into  # noqa: E402
 from memory import peak_mib  # noqa: E402
 from report import Row, render_table, write_doc  # noqa: E402
 from timing import interleaved, machine, median_stat, ratio_stat  # noqa: E402
@@ -237,6 +238,58 @@ def bench_rnn(sz: Sizes) -> list[Row]:
     return rows
 
 
+#: every catalog loop model at the benchmark's sizes: spec dims, twin arguments, inputs
+def _loop_cases(sz: Sizes) -> dict[str, tuple[dict[str, int], tuple[int, ...], str]]:
+    d = int(sz.pick(128, 8))  # type: ignore[call-overload]
+    return {
+        "bahdanau_translation": ({"e": d, "h": d, "s": d}, (12, d, d, d), "seq2seq"),
+        "luong_translation": ({"e": d, "h": d, "hh": d // 2}, (12, d, d, d // 2), "seq2seq"),
+        "luong_local_p": ({"e": d, "h": d}, (12, d, d), "seq2seq"),
+        "memory_network": ({"e": d, "hs": d, "slots": 24, "width": d}, (16, d, d, 24, d),
+                           "seq"),
+        "glimpse_soft": ({"d": d}, (d, 10), "image"),
+        "glimpse_hard": ({"gd": d, "hs": d}, (d, d, 10), "image"),
+    }
+
+
+def bench_loops(sz: Sizes) -> list[Row]:
+    """(8) each catalog loop model, whole, vs its hand-written twin (same weights)."""
+    b, n = sz.pick((32, 24), (2, 5))
+    g = torch.Generator().manual_seed(0)
+    inputs = {
+        "seq2seq": {"source": torch.randint(1, 12, (b, n), generator=g),
+                    "target": torch.randint(1, 12, (b, n), generator=g)},
+        "seq": {"seq": torch.randint(0, 16, (b, n), generator=g)},
+        "image": {"image": torch.rand(b, 1, 32, 32, generator=g)},
+    }
+    rows = []
+    for name, (dims, args, kind) in _loop_cases(sz).items():
+        spec = attngraph.compile(catalog(name, **dims), seed=0).train()
+        twin = TWINS[name](*args).train()
+        copy_into(twin, model=spec)
+        kw = inputs[kind]
+
+        def total(out: dict[str, torch.Tensor]) -> torch.Tensor:
+            return sum(v.sum() for v in out.values() if v.is_floating_point())  # type: ignore[return-value]
+
+        variants = {
+            "spec": _fwd_bwd(spec, lambda spec=spec, kw=kw: total(spec(**kw))),
+            "hand": _fwd_bwd(twin, lambda twin=twin, kw=kw: total(twin(*kw.values()))),
+        }
+        times = interleaved(variants, sz.repeats, inner=1 if sz.quick else 3)
+        r = ratio_stat(times, "spec", "hand")
+        ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        limit = 1.0 if name == "bahdanau_translation" else 1.05
+        size = ", ".join(f"{k}={v}" for k, v in dims.items())
+        cfg = (f"B={b}, N=T={n}, {size}" if kind != "image" else f"B={b}, 32×32, {size}")
+        n_params = sum(p.numel() for p in spec.parameters())
+        rows.append(Row(f"{name} spec / hand-written twin", f"{cfg}, fwd+bwd", r.fmt(),
+                        f"<= {limit:.2f}x", r.median <= limit,
+                        f"{ms['spec']:.1f} ms vs {ms['hand']:.1f} ms; {n_params:,} "
+                        "parameters each, equal outputs"))
+    return rows
+
+
 def _validate_wall(spec: str) -> float:
     exe = Path(sys.executable).with_name("attngraph")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "attngraph"]
@@ -346,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE.parent / "docs" / "performance.md"),
                     help="markdown report to write ('-' for none)")
     ap.add_argument("--only", default="", help="comma list: mhsa,additive,memory,local,"
-                    "front,compile,rnn")
+                    "front,compile,rnn,loops")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -355,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         "mhsa": lambda: bench_mhsa(sz), "additive": lambda: bench_additive(sz),
         "memory": lambda: bench_memory(sz, a.threads), "local": lambda: bench_local(sz),
         "front": lambda: bench_front(sz), "compile": lambda: bench_torch_compile(sz),
-        "rnn": lambda: bench_rnn(sz),
+        "rnn": lambda: bench_rnn(sz), "loops": lambda: bench_loops(sz),
     }
     only = [p for p in a.only.split(",") if p] or list(parts)
     rows: list[Row] = []

@@ -51,7 +51,7 @@ BODY = """\
       %enc = input() : [N, 8]  @10:14
       %state = input() : [8]  @10:19
       %y = input() : long[]  @10:26
-      %y_emb = embedding(dim=6, vocab=9, from=%y) : [6]  @12:15
+      %y_emb = embedding(dim=6, vocab=9, from=%y) : [6]  before  @12:15
       %keys = linear(out=8, act=tanh, from=%enc) : [N, 8]  once  @13:15
       %score:key = prepare(of=score, role=key, dim=5, from=%keys) : [N, 5]  once  @14:15
       %score = scorer(fn=additive, hidden=5, query=%state, key=%score:key) : [N]  @14:15
@@ -71,8 +71,9 @@ def _without_hoisting() -> attngraph.passes.Pipeline:
 
 
 def test_hoisting_marks_the_stages_golden() -> None:
-    """Key projections run once; the additive score's U k is prepared once; the output
-    layer, on which no carry depends, runs after the steps."""
+    """Key projections run once; the additive score's U k is prepared once; the
+    embedding of the fed word runs before the steps (on every step's word); the
+    output layer, on which no carry depends, runs after them."""
     g = hoist_invariants(attngraph.loads_spec(DECODER))
     dump = str(g)
     assert BODY in dump, dump
@@ -122,8 +123,9 @@ def _padded_inputs(graph: attngraph.Graph, seed: int) -> dict[str, torch.Tensor]
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_hoisted_model_equals_the_plain_one(path: Path, mode: str) -> None:
     """Every loop spec: the same state dict, outputs and gradients with and without the
-    pass, with padding in the batch; in training (teacher forcing: the output layer
-    runs after the steps) and in eval (greedy feedback: it runs at each step)."""
+    pass, with padding in the batch; in training (teacher forcing: the fed word's
+    embedding runs before the steps, the output layer after them) and in eval
+    (greedy feedback: both run at each step)."""
     graph = attngraph.load_spec(path)
     fast = attngraph.compile(graph, seed=0)
     plain = attngraph.compile(graph, seed=0, optimize=_without_hoisting())

@@ -130,8 +130,9 @@ class Node(Generic[SpecT]):
     inference; ``loc`` is the position of the node's mapping and ``field_locs``
     that of each field. ``runs`` says when a node of a loop's body runs (the
     hoisting pass sets it): at every ``step``, ``once`` before the steps (it is the
-    same at every step), or ``after`` them, once over all steps together (no carried
-    state depends on it).
+    same at every step), ``before`` them on every step's feed together (it reads only
+    the feeds), or ``after`` them, once over all steps together (no carried state
+    depends on it).
     """
 
     id: str
@@ -143,7 +144,7 @@ class Node(Generic[SpecT]):
     body: Graph | None = None
     params: int = 0
     field_locs: Mapping[str, SourceLoc] = field(default_factory=dict, compare=False, repr=False)
-    runs: Literal["step", "once", "after"] = "step"
+    runs: Literal["step", "once", "before", "after"] = "step"
 
     @property
     def kind(self) -> str:

@@ -106,6 +106,14 @@ class NodeCtx:
             self.fail(f"missing field '{role}'", hint=f"add '{role}: <node>'")
         return e
 
+    def reads(self, port: str) -> bool:
+        """Whether a node of the graph, or one of its outputs, reads this node's
+        ``port`` (``""``: the default one)."""
+        nid = self.node.id
+        edges = [e for n in self.graph.nodes for e in n.inputs]
+        edges += [e for _, e in self.graph.outputs]
+        return any(e.src == nid and e.port == port for e in edges)
+
     def has(self, role: str) -> bool:
         """Whether the node has an input edge for ``role``."""
         return self.node.edge(role) is not None

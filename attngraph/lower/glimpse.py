@@ -56,10 +56,9 @@ def glimpse(image: Tensor, loc: Tensor, size: int, scales: int = 1) -> Tensor:
     for i in range(scales):
         factor = 2 ** i
         side = size * factor
-        theta = image.new_zeros(b, 2, 3)  # (B, 2, 3): maps output coords to image coords
-        theta[:, 0, 0] = side / w
-        theta[:, 1, 1] = side / h
-        theta = theta + torch.cat([image.new_zeros(b, 2, 2), loc.unsqueeze(-1)], dim=-1)
+        # (B, 2, 3): maps output coords to image coords, [[side/W, 0, x], [0, side/H, y]]
+        scale = image.new_tensor([[side / w, 0.0], [0.0, side / h]]).expand(b, 2, 2)
+        theta = torch.cat([scale, loc.unsqueeze(-1)], dim=-1)
         grid = F.affine_grid(theta, [b, c, side, side], align_corners=False)
         patch = F.grid_sample(image, grid, mode="bilinear", padding_mode="zeros",
                               align_corners=False)  # (B, C, side, side)

@@ -180,6 +180,9 @@ class Policy(nn.Module):
         self.std, self.tau = max(float(std), _MIN_SCALE), max(float(tau), _MIN_SCALE)
         self.baseline: nn.Parameter | None = None
         self.baseline_proj: nn.Linear | None = None
+        #: whether the categorical policy computes its ``entropy`` (a lowered node
+        #: whose entropy nothing reads does not)
+        self.entropy = True
         if baseline is True:
             self.baseline = nn.Parameter(torch.zeros(()))
         elif baseline is not False and int(baseline) > 0:
@@ -225,7 +228,10 @@ class Policy(nn.Module):
         return ref.new_zeros(batch)
 
     def _categorical(self, scores: Tensor, mask: Tensor | None) -> dict[str, Tensor]:
-        logits, alive = masked_logits(scores, mask)  # (B, ..., N), (B, ...)
+        if mask is None:  # every row has items to choose from
+            logits, alive = scores, None
+        else:
+            logits, alive = masked_logits(scores, mask)  # (B, ..., N), (B, ...)
         logp = torch.log_softmax(logits, -1)
         probs = logp.exp()
         if self.training and self.estimator == "gumbel":
@@ -244,14 +250,18 @@ class Policy(nn.Module):
         hard = F.one_hot(index, scores.shape[-1]).to(scores.dtype)
         if self.estimator != "reinforce":
             hard = hard - soft.detach() + soft  # forward one-hot, backward d soft
-        live = alive.unsqueeze(-1).to(scores.dtype)
-        sample = hard * live  # a row with nothing to choose attends to nothing
         picked = logp.gather(-1, index.unsqueeze(-1)).squeeze(-1)
-        zero = torch.zeros_like(picked)
-        log_prob = torch.where(alive, picked, zero)
-        plogp = probs * logp.masked_fill(probs == 0, 0.0)  # 0·log 0 = 0, with finite grads
-        entropy = torch.where(alive, -plogp.sum(-1), zero)
-        return {"sample": sample, "log_prob": log_prob, "entropy": entropy}
+        out = {"sample": hard, "log_prob": picked}
+        if alive is not None:
+            # a row with nothing to choose attends to nothing, with no log-prob
+            out["sample"] = hard * alive.unsqueeze(-1).to(scores.dtype)
+            out["log_prob"] = torch.where(alive, picked, torch.zeros_like(picked))
+        if self.entropy:
+            plogp = probs * logp.masked_fill(probs == 0, 0.0)  # 0·log 0 = 0, finite grads
+            entropy = -plogp.sum(-1)
+            out["entropy"] = entropy if alive is None else \
+                torch.where(alive, entropy, torch.zeros_like(entropy))
+        return out
 
     def _gaussian(self, mean: Tensor) -> dict[str, Tensor]:
         if self.training:
@@ -272,10 +282,9 @@ class Policy(nn.Module):
 
 
 def _aux_append(rt: Runtime, key: str, value: Tensor) -> None:
-    """Record ``value [B, ...]`` under ``key``, stacking repeated calls on axis 1 (steps)."""
-    step = value.unsqueeze(1)  # (B, 1, ...)
-    prev = rt.aux.get(key)
-    rt.aux[key] = step if prev is None else torch.cat([prev, step], dim=1)  # (B, T, ...)
+    """Record ``value [B, ...]`` under ``key``; repeated calls (loop steps) are stacked
+    on axis 1 when the forward ends (:meth:`Runtime.finish`): ``[B, T, ...]``."""
+    rt.steps.setdefault(key, []).append(value)
 
 
 class PolicyNode(Policy):
@@ -295,6 +304,7 @@ class PolicyNode(Policy):
         super().__init__(s.dist, s.estimator, std=s.std, tau=s.tau, baseline=base)
         self.node_id = ctx.node.id
         self.scores_type = ctx.t("scores") if ctx.has("scores") else None
+        self.entropy = ctx.reads("entropy")
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:  # type: ignore[override]
         mask = padding_mask(rt, self.scores_type) if self.scores_type is not None else None

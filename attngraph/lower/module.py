@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
+from torch.nn.modules import module as _torch_module
 
 from attngraph.errors import AttnGraphError, LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
@@ -96,6 +97,16 @@ class Runtime:
     dtype: torch.dtype = field(default_factory=torch.get_default_dtype)
     #: device of tensors made at run time: the inputs'
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    #: tensors a node records once per call (per loop step), stacked into ``aux`` on
+    #: axis 1 by :meth:`finish`
+    steps: dict[str, list[Tensor]] = field(default_factory=dict)
+
+    def finish(self) -> dict[str, Tensor]:
+        """``aux`` with the per-step records stacked: ``[B, T, ...]`` each."""
+        for key, seq in self.steps.items():
+            self.aux[key] = torch.stack(seq, 1)
+        self.steps.clear()
+        return self.aux
 
 
 class NodeModule(nn.Module):
@@ -157,11 +168,13 @@ class StepInput(NamedTuple):
 
 
 class Step(NamedTuple):
-    """One scheduled node: its id, its kind, and its inputs."""
+    """One scheduled node: its id, its kind, its inputs, and its module's key in
+    :class:`~attngraph.lower.names.NodeDict`."""
 
     node: str
     kind: str
     inputs: tuple[StepInput, ...]
+    key: str
 
 
 def _port(e: Edge, graph: Graph) -> str:
@@ -179,10 +192,10 @@ def _linear_groups(schedule: list[Step], nodes: NodeDict,
                    stage: dict[str, str]) -> dict[str, tuple[str, ...]]:
     """Nodes reading the same value through a fusable linear with the same input
     size and bias use, keyed by the first one's id (only groups of two or more).
-    The nodes of a group run at one stage of a loop (a node that runs after the
-    steps joins no group: the loop may run it per step or after them)."""
+    The nodes of a group run at one stage of a loop (a node that runs before or
+    after the steps joins no group: the loop may run it per step instead)."""
     found: dict[tuple[str, bool, int, bool, str], list[str]] = {}
-    for nid, _, ins in schedule:
+    for nid, _, ins, _ in schedule:
         if len(ins) != 1 or ins[0].role != "from":
             continue
         mod = nodes[nid]
@@ -190,7 +203,7 @@ def _linear_groups(schedule: list[Step], nodes: NodeDict,
         if lin is None:
             continue
         weight, bias = lin
-        if stage.get(nid) == "after":
+        if stage.get(nid) in ("before", "after"):
             continue
         group = (ins[0].key, ins[0].detach, int(weight.shape[1]), bias is not None,
                  stage.get(nid, "step"))
@@ -245,6 +258,14 @@ def _share_parameters(graph: Graph, mods: NodeDict) -> None:
             mods[node.id].weight = table.get_parameter("weight")
 
 
+def _no_global_hooks() -> bool:
+    """No module hook is registered for every module, and no ``jit.trace`` is running
+    (both go through ``Module.__call__``)."""
+    return not (_torch_module._global_forward_hooks or _torch_module._global_forward_pre_hooks
+                or _torch_module._global_backward_hooks
+                or _torch_module._global_backward_pre_hooks or torch._C._get_tracing_state())
+
+
 def _lowering_order(graph: Graph) -> list[Node[Any]]:
     """``graph.order()`` as it was before the hoisting pass added ``prepare`` nodes:
     each one comes just before the node whose part it is. Parameters are made in
@@ -285,7 +306,7 @@ class GraphModule(nn.Module):
             self.nodes[node.id] = _lower_node(node, graph)
             ins = tuple(StepInput(str(e.role), _key(e.src, _port(e, graph)), e.detach)
                         for e in node.inputs)
-            schedule.append(Step(node.id, node.kind, ins))
+            schedule.append(Step(node.id, node.kind, ins, module_key(node.id)))
             self._locs[node.id] = node.loc
             stage[node.id] = node.runs
         _share_parameters(graph, self.nodes)
@@ -315,12 +336,15 @@ class GraphModule(nn.Module):
         """Run scheduled nodes, adding their outputs to ``vals``.
 
         The hot path of every forward (once per node per loop step): the modules are
-        read from the dict once, and a failure becomes a located error outside it.
+        read from the dict once, a node module without hooks is called through its
+        ``forward`` (what ``Module.__call__`` does then, minus its checks), and a
+        failure becomes a located error outside the loop.
         """
         mods = self.nodes._modules
         groups = self.groups
         checked = not torch.compiler.is_compiling()
-        for nid, kind, ins in schedule:
+        direct = checked and _no_global_hooks()
+        for nid, kind, ins, key in schedule:
             x = {role: (vals[k].detach() if det else vals[k]) for role, k, det in ins}
             group = groups.get(nid)
             try:
@@ -328,7 +352,12 @@ class GraphModule(nn.Module):
                     vals.update(_run_linear_group([(g, mods[module_key(g)]) for g in group],
                                                   x, rt))
                     continue
-                out = mods[module_key(nid)](x, rt)  # type: ignore[misc]
+                mod = mods[key]
+                if direct and not (mod._forward_hooks or mod._forward_pre_hooks  # type: ignore[union-attr]
+                                   or mod._backward_hooks or mod._backward_pre_hooks):  # type: ignore[union-attr]
+                    out = mod.forward(x, rt)  # type: ignore[union-attr]
+                else:
+                    out = mod(x, rt)  # type: ignore[misc]
             except AttnGraphError:
                 raise
             except (RuntimeError, ValueError, IndexError, TypeError) as exc:
@@ -402,8 +431,8 @@ class AttnModel(GraphModule):
     def forward(self, **inputs: Tensor) -> dict[str, Tensor]:  # type: ignore[override]
         vals, rt = self._bind(inputs)
         out = self.run(vals, rt)
-        if rt.aux:
-            self.aux = rt.aux
+        if rt.aux or rt.steps:
+            self.aux = rt.finish()
         return out
 
 

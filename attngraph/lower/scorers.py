@@ -166,7 +166,15 @@ class Dot(Scorer):
         self.scale = 1.0
 
     def all(self, q: Tensor, k: Tensor) -> Tensor:
-        return (q @ k.transpose(-1, -2)) * self.scale  # (B, h, M, N)
+        s = q @ k.transpose(-1, -2)  # (B, h, M, N)
+        return s if self.scale == 1.0 else s * self.scale
+
+    def one(self, q: Tensor, k: Tensor) -> Tensor:
+        if q.dim() == 2 and k.dim() == 3 and k.stride(0) == 0:
+            # keys shared by the batch (learned items, positions): one matrix product
+            s = q @ k[0].transpose(0, 1)  # (B, N)
+            return s if self.scale == 1.0 else s * self.scale
+        return super().one(q, k)
 
     def aligned(self, q: Tensor, k: Tensor) -> Tensor:
         return (q * k).sum(-1) * self.scale  # (B, h, N)
@@ -308,6 +316,8 @@ class MlpScore(Scorer):
         self.v = _param(heads, hidden)
 
     def items(self, k: Tensor) -> Tensor:
+        if self.W.dim() == 2:  # one linear with its bias, then vᵀ as a matmul
+            return torch.tanh(F.linear(k, self.W.T, self.b)) @ self.v  # (B, N)
         e = torch.tanh(k @ self.W + self.b.unsqueeze(-2))  # (B, h, N, H)
         return (e * self.v.unsqueeze(-2)).sum(-1)  # (B, h, N)
 

@@ -32,6 +32,7 @@ from typing import NamedTuple, cast
 import torch
 from torch import Tensor, nn
 
+from attngraph.ir.graph import Graph
 from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime, Step
 from attngraph.passes.hoist import ancestors
 
@@ -141,26 +142,33 @@ class Feed(NamedTuple):
 
 
 class Stages(NamedTuple):
-    """When a loop runs the nodes of its body, for one way of feeding it: ``step``
-    nodes at each step; ``after`` nodes once after the steps, on ``record`` (the
-    per-step values they read, stacked over the steps into one batch)."""
+    """When a loop runs the nodes of its body, for one way of feeding it: ``before``
+    nodes once before the steps, on every step's feeds as one batch of B·T rows;
+    ``step`` nodes at each step; ``after`` nodes once after the steps, on ``record``
+    (the per-step values they read, stacked over the steps into one batch)."""
 
+    before: list[Step]
     step: list[Step]
     after: list[Step]
     record: tuple[str, ...]
+    #: the feeds the ``before`` nodes read
+    feeds: tuple[str, ...]
 
 
-def _stages(body: GraphModule, late: set[str]) -> Stages:
-    """Stages that run the nodes ``late`` after the steps."""
-    step = [st for st in body.schedule if st.node not in late]
+def _stages(body: GraphModule, early: set[str], late: set[str]) -> Stages:
+    """Stages that run the nodes ``early`` before the steps and ``late`` after them."""
+    before = [st for st in body.schedule if st.node in early]
+    step = [st for st in body.schedule if st.node not in early | late]
     after = [st for st in body.schedule if st.node in late]
+    made = {st.node for st in before}
+    feeds = {inp.key for st in before for inp in st.inputs if inp.key.split(".")[0] not in made}
     made_after = {st.node for st in after}
     record: dict[str, None] = {}
     for st in after:
         for inp in st.inputs:
             if inp.key.split(".")[0] not in made_after:
                 record[inp.key] = None
-    return Stages(step, after, tuple(record))
+    return Stages(before, step, after, tuple(record), tuple(sorted(feeds)))
 
 
 class Loop(GraphModule):
@@ -183,13 +191,27 @@ class Loop(GraphModule):
         self.stack_axis = {k: 2 if body.node(e.src).types[e.port].heads else 1
                            for k, e in outs.items()}
         self.keys = {name: (key, det) for name, key, det in self.out_keys}
+        early = {n.id for n in body.nodes if n.runs == "before"}
         late = {n.id for n in body.nodes if n.runs == "after"}
+        # feeds known before the steps: read from an input, or teacher-forced
+        plain = {f.name for f in self.feed if f.feedback is None and f.source is not None}
+        every = {f.name for f in self.feed if f.source is not None}
         #: with every feedback teacher-forced (or none): nothing late runs per step
-        self.forced = _stages(self, late)
-        #: with a feedback read: what it needs runs per step
+        self.forced = _stages(self, self._fed(body, early, every), late)
+        #: with a feedback read: what it needs runs per step, what needs it too
         needed = ancestors(body, {outs[str(f.feedback)].src for f in self.feed
                                   if f.feedback is not None})
-        self.free = _stages(self, late - needed)
+        self.free = _stages(self, self._fed(body, early, plain), late - needed)
+
+    @staticmethod
+    def _fed(body: Graph, early: set[str], known: set[str]) -> set[str]:
+        """The ``before`` nodes whose feeds are all ``known``."""
+        out: set[str] = set()
+        for nid in early:
+            feeds = {a for a in ancestors(body, {nid}) if body.node(a).is_input}
+            if feeds <= known:
+                out.add(nid)
+        return out
 
     def _stacked(self, k: str, v: list[Tensor]) -> Tensor:
         return torch.stack(v, dim=self.stack_axis[k])
@@ -209,6 +231,7 @@ class Loop(GraphModule):
         # the loop's inputs and the nodes that run once, before the steps
         fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
         self._exec(self.once, fixed, rt)
+        early = self._before(stages, x, steps, rt) if stages.before else {}
         per_step = {k: kd for k, kd in self.keys.items() if kd[0].split(".")[0] not in late}
         stacks: dict[str, list[Tensor]] = {k: [] for k in per_step}
         records: dict[str, list[Tensor]] = {k: [] for k in stages.record}
@@ -216,6 +239,8 @@ class Loop(GraphModule):
         for t in range(steps):
             prev = vals
             vals = {**fixed, **state}
+            for k, seq in early.items():
+                vals[k] = seq[t]
             for f in self.feed:
                 if f.feedback is None and f.source is not None:
                     vals[f.name] = x[f.source][:, t]
@@ -242,14 +267,38 @@ class Loop(GraphModule):
         res.setdefault("", next(iter(res.values())))
         return res
 
+    def _fed_all(self, f: Feed, x: dict[str, Tensor], steps: int, rt: Runtime) -> Tensor:
+        """Feed ``f`` at every step, (B, T, ...): its input, or the input shifted right
+        behind the start id (teacher forcing)."""
+        src = x[str(f.source)]
+        if f.feedback is None:
+            return src[:, :steps]
+        start = torch.full((rt.batch, 1), f.start, dtype=src.dtype, device=src.device)
+        return torch.cat([start, src[:, :steps - 1]], 1)
+
+    def _scaled(self, rt: Runtime, steps: int) -> Runtime:
+        """The runtime of a batch of every step's rows (B·T, row b·T + t)."""
+        masks = {sym: m.repeat_interleave(steps, dim=0) for sym, m in rt.masks.items()}
+        return replace(rt, masks=masks, batch=rt.batch * steps)
+
+    def _before(self, stages: Stages, x: dict[str, Tensor], steps: int,
+                rt: Runtime) -> dict[str, tuple[Tensor, ...]]:
+        """The early nodes, run once on every step's feeds as one batch; their outputs
+        (and nothing else) come back as one tensor per step."""
+        b = rt.batch
+        feeds = {f.name: f for f in self.feed}
+        vals = {k: self._fed_all(feeds[k], x, steps, rt).flatten(0, 1) for k in stages.feeds}
+        self._exec(stages.before, vals, self._scaled(rt, steps))
+        return {k: v.reshape(b, steps, *v.shape[1:]).unbind(1)
+                for k, v in vals.items() if k not in stages.feeds}
+
     def _after(self, stages: Stages, records: dict[str, list[Tensor]], steps: int,
                rt: Runtime) -> dict[str, Tensor]:
         """The late nodes, run once on every step's values as one batch of B·T rows;
         their outputs come back stacked over the steps like the others."""
         b = rt.batch
         vals = {k: torch.stack(v, 1).flatten(0, 1) for k, v in records.items()}  # (B·T, ...)
-        masks = {sym: m.repeat_interleave(steps, dim=0) for sym, m in rt.masks.items()}
-        self._exec(stages.after, vals, replace(rt, masks=masks, batch=b * steps))
+        self._exec(stages.after, vals, self._scaled(rt, steps))
         res = {}
         for k, (key, det) in self.keys.items():
             if key in vals and key not in records:

@@ -14,6 +14,11 @@ pass sorts the nodes of a loop's body by when they need to run (``Node.runs``):
   h_j by U whatever the query. A kind says so with its ``hoist`` rule; the pass then
   adds a ``once`` node of kind ``prepare`` (id ``<node>:<role>``) that computes
   that part with the node's own parameters, and the node reads the prepared value.
+- ``before``: a pure node that reads only what the loop feeds it (and other
+  ``before`` nodes), not its carried state, can run on every step's feed at once
+  before the steps when the feeds are known in advance: a feed read from an input,
+  or one with ``feedback`` under teacher forcing (the embedding of the previous
+  target word). While a feedback is read, what depends on it runs at each step.
 - ``after``: a pure node on which no carried state depends (the output layer of a
   decoder, its logits) need not run inside the steps: it runs once after them, on
   the values of every step together (a batch of B·T rows), which is one large
@@ -109,6 +114,21 @@ def _once(body: Graph, fixed: set[str]) -> Graph:
     return body.replace_nodes([m for n in body.nodes for m in out[n.id]])
 
 
+def _before(loop: Node[Any], body: Graph) -> Graph:
+    """Mark the nodes that read only the loop's feeds (and each other)."""
+    known = {n.id for n in body.nodes if n.is_input and n.id in loop.spec.feed}
+    before: set[str] = set()
+    for n in body.order():
+        if n.is_input or n.runs != "step" or not pure(n) or not n.inputs:
+            continue
+        if all(e.src in known or e.src in before for e in n.inputs):
+            before.add(n.id)
+    if not before:
+        return body
+    return body.replace_nodes([replace(n, runs="before") if n.id in before else n
+                               for n in body.nodes])
+
+
 def _after(loop: Node[Any], body: Graph) -> Graph:
     """Mark the nodes no carry depends on that can run after the steps."""
     rec = recurrent(loop, body)
@@ -151,7 +171,7 @@ def hoist_invariants(graph: Graph) -> Graph:
             continue
         body = hoist_invariants(n.body)
         if n.kind == "loop":
-            body = _after(n, _once(body, set(n.spec.inputs)))
+            body = _after(n, _before(n, _once(body, set(n.spec.inputs))))
         if body is not n.body:
             nodes[i] = replace(n, body=body)
             changed = True
@@ -159,8 +179,9 @@ def hoist_invariants(graph: Graph) -> Graph:
 
 
 def _check(graph: Graph) -> None:
-    """``once`` nodes read only the loop's inputs and other ``once`` nodes; ``after``
-    nodes are off the recurrence and only ``after`` nodes read them."""
+    """``once`` nodes read only the loop's inputs and other ``once`` nodes, ``before``
+    nodes only its feeds and other ``before`` nodes; ``after`` nodes are off the
+    recurrence and only ``after`` nodes read them."""
     for n in graph.nodes:
         if n.body is None:
             continue
@@ -172,13 +193,16 @@ def _check(graph: Graph) -> None:
             msg = f"node '{marked[0].id}' of '{n.id}' ({n.kind}) runs {marked[0].runs}"
             raise LoweringError(msg, marked[0].loc, "only a loop's body has stages")
         fixed = set(n.spec.inputs) | {m.id for m in n.body.nodes if m.runs == "once"}
+        fed = set(n.spec.feed) | {m.id for m in n.body.nodes if m.runs == "before"}
         rec = recurrent(n, n.body)
         for m in marked:
-            if m.runs == "once":
-                bad = [e.ref for e in m.inputs if e.src not in fixed]
+            if m.runs in ("once", "before"):
+                allowed = fixed if m.runs == "once" else fed
+                bad = [e.ref for e in m.inputs if e.src not in allowed]
                 if bad:
-                    msg = (f"node '{m.id}' runs once before the steps of '{n.id}' but reads "
-                           f"{', '.join(bad)}, which may change per step")
+                    what = "the loop's inputs" if m.runs == "once" else "its feeds"
+                    msg = (f"node '{m.id}' runs {m.runs} the steps of '{n.id}' but reads "
+                           f"{', '.join(bad)}, which is not one of {what}")
                     raise LoweringError(msg, m.loc)
             elif m.id in rec or any(r.runs != "after" for r in n.body.nodes
                                     if any(e.src == m.id for e in r.inputs)):
