@@ -241,9 +241,14 @@ class Readout(_ReadoutOut):
         self.wtype = ctx.t("weights")
         self.normalize = bool(ctx.spec.normalize)
         self.eps = float(ctx.spec.eps)
+        #: one weight vector per row, no heads, nothing after the sum (a decoder's context)
+        self.plain = (self.wtype.rank == 1 and not self.heads and not self.normalize
+                      and self.out is None)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
+        if self.plain and not rt.masks and v.dim() == 3 and v.stride(0) != 0:
+            return torch.bmm(w.unsqueeze(1), v).squeeze(1)  # (B, d)
         v = group_heads(v, self.vtype, self.heads)
         pad = padding_mask(rt, self.wtype) if rt.masks else None
         if self.normalize:  # (w + eps) / Σ_items (w + eps), over the real items

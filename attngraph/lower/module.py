@@ -258,6 +258,22 @@ def _share_parameters(graph: Graph, mods: NodeDict) -> None:
             mods[node.id].weight = table.get_parameter("weight")
 
 
+def last_uses(schedule: list[Step], keep: set[str]) -> tuple[tuple[str, ...], ...]:
+    """For each node of ``schedule``, the values it reads for the last time (none of
+    ``keep``, which are read after the schedule): what :meth:`GraphModule._exec` may
+    forget after running it."""
+    last: dict[str, int] = {}
+    for i, st in enumerate(schedule):
+        for inp in st.inputs:
+            last[inp.key] = i
+    made = {st.node for st in schedule}
+    out: list[list[str]] = [[] for _ in schedule]
+    for k, i in last.items():
+        if k not in keep and k.split(".")[0] in made:
+            out[i].append(k)
+    return tuple(tuple(d) for d in out)
+
+
 def _no_global_hooks() -> bool:
     """No module hook is registered for every module, and no ``jit.trace`` is running
     (both go through ``Module.__call__``)."""
@@ -323,6 +339,7 @@ class GraphModule(nn.Module):
         self.stage = stage
         self.out_keys = tuple((name, _key(e.src, e.port), e.detach) for name, e in graph.outputs)
         self.graph_name = graph.name
+        self._drop = last_uses(self.plan, {k for _, k, _ in self.out_keys})
 
     def _fail(self, nid: str, kind: str, exc: Exception) -> LoweringError:
         """The located error for a node (or stacked group) that raised at run time."""
@@ -332,8 +349,11 @@ class GraphModule(nn.Module):
         hint = "check the shapes and dtypes of the inputs given to forward"
         return LoweringError(msg, self._locs[nid], hint)
 
-    def _exec(self, schedule: list[Step], vals: dict[str, Tensor], rt: Runtime) -> None:
-        """Run scheduled nodes, adding their outputs to ``vals``.
+    def _exec(self, schedule: list[Step], vals: dict[str, Tensor], rt: Runtime,
+              drop: tuple[tuple[str, ...], ...] = ()) -> None:
+        """Run scheduled nodes, adding their outputs to ``vals``; after node i, the
+        values ``drop[i]`` (read for the last time) leave ``vals``, so that memory is
+        reused while it is warm, as in hand-written code.
 
         The hot path of every forward (once per node per loop step): the modules are
         read from the dict once, a node module without hooks is called through its
@@ -344,7 +364,7 @@ class GraphModule(nn.Module):
         groups = self.groups
         checked = not torch.compiler.is_compiling()
         direct = checked and _no_global_hooks()
-        for nid, kind, ins, key in schedule:
+        for i, (nid, kind, ins, key) in enumerate(schedule):
             x = {role: (vals[k].detach() if det else vals[k]) for role, k, det in ins}
             group = groups.get(nid)
             try:
@@ -369,6 +389,9 @@ class GraphModule(nn.Module):
                     vals[f"{nid}.{port}" if port else nid] = v
             else:
                 vals[nid] = out
+            if drop:
+                for k in drop[i]:
+                    del vals[k]
 
     def _outputs(self, vals: dict[str, Tensor]) -> dict[str, Tensor]:
         return {name: (vals[k].detach() if det else vals[k]) for name, k, det in self.out_keys}
@@ -376,7 +399,7 @@ class GraphModule(nn.Module):
     def run(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         """Execute the schedule from input values; return the declared outputs."""
         vals = dict(values)
-        self._exec(self.plan, vals, rt)
+        self._exec(self.plan, vals, rt, self._drop)
         return self._outputs(vals)
 
     def forward(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:

@@ -105,6 +105,7 @@ class Rnn(NodeModule):
         self.layers = s.layers
         self.each = bool(s.each)
         self.step = t.rank == 1 or self.each
+        self.vector = t.rank == 1 and not self.each
         d = int(t.dims[-1])
         if self.step:
             cell_cls = nn.GRUCell if s.cell == "gru" else nn.LSTMCell
@@ -125,6 +126,8 @@ class Rnn(NodeModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         v = x["from"]
+        if self.vector:  # one step on (B, d): a loop body's cell
+            return self._vector_step(v, x.get("init"), x.get("init_cell"))
         if self.step:
             return self._step(v, x.get("init"), x.get("init_cell"), rt)
         h0 = self._h0(x, v.shape[0], v)

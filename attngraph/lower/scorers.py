@@ -217,6 +217,8 @@ class Additive(Scorer):
         self.V = _param(heads, 1 if f.rank == 1 else int(f.dims[-1]), hidden) \
             if f is not None else None
         self.feature_vector = f is not None and f.rank == 1
+        self.decoder_step = (read.prepared and read.vector_query and heads is None
+                             and read.learned is None and read.has_query)
 
     def prepare(self, role: str, k: Tensor) -> Tensor:
         """U k_i for every key: (B, [h,] N, H), query heads expanded."""
@@ -226,6 +228,11 @@ class Additive(Scorer):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         f = x.get("features")
+        if self.decoder_step and f is None:
+            # a decoder's step (the loop's hot path): vᵀ tanh(W s + b + U h_j), U h_j
+            # prepared once; one query vector per row, no heads
+            q, uk = x["query"], x["key"]  # (B, dq), (B, N, H)
+            return torch.tanh(torch.addmm(self.b, q, self.W).unsqueeze(-2) + uk) @ self.v
         if f is not None:
             k = x["key"]  # (B, [h,] N, dk), or U k (B, [h,] N, H) when prepared
             if self.feature_vector:

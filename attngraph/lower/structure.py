@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from attngraph.ir.graph import Graph
-from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime, Step
+from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime, Step, last_uses
 from attngraph.passes.hoist import ancestors
 
 
@@ -153,9 +153,14 @@ class Stages(NamedTuple):
     record: tuple[str, ...]
     #: the feeds the ``before`` nodes read
     feeds: tuple[str, ...]
+    #: the body's outputs made at each step: (name, key, detach)
+    per_step: tuple[tuple[str, str, bool], ...]
+    #: the values each step node reads last (see :func:`last_uses`)
+    drop: tuple[tuple[str, ...], ...]
 
 
-def _stages(body: GraphModule, early: set[str], late: set[str]) -> Stages:
+def _stages(body: GraphModule, early: set[str], late: set[str],
+            keep: set[str]) -> Stages:
     """Stages that run the nodes ``early`` before the steps and ``late`` after them."""
     before = [st for st in body.schedule if st.node in early]
     step = [st for st in body.schedule if st.node not in early | late]
@@ -168,7 +173,12 @@ def _stages(body: GraphModule, early: set[str], late: set[str]) -> Stages:
         for inp in st.inputs:
             if inp.key.split(".")[0] not in made_after:
                 record[inp.key] = None
-    return Stages(before, step, after, tuple(record), tuple(sorted(feeds)))
+    made_late = {st.node for st in after}
+    per_step = tuple((name, key, det) for name, key, det in body.out_keys
+                     if key.split(".")[0] not in made_late)
+    kept = keep | set(record) | {key for _, key, _ in per_step}
+    return Stages(before, step, after, tuple(record), tuple(sorted(feeds)), per_step,
+                  last_uses(step, kept))
 
 
 class Loop(GraphModule):
@@ -196,12 +206,15 @@ class Loop(GraphModule):
         # feeds known before the steps: read from an input, or teacher-forced
         plain = {f.name for f in self.feed if f.feedback is None and f.source is not None}
         every = {f.name for f in self.feed if f.source is not None}
+        # values read after a step: the carries' next values and the fed-back outputs
+        keep = {self.keys[c.next][0] for c in self.carry}
+        keep |= {self.keys[str(f.feedback)][0] for f in self.feed if f.feedback is not None}
         #: with every feedback teacher-forced (or none): nothing late runs per step
-        self.forced = _stages(self, self._fed(body, early, every), late)
+        self.forced = _stages(self, self._fed(body, early, every), late, keep)
         #: with a feedback read: what it needs runs per step, what needs it too
         needed = ancestors(body, {outs[str(f.feedback)].src for f in self.feed
                                   if f.feedback is not None})
-        self.free = _stages(self, self._fed(body, early, plain), late - needed)
+        self.free = _stages(self, self._fed(body, early, plain), late - needed, keep)
 
     @staticmethod
     def _fed(body: Graph, early: set[str], known: set[str]) -> set[str]:
@@ -227,38 +240,39 @@ class Loop(GraphModule):
         forced = all(f.feedback is None or (f.source is not None and f.teacher_forcing
                                             and self.training) for f in self.feed)
         stages = self.forced if forced else self.free
-        late = {st.node for st in stages.after}
         # the loop's inputs and the nodes that run once, before the steps
         fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
-        self._exec(self.once, fixed, rt)
+        if self.once:
+            self._exec(self.once, fixed, rt)
         early = self._before(stages, x, steps, rt) if stages.before else {}
-        per_step = {k: kd for k, kd in self.keys.items() if kd[0].split(".")[0] not in late}
-        stacks: dict[str, list[Tensor]] = {k: [] for k in per_step}
+        # feeds known in advance, one tensor per step; the others are fed back
+        for f in self.feed:
+            if f.source is not None and (f.feedback is None
+                                         or (f.teacher_forcing and self.training)):
+                early[f.name] = self._fed_all(f, x, steps, rt).unbind(1)
+        fed_back = [f for f in self.feed if f.name not in early]
+        stacks: dict[str, list[Tensor]] = {name: [] for name, _, _ in stages.per_step}
         records: dict[str, list[Tensor]] = {k: [] for k in stages.record}
+        nexts = [(c.name, *self.keys[c.next]) for c in self.carry]
         vals: dict[str, Tensor] = {}
         for t in range(steps):
             prev = vals
             vals = {**fixed, **state}
             for k, seq in early.items():
                 vals[k] = seq[t]
-            for f in self.feed:
-                if f.feedback is None and f.source is not None:
-                    vals[f.name] = x[f.source][:, t]
-                elif t == 0:
+            for f in fed_back:  # the argmax of the previous step's output
+                if t == 0:
                     vals[f.name] = torch.full((b,), f.start, dtype=torch.long, device=rt.device)
-                elif f.source is not None and f.teacher_forcing and self.training:
-                    vals[f.name] = x[f.source][:, t - 1]
                 else:
                     key, _ = self.keys[str(f.feedback)]
                     vals[f.name] = prev[key].argmax(-1)
-            self._exec(stages.step, vals, rt)
-            for c in self.carry:
-                key, det = self.keys[c.next]
-                state[c.name] = vals[key].detach() if det else vals[key]
-            for k, (key, det) in per_step.items():
-                stacks[k].append(vals[key].detach() if det else vals[key])
-            for k in records:
-                records[k].append(vals[k])
+            self._exec(stages.step, vals, rt, stages.drop)
+            for name, key, det in nexts:
+                state[name] = vals[key].detach() if det else vals[key]
+            for name, key, det in stages.per_step:
+                stacks[name].append(vals[key].detach() if det else vals[key])
+            for k, seq in records.items():
+                seq.append(vals[k])
         res = {k: self._stacked(k, v) for k, v in stacks.items()}
         if stages.after:
             res.update(self._after(stages, records, steps, rt))
