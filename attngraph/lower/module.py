@@ -424,7 +424,10 @@ class AttnModel(GraphModule):
         self._ref = _first_tensor(self)
 
     def _reference(self) -> Tensor | None:
-        """A parameter (else a buffer): the dtype and device the model computes in."""
+        """A parameter (else a buffer): the dtype and device the model computes in;
+        None for a model compiled without any (not looked for again at every call)."""
+        if self._ref is None:
+            return None
         if self._ref is not None:
             path, name = self._ref
             mod: nn.Module | None = self

@@ -182,12 +182,18 @@ class Rnn(NodeModule):
         ``nn.GRUCell``/``nn.LSTMCell`` compute, without their checks of batched input."""
         cell = self.cell
         size = (v.shape[0], self.hidden)
-        h = v.new_zeros(size) if h is None else h.expand(size)
+        if h is None:
+            h = v.new_zeros(size)
+        elif h.shape != size:  # an init shared by the rows
+            h = h.expand(size)
         w = (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)
         if self.kind == "gru":
             h2 = torch.gru_cell(v, h, *w)
             return {"": h2, "out": h2, "state": h2}
-        c = v.new_zeros(size) if c is None else c.expand(size)
+        if c is None:
+            c = v.new_zeros(size)
+        elif c.shape != size:
+            c = c.expand(size)
         h2, c2 = torch.lstm_cell(v, (h, c), *w)
         return {"": h2, "out": h2, "state": h2, "cell_state": c2}
 
