@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["catalog", "TWINS", "copy_into", "HandBahdanau", "HandLuong", "HandLuongLocalP",
-           "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard"]
+__all__ = ["catalog", "TWINS", "copy_into", "HandBahdanau", "HandBahdanauAfter", "HandLuong",
+           "HandLuongLocalP", "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard"]
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -93,6 +93,27 @@ class HandBahdanau(nn.Module):
         "enc.*": ("nodes.enc.rnn.*", False),
         "out.*": ("nodes.dec.nodes.logits.*", False),
     }
+
+
+class HandBahdanauAfter(HandBahdanau):
+    """:class:`HandBahdanau` with its output layer applied once after the loop (on every
+    step's [s_t; c_t]), as the compiled spec does under teacher forcing: the careful
+    hand-written version, for context."""
+
+    def forward(self, source: Tensor, target: Tensor) -> dict[str, Tensor]:
+        h, _ = self.enc(self.emb(source))
+        uh = self.U(h)
+        b, steps = target.shape
+        state = h.new_zeros(b, self.s)
+        y = self.y_emb(torch.cat([target.new_zeros(b, 1), target[:, :-1]], 1))
+        outs, alphas = [], []
+        for t in range(steps):
+            alpha = torch.softmax(torch.tanh(self.W(state).unsqueeze(1) + uh) @ self.v, -1)
+            c = (alpha.unsqueeze(1) @ h).squeeze(1)
+            state = self.cell(torch.cat([y[:, t], c], -1), state)
+            outs.append(torch.cat([state, c], -1))
+            alphas.append(alpha)
+        return {"logits": self.out(torch.stack(outs, 1)), "attention": torch.stack(alphas, 1)}
 
 
 def _lookup(names: dict[str, tuple[str, bool]], twin_name: str) -> tuple[str, bool]:

@@ -62,6 +62,17 @@ METHOD = """\
   (the longest row fills N) against `pack_padded_sequence` + `nn.GRU`/`nn.LSTM` +
   `pad_packed_sequence`, given the lengths on the CPU; the spec gets the mask.
   Context rows time the lowering's former per-step loop and forward-only calls.
+- Loop models (8): each catalog model with a loop (and glimpse_soft), whole, at
+  B=32, N=T=24, every feature size 128, in training mode (teacher forcing), against
+  a hand-written twin in `benchmarks/loops.py`: the plain PyTorch loop of the
+  paper's equations, with the usual hand optimisation (an additive score's U h_j
+  computed once, before the loop). The twins have the specs' parameter counts;
+  `tests/test_bench_twins.py` copies each spec's weights into its twin and checks
+  equal outputs and gradients. The loss is the sum of every float output. Context
+  rows: bahdanau against a twin that also applies its output layer after the loop
+  (as the compiled spec does), the spec under `torch.compile(fullgraph=True)`
+  (inductor; the first call's compilation time is given), and glimpse_hard at
+  B=128.
 - Front end: no change to the front-end files was needed for the compile
   target; the validate target is discussed below the table when unmet.
 - There is no GPU on this machine: no CUDA table.
@@ -91,14 +102,33 @@ LOWERING = """\
 - **Learned queries** are scored once and broadcast over the batch, not
   expanded to B copies first (built-in scorers).
 - **Masked rnn** (`attngraph/lower/rnn.py`): a padding mask becomes lengths and
-  the rows run packed (`pack_padded_sequence`) through `nn.GRU`/`nn.LSTM`, rather
-  than step by step in Python; rows without a real item get zeros and their initial
-  state, as before. The per-step loop remains for `torch.compile`, which cannot
-  trace packing. On this CPU the gain is in inference (about 2x at B=32, N=60);
+  the rows run packed (`pack_padded_sequence`) through torch's fused GRU/LSTM,
+  rather than step by step in Python; rows without a real item get zeros and their
+  initial state, as before. The per-step loop remains for `torch.compile`, which
+  traces neither packing nor `nn.GRU`/`nn.LSTM` (the weights live in a module of
+  their own, with `nn.GRU`'s names, so that compile can read them). On this CPU the gain is in inference (about 2x at B=32, N=60);
   forward + backward gains little (about 5%), as torch's own GRU backward takes
   about six times its forward here. Not measured on a GPU (none on this machine).
 - **Additive scorers** contract the hidden axis with a matmul (`tanh(...) @ v`)
   rather than a broadcast multiply and sum, which saves one (B, M, N, H) tensor.
+- **Loops** (`attngraph/passes/hoist.py`, `attngraph/lower/structure.py`): the
+  hoisting pass sorts a loop body's nodes by when they run (`attngraph compile
+  --print-after hoist_invariants` marks them). What reads only the loop's inputs
+  runs `once`, before the steps, and so does an additive score's U h_j (a `prepare`
+  node, with the scorer's own weights): a decoder no longer projects every encoder
+  state at every target word. What reads only the feeds (the embedding of the
+  teacher-forced word) runs `before` the steps on all of them at once; what no
+  carried state depends on (the output layer) runs `after` them, one matrix product
+  over B·T rows in place of T small ones. While a feedback reads them (greedy
+  decoding), they run at each step. Every catalog loop spec equals its model
+  compiled without the pass (`tests/test_pass_hoist.py`).
+- **Per-step overhead**: the interpreter reads each node's module once per call
+  and calls its `forward` directly when no hook is registered; a step forgets the
+  values it read for the last time, so memory is reused while warm; the hot nodes of
+  a decoder step (an additive score over prepared keys, a plain readout, a cell
+  step, a linear with its activation) take one direct path each. What remains is
+  a few microseconds of Python per node and step, which matters for a small model
+  with many nodes per step (glimpse_hard; see its rows).
 """
 
 
@@ -136,6 +166,17 @@ REASONS = {
         "0.5 ms a call. The LSTM row has a wide spread on this shared machine (ten "
         "runs gave medians 0.92x-1.17x); rerun with `--only rnn`."
     ),
+    "glimpse_hard spec": (
+        "The twin's autograd graph has the spec's nodes but for one: the location "
+        "network scores a learned vector per cell, which the spec's position node gives "
+        "as a batch-expanded [B, 16, gd] tensor; reading its first row back costs a "
+        "[B, 16, gd] gradient per step that the twin, holding the parameter, never "
+        "makes (about 4% here: a replica of the spec's operations with the parameter "
+        "matches the twin). The rest is per-node Python: about 30 node calls for 3 "
+        "glimpses of a 4 ms model. The larger batch context row shows the share "
+        "fall as the rows grow; under torch.compile the Python is gone. What would "
+        "meet it: values shared by the batch kept unexpanded ([1, ...]) end to end."
+    ),
     "MHSA spec / projections+SDPA": (
         "The spec lowers to the same kernels as the hand-written module (one stacked "
         "q/k/v matmul, one SDPA call, one output projection); a median above target "
@@ -151,7 +192,7 @@ def write_doc(path: Path, rows: list[Row], mach: dict[str, str], quick: bool,
         "# Performance",
         "",
         "Generated by `make bench` (`python benchmarks/run.py`); do not edit by hand.",
-        "Compiled specs compared side by side with hand-written PyTorch (issue 7).",
+        "Compiled specs compared side by side with hand-written PyTorch (issues 7 and 14).",
         "",
     ]
     if quick:

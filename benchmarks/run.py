@@ -1,4 +1,4 @@
-"""Run every performance comparison of issue 7 in one process and report them.
+"""Run every performance comparison (issues 7 and 14) in one process and report them.
 
 Usage: ``python benchmarks/run.py [--quick] [--repeats R] [--threads T] [--out FILE]``
 (``make bench``). Prints a table of ratios (median of interleaved repeats, with
@@ -34,7 +34,7 @@ from cases import (  # noqa: E402
     masked_rnn_spec,
     mhsa_spec,
 )
-from loops import TWINS, catalog, copy_into  # noqa: E402
+from loops import TWINS, HandBahdanauAfter, catalog, copy_into  # noqa: E402
 from memory import peak_mib  # noqa: E402
 from report import Row, render_table, write_doc  # noqa: E402
 from timing import interleaved, machine, median_stat, ratio_stat  # noqa: E402
@@ -287,6 +287,63 @@ def bench_loops(sz: Sizes) -> list[Row]:
                         f"<= {limit:.2f}x", r.median <= limit,
                         f"{ms['spec']:.1f} ms vs {ms['hand']:.1f} ms; {n_params:,} "
                         "parameters each, equal outputs"))
+    rows += _loop_context(sz, inputs)
+    return rows
+
+
+def _loop_context(sz: Sizes, inputs: dict[str, dict[str, torch.Tensor]]) -> list[Row]:
+    """Where the loop rows' figures come from: the twin with bahdanau's output layer
+    after the loop; glimpse_hard at a larger batch; the spec under torch.compile."""
+    rows = []
+    cases = _loop_cases(sz)
+    dims, args, _ = cases["bahdanau_translation"]
+    spec = attngraph.compile(catalog("bahdanau_translation", **dims), seed=0).train()
+    twin, after = TWINS["bahdanau_translation"](*args), HandBahdanauAfter(*args)
+    copy_into(twin, spec)
+    copy_into(after, spec)
+    kw = inputs["seq2seq"]
+    backend = "eager" if sz.quick else "inductor"
+    torch._dynamo.reset()
+    compiled = torch.compile(spec, fullgraph=True, backend=backend)
+    t0 = time.perf_counter()
+    _fwd_bwd(spec, lambda: compiled(**kw)["logits"])()
+    comp_s = time.perf_counter() - t0
+    times = interleaved({
+        "spec": _fwd_bwd(spec, lambda: spec(**kw)["logits"]),
+        "twin": _fwd_bwd(twin, lambda: twin(*kw.values())["logits"]),
+        "after": _fwd_bwd(after, lambda: after(*kw.values())["logits"]),
+        "compiled": _fwd_bwd(spec, lambda: compiled(**kw)["logits"]),
+    }, sz.repeats, inner=1 if sz.quick else 3)
+    b, n = kw["source"].shape
+    cfg = f"B={b}, N=T={n}, e=h=s={dims['e']}, fwd+bwd"
+    ra, rt = ratio_stat(times, "spec", "after"), ratio_stat(times, "after", "twin")
+    rc = ratio_stat(times, "compiled", "twin")
+    rows += [
+        Row("(context) bahdanau spec / twin with its output layer after the loop", cfg,
+            ra.fmt(), "-", None, f"that twin / the plain one: {rt.fmt()}; the spec runs "
+            "its output layer after the steps (the hoisting pass)"),
+        Row(f"(context) bahdanau spec under torch.compile(fullgraph, {backend}) / twin",
+            cfg, rc.fmt(), "-", None, f"first call (compilation) {comp_s:.0f} s; the rnn "
+            "runs by steps under compile"),
+    ]
+    dims, args, _ = cases["glimpse_hard"]
+    big = int(sz.pick(128, 4))  # type: ignore[call-overload]
+    spec = attngraph.compile(catalog("glimpse_hard", **dims), seed=0).train()
+    twin = TWINS["glimpse_hard"](*args).train()
+    copy_into(twin, spec)
+    img = torch.rand(big, 1, 32, 32, generator=torch.Generator().manual_seed(1))
+
+    def total(out: dict[str, torch.Tensor]) -> torch.Tensor:
+        return sum(v.sum() for v in out.values() if v.is_floating_point())  # type: ignore[return-value]
+
+    times = interleaved({
+        "spec": _fwd_bwd(spec, lambda: total(spec(image=img))),
+        "hand": _fwd_bwd(twin, lambda: total(twin(img))),
+    }, sz.repeats, inner=1 if sz.quick else 3)
+    r = ratio_stat(times, "spec", "hand")
+    rows.append(Row("(context) glimpse_hard spec / twin at a larger batch",
+                    f"B={big}, gd=hs={dims['gd']}, fwd+bwd", r.fmt(), "-", None,
+                    "the same per-node Python over more rows"))
     return rows
 
 

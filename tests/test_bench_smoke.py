@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_bench_quick_runs_every_comparison_and_writes_the_report(tmp_path: Path) -> None:
-    """`benchmarks/run.py --quick` runs all six comparisons in one process, prints a
+    """`benchmarks/run.py --quick` runs all eight comparisons in one process, prints a
     table with a row per target and writes a report with the machine and table."""
     out = tmp_path / "perf.md"
     res = subprocess.run(
@@ -25,7 +25,8 @@ def test_bench_quick_runs_every_comparison_and_writes_the_report(tmp_path: Path)
                 "global attention spec", "Bahdanau additive", "peak memory spec",
                 "local spec (banded)", "`attngraph validate` cold",
                 "`attngraph.compile` of a", "torch.compile speedup",
-                "masked bidirectional GRU"):
+                "masked bidirectional GRU", "bahdanau_translation spec / hand-written twin",
+                "glimpse_hard spec / hand-written twin", "torch.compile(fullgraph"):
         assert row in res.stdout, row
     doc = out.read_text(encoding="utf-8")
     assert "Quick smoke run" in doc

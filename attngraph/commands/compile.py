@@ -58,10 +58,13 @@ def _names(pipeline: Pipeline) -> set[str]:
               help=f"Batch of the test run (1 to {MAX_BATCH}).")
 @click.option("--length", type=click.IntRange(1, MAX_LENGTH), default=5, show_default=True,
               help=f"Size given to every symbolic length (N, T, ...), 1 to {MAX_LENGTH}.")
-@click.option("--no-fuse", is_flag=True, help="Keep scorer/softmax/readout unfused.")
+@click.option("--no-fuse", is_flag=True,
+              help="Skip the optimising passes (attention fusion, linear attention, hoisting "
+              "out of loops).")
 @click.option("--module", "show_module", is_flag=True, help="Also print the nn.Module tree.")
 @click.option("--print-after", "print_after", multiple=True, metavar="PASS",
-              help="Print the IR after this pass (infer_shapes, fuse_attention); repeatable.")
+              help="Print the IR after this pass (infer_shapes, fuse_attention, "
+              "linear_attention, hoist_invariants); repeatable.")
 @click.option("--allow-large", is_flag=True, help="Accept specs over the size limits.")
 @run_stage
 def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
