@@ -106,9 +106,10 @@ LOWERING = """\
   rather than step by step in Python; rows without a real item get zeros and their
   initial state, as before. The per-step loop remains for `torch.compile`, which
   traces neither packing nor `nn.GRU`/`nn.LSTM` (the weights live in a module of
-  their own, with `nn.GRU`'s names, so that compile can read them). On this CPU the gain is in inference (about 2x at B=32, N=60);
-  forward + backward gains little (about 5%), as torch's own GRU backward takes
-  about six times its forward here. Not measured on a GPU (none on this machine).
+  their own, with `nn.GRU`'s names, so that compile can read them). On this CPU
+  the gain is in inference (about 2x at B=32, N=60); forward + backward gains
+  little (about 5%), as torch's own GRU backward takes about six times its forward
+  here. Not measured on a GPU (none on this machine).
 - **Additive scorers** contract the hidden axis with a matmul (`tanh(...) @ v`)
   rather than a broadcast multiply and sum, which saves one (B, M, N, H) tensor.
 - **Loops** (`attngraph/passes/hoist.py`, `attngraph/lower/structure.py`): the

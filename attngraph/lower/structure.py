@@ -271,8 +271,8 @@ class Loop(GraphModule):
                 state[name] = vals[key].detach() if det else vals[key]
             for name, key, det in stages.per_step:
                 stacks[name].append(vals[key].detach() if det else vals[key])
-            for k, seq in records.items():
-                seq.append(vals[k])
+            for k, rows in records.items():
+                rows.append(vals[k])
         res = {k: self._stacked(k, v) for k, v in stacks.items()}
         if stages.after:
             res.update(self._after(stages, records, steps, rt))

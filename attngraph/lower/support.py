@@ -4,6 +4,7 @@ add, concat, dropout (rnn lives in :mod:`attngraph.lower.rnn`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -19,8 +20,10 @@ ACTS = {
 
 
 #: the functions of the activations without settings
-_ACT_FNS = {"relu": F.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "gelu": F.gelu,
-            "leaky_relu": F.leaky_relu}
+_ACT_FNS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": F.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "gelu": F.gelu,
+    "leaky_relu": F.leaky_relu,
+}
 
 
 class Linear(NodeModule):
@@ -33,7 +36,8 @@ class Linear(NodeModule):
         self.bias = lin.bias
         self.act = ACTS[act]()
         # the activation as a function: the module's own call costs more than it
-        self._act = None if act == "none" else _ACT_FNS[act]
+        self._act: Callable[[Tensor], Tensor] | None = None if act == "none" \
+            else _ACT_FNS[act]
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         y = F.linear(x["from"], self.weight, self.bias)  # (B, ..., out)
