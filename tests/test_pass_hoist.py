@@ -208,3 +208,15 @@ def test_print_after_shows_the_stages(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "// IR after hoist_invariants" in res.output
     assert "%score:key = prepare(" in res.output and "  after  @" in res.output
+
+
+def test_default_port_is_the_first_output_when_it_runs_after_the_steps() -> None:
+    """A loop's default port is its body's first output (here the logits, which run
+    after the steps in training), not the first one made at each step."""
+    text = DECODER.replace("outputs: {logits: dec.logits, attention: dec.attention}",
+                           "outputs: {first: dec, logits: dec.logits}")
+    graph = attngraph.loads_spec(text)
+    assert hoist_invariants(graph).node("dec").body.node("logits").runs == "after"
+    model = attngraph.compile(graph, seed=0).train()
+    out = model(**_padded_inputs(graph, seed=4))
+    assert torch.equal(out["first"], out["logits"])

@@ -278,7 +278,7 @@ class Loop(GraphModule):
             res.update(self._after(stages, records, steps, rt))
         for name, value in state.items():
             res[f"final_{name}"] = value
-        res.setdefault("", next(iter(res.values())))
+        res[""] = res[self.out_keys[0][0]]  # the default port: the first body output
         return res
 
     def _fed_all(self, f: Feed, x: dict[str, Tensor], steps: int, rt: Runtime) -> Tensor:
