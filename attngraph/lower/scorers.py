@@ -455,7 +455,12 @@ class Location(Scorer):
                        f"but this input has {n} items")
                 raise ValueError(msg)
             return self.weight[:n].expand(k.shape[0], n)  # (B, N)
-        q = x["query"]  # (B, [M,] dq)
+        q = x.get("query")  # (B, [M,] dq)
+        if q is None:  # a learned query: one position predicted for every row
+            if self.query is None:
+                msg = "a gaussian location scorer needs a query"
+                raise ValueError(msg)
+            q = self.query.unsqueeze(0).expand(k.shape[0], *self.query.shape)  # (B, dq)
         p = torch.sigmoid(torch.tanh(q @ self.W) @ self.v)  # (B, [M])
         mask = padding_mask(rt, self.key_type.with_dims(self.key_type.dims[0]))
         if mask is not None:
