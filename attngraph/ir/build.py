@@ -250,6 +250,10 @@ def _block(ctx: _Ctx, name: str, block: m.BlockSpec) -> Graph:
         outs: tuple[tuple[str, Edge], ...] = ()
     elif block.outputs is not None:
         outs = _outputs(ctx, (*base, "outputs"), block.outputs, known, scope)
+        if not block.outputs:
+            ctx.error((*base, "outputs"), f"block '{name}': 'outputs' names no output",
+                      "name what the block returns: outputs: {name: <node>}, or "
+                      "output: <node> for one result")
     else:
         e = _edge(ctx, Role("output"), (*base, "output"), block.output)
         if e.src not in known:
