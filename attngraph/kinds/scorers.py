@@ -351,10 +351,10 @@ class PrepareSpec(NodeModel):
     input ``role`` (an additive score's ``U k``), computed once before a loop's steps."""
 
     kind: Literal["prepare"]
-    #: the node whose parameters prepare the value
-    of: Ident
+    #: the node whose parameters prepare the value (any node id)
+    of: str
     #: the input of that node it prepares
-    role: Ident
+    role: str
     from_: Ref = Field(alias="from")
     #: features of the prepared value, and its heads
     dim: int
