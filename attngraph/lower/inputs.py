@@ -26,6 +26,7 @@ others read shapes and dtypes only, which a compiled module guards anyway.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
@@ -144,8 +145,10 @@ def _check_kind(a: Arg, x: object) -> Tensor:
                f"{tuple(x.shape)}", hint)
     fields = _FIELDS.get(a.type, ()) if not a.port else ()
     for i, d in enumerate(a.t.dims):
+        if not isinstance(d, int):
+            continue  # a length known at run time (left symbolic under torch.export)
         got = int(x.shape[i + 1])
-        if isinstance(d, int) and got != d:
+        if got != d:
             field = fields[i] if i < len(fields) else None
             where = f"axis {i + 1}" + (f" ({field})" if field else "")
             fix = f"; or set the input's {field} to {got} in the spec" if field else ""
@@ -200,6 +203,20 @@ class InputBinder:
         _names_clash(graph, self.args)
         self.names = frozenset(a.name for a in self.args)
 
+    def signature(self) -> inspect.Signature | None:
+        """forward's parameters: the inputs (and a graph input's adjacency) in the
+        spec's order, then the optional masks (default None); None when an input's
+        name cannot be a Python parameter (a keyword such as ``lambda``)."""
+        required = [a.name for a in self.args if a.port != "mask"]
+        optional = [a.name for a in self.args if a.port == "mask"]
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        try:
+            params = [inspect.Parameter(n, kind) for n in required]
+            params += [inspect.Parameter(n, kind, default=None) for n in optional]
+        except ValueError:
+            return None
+        return inspect.Signature(params)
+
     def _missing(self, a: Arg) -> NoReturn:
         if a.port:
             msg = f"forward needs '{a.name}' for input '{a.input}'"
@@ -222,9 +239,9 @@ class InputBinder:
                     self._missing(a)
                 continue
             bound.append((a, _check_kind(a, x)))
-        if bound:
-            _check_sizes(bound)
         checking = not torch.compiler.is_compiling()
+        if bound and checking:  # (while tracing, comparing sizes would fix them)
+            _check_sizes(bound)
         if checking and ref is not None:
             _check_reference(bound, ref)
         vals: dict[str, Tensor] = {}
@@ -255,7 +272,8 @@ class InputBinder:
         if checking:
             _check_values(bound, same)
             _check_positions(self.args, vals, masks)
-        batch = int(bound[0][1].shape[0]) if bound else 1
+        # the batch size as the tensor gives it: an int, or a symbol under torch.export
+        batch = bound[0][1].shape[0] if bound else 1
         return vals, masks, batch
 
 

@@ -52,9 +52,10 @@ built by :func:`attngraph.lower.masks.attention_mask`. ``rt.aux`` collects extra
 tensors a node exposes outside its ports (e.g. a policy's surrogate loss), keyed
 ``"<node id>.<name>"``; the top module keeps the last ones in ``model.aux``.
 
-Forward of the top module: ``model(**inputs)`` with one tensor per declared input
-(a graph input ``g`` also takes ``g_adjacency``; tokens/vectors/graph inputs take
-an optional ``<name>_mask``), returning a dict of the declared outputs. The
+Forward of the top module: ``model(*inputs)`` or ``model(**inputs)`` with one tensor
+per declared input (a graph input ``g`` also takes ``g_adjacency``; tokens/vectors/
+graph inputs take an optional ``<name>_mask``), returning a dict of the declared
+outputs; the model's ``forward`` carries that signature (see :class:`AttnModel`). The
 arguments are checked first (:mod:`attngraph.lower.inputs`); a ``RuntimeError``
 inside a node becomes a ``LoweringError`` naming the node and its YAML line.
 """
@@ -407,7 +408,16 @@ class GraphModule(nn.Module):
 
 
 class AttnModel(GraphModule):
-    """The module :func:`attngraph.compile` returns: ``model(**inputs) -> outputs``."""
+    """The module :func:`attngraph.compile` returns: ``model(**inputs) -> outputs``.
+
+    ``forward`` has a real signature: the spec's inputs by name, in the spec's order
+    (a graph input's adjacency after it), then each optional ``<input>_mask``
+    (default None). So ``model(tokens)`` works positionally, ``inspect.signature``
+    shows the names, and ``torch.jit.trace``/``torch.export`` (dynamic shapes keyed
+    by input name) bind their example inputs to them. Each model gets its own
+    ``forward`` function carrying that signature; pickling, copies and replicas
+    rebuild it.
+    """
 
     def __init__(self, graph: Graph) -> None:
         from attngraph.lower.inputs import InputBinder
@@ -422,6 +432,57 @@ class AttnModel(GraphModule):
         # without walking every module; a path, not the module, so that copies and
         # replicas of the model read their own
         self._ref = _first_tensor(self)
+        self._install_forward()
+
+    def _install_forward(self) -> None:
+        """Give this model a ``forward`` with the signature of its inputs."""
+        sig = self.binder.signature()
+        if sig is None:  # an input name Python cannot take: keywords only
+            self.__dict__.pop("forward", None)
+            self._positional: tuple[str, ...] = ()
+            return
+        self._positional = tuple(sig.parameters)
+        model = self
+
+        def forward(*args: Tensor | None, **inputs: Tensor | None) -> dict[str, Tensor]:
+            return AttnModel.forward(model, *args, **inputs)
+
+        forward.__signature__ = sig  # type: ignore[attr-defined]
+        forward.__name__ = forward.__qualname__ = "forward"
+        forward.__doc__ = (f"Run {self.graph.name}: "
+                           + ", ".join(sig.parameters) + " -> a dict of its outputs.")
+        self.__dict__["forward"] = forward
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("forward", None)  # rebuilt for the copy (it names its model)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._install_forward()
+
+    def _replicate_for_data_parallel(self) -> AttnModel:
+        replica = super()._replicate_for_data_parallel()
+        replica._install_forward()
+        return replica
+
+    def _positional_inputs(self, args: tuple[Tensor | None, ...],
+                           inputs: dict[str, Tensor | None]) -> dict[str, Tensor | None]:
+        """The positional arguments by name (the signature's order), with the others."""
+        names = self._positional
+        if len(args) > len(names):
+            takes = f"takes {len(names)}: {', '.join(names)}" if names else \
+                "takes its inputs by name only"
+            msg = f"forward got {len(args)} positional arguments, but {self.graph.name} {takes}"
+            raise LoweringError(msg, None, "pass the inputs by name: model(name=tensor, ...)")
+        out = dict(inputs)
+        for name, value in zip(names, args, strict=False):
+            if name in out:
+                msg = f"forward got input '{name}' twice, by position and by name"
+                raise LoweringError(msg, None, "pass each input once")
+            out[name] = value
+        return out
 
     def _reference(self) -> Tensor | None:
         """A parameter (else a buffer): the dtype and device the model computes in;
@@ -454,8 +515,11 @@ class AttnModel(GraphModule):
             rt.device = ref.device
         return vals, rt
 
-    def forward(self, **inputs: Tensor) -> dict[str, Tensor]:  # type: ignore[override]
-        vals, rt = self._bind(inputs)
+    def forward(self, *args: Tensor | None, **inputs: Tensor | None) -> dict[str, Tensor]:  # type: ignore[override]
+        if args:
+            inputs = self._positional_inputs(args, inputs)
+        given = {k: v for k, v in inputs.items() if v is not None}
+        vals, rt = self._bind(given)  # type: ignore[arg-type]
         out = self.run(vals, rt)
         if rt.aux or rt.steps:
             self.aux = rt.finish()
