@@ -1,0 +1,98 @@
+"""A compiled model as a ``torch.export`` program with a dynamic batch and lengths.
+
+:func:`export_program` traces the model in eval mode on random inputs of the
+declared types, marking the batch axis and every axis of a symbolic length
+(``N``, ``T``, ...) ``Dim.AUTO``: torch.export keeps each one dynamic unless the model
+fixes it, and never fails for that. It then says, per axis, which stayed dynamic:
+a model that runs a recurrence by steps (an ``rnn`` over items, a ``loop``) fixes
+the length it was traced at, since a Python loop over the items unrolls.
+
+The saved program (``torch.export.save``) loads with ``torch.export.load`` and runs
+without attngraph.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attngraph.errors import LoweringError
+from attngraph.lower.examples import random_inputs
+
+__all__ = ["Exported", "export_program"]
+
+
+@dataclass(frozen=True)
+class Exported:
+    """An exported program, the inputs it was traced on, and what may vary when it
+    runs: the batch, the lengths (every symbolic length), or neither."""
+
+    program: Any
+    #: the example inputs, in the order the program takes them
+    example: dict[str, Tensor]
+    batch_dynamic: bool
+    lengths_dynamic: bool
+    #: the length the lengths are fixed at when they are not dynamic
+    length: int
+
+
+def _runs(program: Any, inputs: dict[str, Tensor]) -> bool:
+    """Whether the exported program accepts these inputs (its guards pass)."""
+    try:
+        with torch.no_grad():
+            program.module()(*inputs.values())
+    except Exception:  # noqa: BLE001 - a failed guard is what is being probed
+        return False
+    return True
+
+
+def export_program(model: Any, *, batch: int = 2, length: int = 8,
+                   seed: int = 0) -> Exported:
+    """Export ``model`` (from :func:`attngraph.compile`) with dynamic batch and lengths.
+
+    Every batch axis and every axis of a symbolic length is marked ``Dim.AUTO``; the
+    program is then run at another batch and other lengths to learn which stayed
+    dynamic (a recurrence run by steps fixes the lengths: its guards refuse others).
+
+    Raises
+    ------
+    LoweringError
+        When torch.export cannot trace the model (the message of torch's error).
+    """
+    from torch.export import Dim, export
+
+    model = model.eval()
+    graph = model.graph
+    example = random_inputs(graph, batch=batch, length=length,
+                            generator=torch.Generator().manual_seed(seed))
+    axes: dict[str, list[int]] = {}
+    for a in model.binder.args:
+        axes[a.name] = [0] + [i + 1 for i, d in enumerate(a.t.dims) if isinstance(d, str)]
+    shapes = {k: dict.fromkeys(axes[k], Dim.AUTO) for k in example}
+    # positionally, in the signature's order, so that the program takes them so too
+    order = list(model._positional) or list(example)
+    args = tuple(example[k] for k in order if k in example)
+    if len(args) != len(example):
+        msg = f"{graph.name}: its inputs cannot be given positionally"
+        raise LoweringError(msg, None, "rename the inputs that are Python keywords")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = export(model, args, dynamic_shapes=shapes)
+    except Exception as exc:  # noqa: BLE001 - torch's tracer: report it at the spec
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"torch.export could not trace {graph.name}: {first}"
+        raise LoweringError(msg, None, "the model runs in eager mode and under "
+                            "torch.compile; report the spec") from None
+    probe = torch.Generator().manual_seed(seed + 1)
+    longer = random_inputs(graph, batch=batch + 1, length=length + 3, generator=probe)
+    same = random_inputs(graph, batch=batch + 1, length=length, generator=probe)
+    longer, same = ({k: d[k] for k in order if k in d} for d in (longer, same))
+    lengths = _runs(program, longer)
+    batched = lengths or _runs(program, same)
+    example = {k: example[k] for k in order if k in example}
+    return Exported(program, example, batched, lengths, length)

@@ -1,0 +1,95 @@
+"""``attngraph export SPEC --format pt2``: a torch.export program that runs, without
+attngraph, at shapes other than the traced ones, and equals the compiled model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+
+import attngraph  # noqa: E402
+from attngraph.cli import main  # noqa: E402
+from attngraph.lower.examples import random_inputs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.yaml"))
+
+#: loads the program in a process where attngraph cannot be imported, runs it on the
+#: saved inputs and saves its outputs
+RUNNER = """
+import sys
+sys.modules["attngraph"] = None  # the program must not need it
+import torch
+program = torch.export.load(sys.argv[1]).module()
+inputs = torch.load(sys.argv[2])
+with torch.no_grad():
+    out = program(*inputs)
+torch.save({k: v for k, v in out.items()}, sys.argv[3])
+"""
+
+
+def _export_and_run(path: Path, tmp: Path, batch: int, length: int) -> tuple[str, dict, dict]:
+    """Export with the command; run the program elsewhere at (batch, length)."""
+    program = tmp / f"{path.stem}.pt2"
+    res = CliRunner().invoke(main, ["export", str(path), "-o", str(program)])
+    assert res.exit_code == 0, res.output
+    graph = attngraph.load_spec(path)
+    model = attngraph.compile(graph, seed=0).eval()
+    new = random_inputs(graph, batch=batch, length=length,
+                        generator=torch.Generator().manual_seed(3))
+    order = [n for n in model._positional if n in new]
+    torch.save([new[n] for n in order], tmp / "in.pt")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", RUNNER, str(program), str(tmp / "in.pt"),
+                          str(tmp / "out.pt")], capture_output=True, text=True, timeout=300,
+                         env=env, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    with torch.no_grad():
+        want = model(**new)
+    return res.output, torch.load(tmp / "out.pt"), want
+
+
+def test_export_runs_without_attngraph_at_a_new_batch_and_length(tmp_path: Path) -> None:
+    said, got, want = _export_and_run(ROOT / "specs" / "global_attention.yaml", tmp_path,
+                                      batch=5, length=13)
+    assert "batch dynamic; lengths N dynamic" in said
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6, msg=k)
+
+
+def test_export_says_when_a_recurrence_fixes_the_lengths(tmp_path: Path) -> None:
+    """A loop unrolls while tracing: the program keeps a dynamic batch and says that
+    it takes the traced lengths only."""
+    said, got, want = _export_and_run(ROOT / "specs" / "bahdanau_translation.yaml",
+                                      tmp_path, batch=5, length=8)
+    assert "lengths N, T fixed at 8" in said
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6, msg=k)
+
+
+def test_export_to_an_unwritable_place_is_a_located_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    res = CliRunner().invoke(main, ["export", str(ROOT / "specs" / "global_attention.yaml"),
+                                    "-o", str(tmp_path / "file" / "model.pt2")])
+    assert res.exit_code == 1
+    assert "Traceback" not in res.output and "error:" in res.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_every_catalog_spec_exports(path: Path, tmp_path: Path) -> None:
+    """Each catalog spec exports; at a larger batch (and a longer length, where the
+    command says the lengths are dynamic) the program equals the compiled model."""
+    program = tmp_path / "probe.pt2"
+    res = CliRunner().invoke(main, ["export", str(path), "-o", str(program)])
+    assert res.exit_code == 0, res.output
+    length = 11 if "fixed at" not in res.output else 8
+    _, got, want = _export_and_run(path, tmp_path, batch=5, length=length)
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6, msg=k)
