@@ -61,6 +61,18 @@ def test_validate_never_imports_torch_and_never_tracebacks(tmp_path: Path) -> No
     assert f"{bad}:3:1: error: YAML syntax:" in r.stderr
 
 
+def test_schema_lists_and_describes_the_training_tasks() -> None:
+    """train.task enumerates the registered tasks, and its description names each with
+    what it is (hover text in an editor)."""
+    from attngraph.kinds.schema import json_schema
+    from attngraph.train.tasks import TASKS
+
+    task = json_schema()["$defs"]["TrainSpec"]["properties"]["task"]
+    assert task["enum"] == TASKS.names() and "reversal" in task["enum"]
+    for name in TASKS.names():
+        assert f"- {name}: " in task["description"], name
+
+
 def test_schema_is_json_schema_of_every_kind(tmp_path: Path) -> None:
     """`attngraph schema -o` writes a JSON Schema whose node union covers every kind."""
     from attngraph.kinds import spec_kinds

@@ -1,7 +1,8 @@
 """The JSON Schema of the spec language, for editors' YAML language servers.
 
 Node models come from the kind registry (:func:`attngraph.kinds.spec_kinds`); the
-scorer ``fn`` enumerates :data:`attngraph.kinds.SCORERS`.
+scorer ``fn`` enumerates :data:`attngraph.kinds.SCORERS`, and ``train.task`` the
+registered tasks (:data:`attngraph.train.taskbase.TASKS`), each described.
 """
 
 from __future__ import annotations
@@ -55,4 +56,19 @@ def json_schema() -> dict[str, Any]:
     scorer = schema.get("$defs", {}).get("ScorerSpec")
     if scorer is not None:
         scorer["properties"]["fn"]["enum"] = SCORERS.names()
+    train = schema.get("$defs", {}).get("TrainSpec")
+    if train is not None:
+        _tasks(train["properties"]["task"])
     return schema
+
+
+def _tasks(task: dict[str, Any]) -> None:
+    """``train.task``: the registered tasks, each with the first line of its doc."""
+    from attngraph.train.tasks import TASKS  # registers the built-in tasks (no torch)
+
+    names = TASKS.names()
+    task["enum"] = names
+    lines = [f"- {n}: {(TASKS[n].__doc__ or '').strip().splitlines()[0]}"
+             if (TASKS[n].__doc__ or "").strip() else f"- {n}" for n in names]
+    task["description"] = ("The task `attngraph train` runs (data made in-process):\n"
+                           + "\n".join(lines))
