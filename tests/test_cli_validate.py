@@ -64,10 +64,11 @@ def test_validate_never_imports_torch_and_never_tracebacks(tmp_path: Path) -> No
 def test_schema_lists_and_describes_the_training_tasks() -> None:
     """train.task enumerates the registered tasks, and its description names each with
     what it is (hover text in an editor)."""
-    from attngraph.kinds.schema import json_schema
     from attngraph.train.tasks import TASKS
 
-    task = json_schema()["$defs"]["TrainSpec"]["properties"]["task"]
+    r = CliRunner().invoke(main, ["schema"])
+    assert r.exit_code == 0, r.output
+    task = json.loads(r.output)["$defs"]["TrainSpec"]["properties"]["task"]
     assert task["enum"] == TASKS.names() and "reversal" in task["enum"]
     for name in TASKS.names():
         assert f"- {name}: " in task["description"], name

@@ -83,8 +83,9 @@ def validate(specs: tuple[str, ...], allow_large: bool, show_ir: bool, quiet: bo
 def schema(output: str | None) -> None:
     """Print the JSON Schema of the spec language (for YAML language servers)."""
     from attngraph.kinds.schema import json_schema
+    from attngraph.train.tasks import task_lines
 
-    text = json.dumps(json_schema(), indent=2)
+    text = json.dumps(json_schema(task_lines()), indent=2)
     if output:
         write_output(output, text + "\n")
     else:

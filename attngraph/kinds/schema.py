@@ -2,11 +2,12 @@
 
 Node models come from the kind registry (:func:`attngraph.kinds.spec_kinds`); the
 scorer ``fn`` enumerates :data:`attngraph.kinds.SCORERS`, and ``train.task`` the
-registered tasks (:data:`attngraph.train.taskbase.TASKS`), each described.
+training tasks it is given, each described.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Union
 
 from pydantic import ConfigDict, Field, create_model
@@ -18,8 +19,12 @@ from attngraph.spec import models as m
 __all__ = ["json_schema"]
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema(tasks: Mapping[str, str] | None = None) -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a whole spec, nodes as a union tagged on ``kind``.
+
+    ``tasks`` maps the training tasks ``train.task`` may name to a line on each
+    (:func:`attngraph.train.tasks.task_lines` gives the registered ones; the kinds do
+    not import the training code themselves).
 
     Examples
     --------
@@ -57,18 +62,10 @@ def json_schema() -> dict[str, Any]:
     if scorer is not None:
         scorer["properties"]["fn"]["enum"] = SCORERS.names()
     train = schema.get("$defs", {}).get("TrainSpec")
-    if train is not None:
-        _tasks(train["properties"]["task"])
+    if train is not None and tasks:
+        task = train["properties"]["task"]
+        task["enum"] = list(tasks)
+        task["description"] = ("The task `attngraph train` runs (data made in-process):\n"
+                               + "\n".join(f"- {n}: {line}" if line else f"- {n}"
+                                            for n, line in tasks.items()))
     return schema
-
-
-def _tasks(task: dict[str, Any]) -> None:
-    """``train.task``: the registered tasks, each with the first line of its doc."""
-    from attngraph.train.tasks import TASKS  # registers the built-in tasks (no torch)
-
-    names = TASKS.names()
-    task["enum"] = names
-    lines = [f"- {n}: {(TASKS[n].__doc__ or '').strip().splitlines()[0]}"
-             if (TASKS[n].__doc__ or "").strip() else f"- {n}" for n in names]
-    task["description"] = ("The task `attngraph train` runs (data made in-process):\n"
-                           + "\n".join(lines))

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph, Node
 
 __all__ = [
-    "IGNORE", "BOS", "TASKS", "METRICS", "Task", "register_task", "register_metric",
+    "IGNORE", "BOS", "TASKS", "METRICS", "Task", "register_task", "register_metric", "task_lines",
     "get_task", "task_for", "bind_inputs", "compute_metrics",
 ]
 
@@ -281,3 +281,9 @@ def compute_metrics(task: Task, outputs: Mapping[str, Any],
         if v is not None:
             res[name] = v
     return res
+
+
+def task_lines() -> dict[str, str]:
+    """Every registered task with the first line of its docstring (for the schema)."""
+    return {n: ((TASKS[n].__doc__ or "").strip().splitlines() or [""])[0]
+            for n in TASKS.names()}
