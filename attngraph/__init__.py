@@ -23,8 +23,8 @@ from attngraph.pipeline import load_spec, loads_spec
 
 __all__ = [
     "AttnGraphError", "Edge", "Graph", "GraphError", "LoweringError", "Node", "RenderError",
-    "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "load_spec",
-    "loads_spec",
+    "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "generate",
+    "load_spec", "loads_spec",
 ]
 
 __version__ = "0.1.0"
@@ -36,5 +36,9 @@ def __getattr__(name: str) -> Any:
         from attngraph.lower import compile as _compile
 
         return _compile
+    if name == "generate":  # (greedy and beam search: attngraph.lower.generate)
+        from attngraph.lower.generate import generate as _generate
+
+        return _generate
     msg = f"module 'attngraph' has no attribute {name!r}"
     raise AttributeError(msg)

@@ -320,3 +320,56 @@ class Loop(GraphModule):
                 v = v.reshape(b, steps, *v.shape[1:])  # (B, T, [h,] ...)
                 res[k] = v.transpose(1, 2) if self.stack_axis[k] == 2 else v
         return res
+
+    # The step API: the decoder run one step at a time on the tokens a search chose
+    # (attngraph.lower.generate), rather than on the argmax forward feeds back.
+
+    def begin(self, x: dict[str, Tensor], rt: Runtime) -> LoopCursor:
+        """The cursor before the first step: the carries' start values, and the
+        ``once`` nodes run (``x`` holds the loop's edges but ``steps`` and feeds)."""
+        state: dict[str, Tensor] = {}
+        for c in self.carry:
+            size = x[c.over].shape[1] if c.over is not None else c.zeros
+            state[c.name] = x[c.init] if c.init is not None \
+                else torch.zeros(rt.batch, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
+        fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
+        if self.once:
+            self._exec(self.once, fixed, rt)
+        return LoopCursor(fixed, state, rt)
+
+    def advance(self, cur: LoopCursor, feeds: dict[str, Tensor]) -> dict[str, Tensor]:
+        """One step from ``cur`` given each feed, (B,) ids; ``cur.state`` takes the
+        new carries. Returns every body output of the step, (B, ...), by name."""
+        stages = self.__dict__.get("_step_stages")
+        if stages is None:  # every node at each step: no feed is known in advance
+            keep = {self.keys[c.next][0] for c in self.carry}
+            stages = self.__dict__["_step_stages"] = _stages(self, set(), set(), keep)
+        vals = {**cur.fixed, **cur.state, **feeds}
+        self._exec(stages.step, vals, cur.rt, stages.drop)
+        for c in self.carry:
+            key, det = self.keys[c.next]
+            cur.state[c.name] = vals[key].detach() if det else vals[key]
+        cur.rt.steps.clear()  # nodes' per-step records are not kept while stepping
+        return {name: vals[key].detach() if det else vals[key]
+                for name, key, det in stages.per_step}
+
+
+class LoopCursor(NamedTuple):
+    """A loop stopped between two steps (see :meth:`Loop.begin`): the values every
+    step reads unchanged (the loop's inputs and its ``once`` nodes' outputs), the
+    carried state, and the runtime of its batch. Every tensor has the batch first."""
+
+    fixed: dict[str, Tensor]
+    state: dict[str, Tensor]
+    rt: Runtime
+
+    def reorder(self, index: Tensor) -> LoopCursor:
+        """The cursor whose row i is row ``index[i]`` of this one (a beam's parents;
+        ``index`` may repeat rows, or grow the batch)."""
+        def pick(d: dict[str, Tensor]) -> dict[str, Tensor]:
+            return {k: v.index_select(0, index) for k, v in d.items()}
+
+        rt = replace(self.rt, masks=pick(self.rt.masks), batch=int(index.shape[0]),
+                     aux={}, steps={})
+        return LoopCursor(pick(self.fixed), pick(self.state), rt)
+

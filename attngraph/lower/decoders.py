@@ -1,0 +1,260 @@
+"""The decoders :func:`attngraph.lower.generate.generate` drives, one step at a time.
+
+A :class:`Decoder` runs a batch of rows (examples, then examples × beams): ``step``
+feeds each row its previous token and returns the logits of the next one and the
+step's attention; ``reorder`` makes row i a copy of row ``index[i]`` (a beam's
+parent). Two kinds:
+
+- :class:`LoopDecoder`: a ``loop`` whose feed has ``feedback:``. What the loop reads
+  (the encoder) runs once; the loop is stepped by its step API
+  (:meth:`~attngraph.lower.structure.Loop.begin`, ``advance``), its carried state
+  reordered with the beams.
+- :class:`CausalDecoder`: an output ``[T, vocab]`` over a ``tokens`` input of length
+  ``T`` and that ``vocab``. The whole model is re-run on the prefix at each step
+  (O(L²) positions over L steps; no key/value cache). A probe before the first step
+  and a check at each step refuse a decoder whose earlier outputs move when a token
+  is appended (one that looks ahead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, cast
+
+import torch
+from torch import Tensor
+
+from attngraph.errors import LoweringError
+from attngraph.lower.module import AttnModel, Runtime
+from attngraph.lower.structure import Loop, LoopCursor
+from attngraph.passes.hoist import ancestors
+
+__all__ = ["BOS", "CausalDecoder", "Decoder", "LoopDecoder", "causal_decoder",
+           "generating_outputs", "loop_decoder"]
+
+#: The start id of a causal decoder's first position (the built-in tasks' BOS).
+BOS = 0
+#: How far a causal decoder's earlier outputs may move when a token is appended.
+_CAUSAL_TOL = 1e-4
+
+class Decoder(Protocol):
+    """One way to run a decoder a step at a time, over a batch of rows (beams)."""
+
+    vocab: int
+    device: torch.device
+    #: the rows it runs (examples, then examples × beams)
+    batch: int
+    #: each attention output's step axis in the stacked result (2 after a head axis)
+    axes: dict[str, int]
+
+    def step(self, prev: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
+        """The logits (rows, V) after feeding ``prev`` (None: the start), and the
+        attention of that step by name."""
+
+    def reorder(self, index: Tensor) -> None:
+        """Row i becomes row ``index[i]``."""
+
+
+class LoopDecoder:
+    """A loop stepped by its step API; the nodes it reads have run once."""
+
+    def __init__(self, loop: Loop, cur: LoopCursor, feed: str, out: str, start: int,
+                 vocab: int, axes: dict[str, int]) -> None:
+        self.loop, self.cur, self.feed, self.out = loop, cur, feed, out
+        self.start, self.vocab, self.axes = start, vocab, axes
+        self.device = cur.rt.device
+        self.batch = cur.rt.batch
+
+    def step(self, prev: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
+        rt = self.cur.rt
+        if prev is None:
+            prev = torch.full((rt.batch,), self.start, dtype=torch.long, device=rt.device)
+        outs = self.loop.advance(self.cur, {self.feed: prev})
+        return outs[self.out], {k: outs[k] for k in self.axes}
+
+    def reorder(self, index: Tensor) -> None:
+        self.cur = self.cur.reorder(index)
+
+
+class CausalDecoder:
+    """The whole model re-run on the prefix; its earlier outputs must not move."""
+
+    def __init__(self, model: AttnModel, inputs: dict[str, Tensor], target: str, out: str,
+                 start: int, vocab: int, axes: dict[str, int]) -> None:
+        self.model, self.inputs, self.target, self.out = model, inputs, target, out
+        self.start, self.vocab, self.axes = start, vocab, axes
+        first = next(iter(inputs.values()))
+        self.device = first.device
+        self.batch = int(first.shape[0])
+        self.prefix = torch.full((first.shape[0], 0), start, dtype=torch.long,
+                                 device=first.device)
+        self.seen: Tensor | None = None  # the logits of every position so far
+
+    def step(self, prev: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
+        if prev is None:
+            prev = torch.full(self.prefix.shape[:1], self.start, dtype=torch.long,
+                              device=self.prefix.device)
+        self.prefix = torch.cat([self.prefix, prev[:, None]], 1)  # (B, t+1)
+        res = self.model(**self.inputs, **{self.target: self.prefix})
+        logits = res[self.out]  # (B, t+1, V)
+        t = self.prefix.shape[1] - 1
+        if self.seen is not None and not _same(logits[:, :t], self.seen):
+            raise _not_causal(self.model, self.out, self.target, t)
+        self.seen = logits
+        att = {k: res[k].select(axis, t) for k, axis in self.axes.items()}  # (B, [h,] ...)
+        return logits[:, t], att
+
+    def reorder(self, index: Tensor) -> None:
+        self.inputs = {k: v.index_select(0, index) for k, v in self.inputs.items()}
+        self.prefix = self.prefix.index_select(0, index)
+        if self.seen is not None:
+            self.seen = self.seen.index_select(0, index)
+
+
+def _same(a: Tensor, b: Tensor) -> bool:
+    """Equal up to the rounding of runs over different lengths."""
+    return torch.allclose(a, b, atol=_CAUSAL_TOL, rtol=_CAUSAL_TOL)
+
+
+def _not_causal(model: AttnModel, out: str, target: str, t: int) -> LoweringError:
+    """The error of a decoder whose earlier outputs moved when token t was appended."""
+    msg = (f"output '{out}' before position {t} changed when token {t} of '{target}' was "
+           "appended: the decoder over it is not causal, so it cannot generate one token "
+           "at a time")
+    return LoweringError(msg, model.graph.node(target).loc,
+                         "mask every attention over the target with mask: {causal: true}")
+
+
+def _probe(model: AttnModel, given: dict[str, Tensor], target: str, out: str,
+           start: int, vocab: int) -> None:
+    """Refuse a decoder that looks ahead before any step: its outputs over three
+    seeded random tokens against those over the first one and the first two."""
+    first = next(iter(given.values()))
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(vocab, (int(first.shape[0]), 3), generator=gen).to(first.device)
+    ids[:, 0] = start
+    whole = model(**given, **{target: ids})[out]  # (B, 3, V)
+    for t in (1, 2):
+        if not _same(model(**given, **{target: ids[:, :t]})[out], whole[:, :t]):
+            raise _not_causal(model, out, target, t)
+
+
+def no_generation(model: AttnModel, detail: str) -> LoweringError:
+    """The error of a model with no output that generation can produce."""
+    msg = f"{model.graph.name} cannot generate: {detail}"
+    hint = ("generation needs a loop whose feed has feedback: (e.g. feed: {y: {from: "
+            "target, start: 0, feedback: logits}}), or an output [T, vocab] over a tokens "
+            "input of length T (a causal decoder)")
+    return LoweringError(msg, None, hint)
+
+
+def generating_outputs(model: AttnModel) -> dict[str, tuple[str, str]]:
+    """The outputs that can be generated: name -> ("loop", loop id) or ("causal", input)."""
+    graph = model.graph
+    found: dict[str, tuple[str, str]] = {}
+    for name, e in graph.outputs:
+        node = graph.node(e.src)
+        t = node.types[e.port]
+        if node.kind == "loop":
+            loop = cast(Loop, model.nodes[node.id])
+            port = e.port or loop.out_keys[0][0]
+            if any(f.feedback == port for f in loop.feed):
+                found[name] = ("loop", node.id)
+            continue
+        if t.heads or t.rank != 2 or t.dtype != "float" or not isinstance(t.dims[0], str):
+            continue
+        for inp in graph.inputs:
+            s = inp.spec
+            if s.type == "tokens" and inp.types[""].dims == (t.dims[0],) \
+                    and s.vocab is not None and int(s.vocab) == t.dims[1]:
+                found[name] = ("causal", inp.id)
+    return found
+
+
+def _bind(model: AttnModel, graph_inputs: set[str],
+          inputs: Mapping[str, Tensor]) -> tuple[dict[str, Tensor], Runtime]:
+    """The inputs the decoder reads, checked as forward checks them, and their runtime."""
+    from attngraph.lower.inputs import InputBinder
+
+    graph = model.graph
+    unknown = sorted(set(inputs) - model.binder.names)
+    if unknown:  # (the binder of the whole model words it, with a did-you-mean)
+        model.binder.bind({unknown[0]: inputs[unknown[0]]}, None)
+    part = graph.replace_nodes([n for n in graph.nodes
+                                if not n.is_input or n.id in graph_inputs])
+    binder = InputBinder(part)
+    given = {k: v for k, v in inputs.items() if k in binder.names and v is not None}
+    ref = model._reference()
+    vals, masks, batch = binder.bind(given, ref)
+    rt = Runtime(masks=masks, batch=int(batch))
+    floats = [v for v in vals.values() if v.is_floating_point()]
+    rt.dtype = floats[0].dtype if floats else (ref.dtype if ref is not None else rt.dtype)
+    if vals:
+        rt.device = next(iter(vals.values())).device
+    elif ref is not None:
+        rt.device = ref.device
+    return vals, rt
+
+
+def loop_decoder(model: AttnModel, loop_id: str, start: int | None,
+                 inputs: Mapping[str, Tensor], attention: bool) -> LoopDecoder:
+    """Run what the loop reads (not its steps or feeds), and begin the loop."""
+    graph = model.graph
+    node = graph.node(loop_id)
+    loop = cast(Loop, model.nodes[loop_id])
+    feeds = [f for f in loop.feed if f.feedback is None]
+    if feeds or len(loop.feed) != 1:
+        names = ", ".join(f.name for f in loop.feed)
+        msg = (f"loop '{loop_id}' has feeds {names}: generation feeds back one token, so the "
+               "loop needs exactly one feed, with feedback: (a feed read from an input has "
+               "no value past that input's end)")
+        raise LoweringError(msg, node.where("feed"), "generate from a loop with one "
+                            "feedback feed, e.g. feed: {y: {from: target, feedback: logits}}")
+    feed = loop.feed[0]
+    (step,) = [st for st in model.plan if st.node == loop_id]
+    read = [inp for inp in step.inputs if inp.role != "steps" and not inp.role.startswith("feed.")]
+    srcs = {e.src for e in node.inputs if str(e.role) in {inp.role for inp in read}}
+    needed = ancestors(graph, srcs)
+    skipped = {e.src for e in node.inputs if e.src not in srcs}
+    if needed & skipped:
+        which = sorted(needed & skipped)[0]
+        msg = (f"loop '{loop_id}' reads '{which}' through its inputs or carries, and through "
+               "its steps or feed too: generation cannot run it without that value")
+        raise LoweringError(msg, node.loc, "the loop's inputs and carries should depend on "
+                            "the source only")
+    vals, rt = _bind(model, {n.id for n in graph.inputs if n.id in needed}, inputs)
+    groups = model.groups
+    prefix = [st for st in model.plan
+              if any(n in needed for n in groups.get(st.node, (st.node,)))]
+    model._exec(prefix, vals, rt)
+    x = {inp.role: vals[inp.key].detach() if inp.detach else vals[inp.key] for inp in read}
+    cur = loop.begin(x, rt)
+    port = str(feed.feedback)
+    vocab = node.types[port].dims[-1]
+    axes = {k: loop.stack_axis[k] for k, t in node.types.items()
+            if attention and k and (t.simplex or t.weights)}
+    return LoopDecoder(loop, cur, feed.name, port, feed.start if start is None else start,
+                       int(vocab), axes)
+
+
+def causal_decoder(model: AttnModel, out: str, target: str, start: int | None,
+                   inputs: Mapping[str, Tensor], attention: bool) -> CausalDecoder:
+    """The model over a growing target prefix, given the other inputs."""
+    graph = model.graph
+    unknown = sorted(set(inputs) - model.binder.names)
+    if unknown:
+        model.binder.bind({unknown[0]: inputs[unknown[0]]}, None)
+    given = {k: v for k, v in inputs.items()
+             if v is not None and k not in (target, f"{target}_mask")}
+    if not given:
+        msg = (f"the causal decoder of output '{out}' reads only '{target}': generate "
+               "needs another input to condition on (and to give the batch size)")
+        raise LoweringError(msg, graph.node(target).loc, "pass the source inputs")
+    types = graph.output_types()
+    t_sym = types[out].dims[0]
+    axes = {k: 2 if t.heads else 1 for k, t in types.items()
+            if attention and (t.simplex or t.weights) and t.dims[:1] == (t_sym,)}
+    first = BOS if start is None else start
+    vocab = int(types[out].dims[1])
+    _probe(model, given, target, out, first, vocab)
+    return CausalDecoder(model, given, target, out, first, vocab, axes)
