@@ -1,0 +1,301 @@
+"""Generation without a target (:func:`attngraph.generate`): greedy and beam search.
+
+The models are untrained and seeded: the properties hold whatever the weights. The
+references are independent of the search: the model's own eval-mode forward (which
+feeds back its argmax), and the log-probabilities of every sequence under teacher
+forcing (the forward in training mode, which reads the target), enumerated by brute
+force on a tiny vocabulary.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import attngraph
+from attngraph.errors import LoweringError
+from fuzz.seeds import blocks
+
+ROOT = Path(__file__).resolve().parents[1]
+SEQ2SEQ = ["bahdanau_translation", "luong_translation", "luong_local_p"]
+
+#: A causal decoder over target tokens, with cross-attention to a source.
+CAUSAL = """\
+attngraph: 1
+name: tiny_causal_decoder
+dims: {vocab: 6, d: 16}
+inputs:
+  source: {type: tokens, vocab: vocab}
+  target: {type: tokens, vocab: vocab, length: T}
+nodes:
+  x:  {kind: items, from: source, embed: d}
+  y:  {kind: items, from: target, embed: d}
+  q1: {kind: queries, from: y, heads: 2}
+  k1: {kind: keys, from: y, heads: 2}
+  v1: {kind: values, from: y, heads: 2}
+  s1: {kind: scorer, fn: scaled_dot, query: q1, key: k1}
+  p1: {kind: softmax, scores: s1, mask: {causal: true}}
+  a1: {kind: readout, weights: p1, values: v1, out: d}
+  r1: {kind: add, from: [y, a1]}
+  q2: {kind: queries, from: r1, heads: 2}
+  k2: {kind: keys, from: x, heads: 2}
+  v2: {kind: values, from: x, heads: 2}
+  s2: {kind: scorer, fn: scaled_dot, query: q2, key: k2}
+  p2: {kind: softmax, scores: s2}
+  a2: {kind: readout, weights: p2, values: v2, out: d}
+  r2: {kind: add, from: [r1, a2]}
+  logits: {kind: linear, from: r2, out: vocab}
+outputs: {logits: logits, attention: p2}
+"""
+
+
+def _model(name: str, vocab: int | None = None, seed: int = 0) -> Any:
+    """A catalog spec (or ``causal``), compiled at ``seed``, with another vocabulary."""
+    text = CAUSAL if name == "causal" else (ROOT / "specs" / f"{name}.yaml").read_text()
+    if vocab is not None:
+        text = re.sub(r"^dims: \{vocab: \d+", f"dims: {{vocab: {vocab}", text, flags=re.M)
+    return attngraph.compile(text, seed=seed)
+
+
+def _sources(b: int, n: int, vocab: int, seed: int = 1) -> torch.Tensor:
+    return torch.randint(1, vocab, (b, n), generator=torch.Generator().manual_seed(seed))
+
+
+def _step_logps(model: Any, src: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """log p(tokens[:, t] | tokens[:, :t], src), (B, L), by a forward that reads the
+    target: training mode (teacher forcing) for a loop, the shifted target for a
+    causal decoder."""
+    causal = model.graph.name == "tiny_causal_decoder"
+    was = model.training
+    with torch.no_grad():
+        if causal:
+            model.eval()
+            shifted = torch.cat([torch.zeros_like(tokens[:, :1]), tokens[:, :-1]], 1)
+            logits = model(source=src, target=shifted)["logits"]
+        else:
+            model.train()
+            logits = model(source=src, target=tokens)["logits"]
+    model.train(was)
+    return torch.log_softmax(logits, -1).gather(2, tokens[..., None])[..., 0]
+
+
+def _exact(model: Any, src: torch.Tensor, vocab: int, length: int, eos: int | None,
+           alpha: float) -> list[tuple[tuple[int, ...], float]]:
+    """The best hypothesis of each source by brute force: every sequence of ``length``
+    ids scored under teacher forcing, cut after its first ``eos``."""
+    seqs = torch.tensor(list(itertools.product(range(vocab), repeat=length)))
+    best = []
+    for row in src:
+        logps = _step_logps(model, row.expand(len(seqs), -1), seqs).cumsum(1)
+        hyps: dict[tuple[int, ...], float] = {}
+        for seq, cum in zip(seqs.tolist(), logps.tolist(), strict=True):
+            n = seq.index(eos) + 1 if eos is not None and eos in seq else length
+            hyps[tuple(seq[:n])] = cum[n - 1]
+        best.append(max(hyps.items(), key=lambda h: h[1] / len(h[0]) ** alpha))
+    return best
+
+
+@pytest.mark.parametrize("name", [*SEQ2SEQ, "causal"])
+def test_greedy_equals_the_eval_forward_given_its_tokens(name: str) -> None:
+    """Greedy search with no target gives the tokens that the model's eval-mode
+    forward, given them as the target, predicts at every step; its scores and
+    per-step attention equal that forward's (1e-5 and 1e-6)."""
+    model = _model(name)
+    src = _sources(5, 6, 6)
+    out = attngraph.generate(model, {"source": src}, max_length=7, return_attention=True)
+    assert out.tokens.shape == (5, 7) and out.lengths.tolist() == [7] * 5
+    if name == "causal":
+        target = torch.cat([torch.zeros_like(out.tokens[:, :1]), out.tokens[:, :-1]], 1)
+    else:
+        target = out.tokens
+    ref = model.eval()(source=src, target=target)
+    assert torch.equal(ref["logits"].argmax(-1), out.tokens)
+    logp = torch.log_softmax(ref["logits"], -1).gather(2, out.tokens[..., None])[..., 0]
+    torch.testing.assert_close(out.scores, logp.sum(1), atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.attention["attention"], ref["attention"], atol=1e-6, rtol=0)
+
+
+def test_greedy_stops_each_example_at_eos() -> None:
+    """With an end id, each example keeps the tokens of the run without one up to its
+    first eos (included), then pad; its score sums those tokens' log-probs; the
+    search stops once every example has ended."""
+    model = _model("bahdanau_translation")
+    src = _sources(6, 5, 12, seed=3)
+    full = attngraph.generate(model, {"source": src}, max_length=8)
+    eos = int(full.tokens[0, 2])
+    out = attngraph.generate(model, {"source": src}, max_length=8, eos=eos, pad=-1)
+    logps = _step_logps(model, src, full.tokens).cumsum(1)
+    ended = 0
+    for i, row in enumerate(full.tokens.tolist()):
+        n = row.index(eos) + 1 if eos in row else 8
+        ended = max(ended, n)
+        assert out.lengths[i] == n
+        assert out.tokens[i, :n].tolist() == row[:n]
+        assert (out.tokens[i, n:] == -1).all()
+        assert abs(float(out.scores[i]) - float(logps[i, n - 1])) < 1e-5
+    assert out.tokens.shape[1] == ended <= 8
+    assert out.lengths[0] == 3
+
+
+@pytest.mark.parametrize(("name", "eos", "alpha"), [
+    ("bahdanau_translation", None, 0.0), ("bahdanau_translation", 1, 0.0),
+    ("bahdanau_translation", 2, 1.0), ("luong_local_p", 3, 0.6), ("causal", None, 0.0),
+    ("causal", 1, 1.0)])
+def test_beam_with_every_hypothesis_is_exact_search(name: str, eos: int | None,
+                                                    alpha: float) -> None:
+    """With K = V^L beams nothing is pruned: the returned sequence is the best of all
+    V^L by score / length^alpha (brute force, every sequence scored under teacher
+    forcing and cut after its first eos), and its score is that one's summed log-prob."""
+    v, length = 4, 3
+    model = _model(name, vocab=v, seed=2)
+    src = _sources(3, 5, v, seed=4)
+    out = attngraph.generate(model, {"source": src}, max_length=length, beam=v ** length,
+                             eos=eos, length_penalty=alpha)
+    for i, (seq, score) in enumerate(_exact(model, src, v, length, eos, alpha)):
+        assert out.tokens[i, :int(out.lengths[i])].tolist() == list(seq)
+        assert abs(float(out.scores[i]) - score) < 1e-5
+
+
+def test_beam_scores_grow_with_k_and_never_pass_exact_search() -> None:
+    """Beam 1 is greedy search (same tokens and scores); no beam's score passes the
+    exact best, which beam V^L reaches; the mean score over examples does not fall
+    as K grows (1, 2, 4, 16, V^L); and every returned score is the teacher-forced
+    log-prob of the returned tokens."""
+    v, length = 4, 4
+    model = _model("luong_translation", vocab=v, seed=5)
+    src = _sources(16, 6, v, seed=6)
+    exact = torch.tensor([s for _, s in _exact(model, src, v, length, None, 0.0)])
+    greedy = attngraph.generate(model, {"source": src}, max_length=length)
+    means = []
+    for k in (1, 2, 4, 16, v ** length):
+        out = attngraph.generate(model, {"source": src}, max_length=length, beam=k)
+        if k == 1:
+            assert torch.equal(out.tokens, greedy.tokens)
+            torch.testing.assert_close(out.scores, greedy.scores, atol=1e-6, rtol=0)
+        assert (out.scores <= exact + 1e-5).all()
+        torch.testing.assert_close(out.scores, _step_logps(model, src, out.tokens).sum(1),
+                                   atol=1e-5, rtol=0)
+        means.append(float(out.scores.mean()))
+    assert all(b >= a - 1e-6 for a, b in itertools.pairwise(means)), means
+    torch.testing.assert_close(torch.tensor(means[-1]), exact.mean(), atol=1e-5, rtol=0)
+    assert means[-1] > means[0]  # (the search is not trivial on these weights)
+
+
+@pytest.mark.parametrize(("beam", "eos"), [(1, None), (3, None), (3, 4)])
+def test_a_padded_batch_equals_one_example_at_a_time(beam: int, eos: int | None) -> None:
+    """Sources of different lengths, padded and masked in one batch, give each the
+    tokens, length, score and attention (zero at its padding) it gets alone."""
+    model = _model("bahdanau_translation")
+    lengths = [3, 6, 4, 5]
+    src = torch.zeros(4, 6, dtype=torch.long)
+    mask = torch.zeros(4, 6, dtype=torch.bool)
+    for i, n in enumerate(lengths):
+        src[i, :n] = _sources(1, n, 12, seed=10 + i)[0]
+        mask[i, :n] = True
+    both = attngraph.generate(model, {"source": src, "source_mask": mask}, max_length=6,
+                              beam=beam, eos=eos, pad=-1, return_attention=True)
+    for i, n in enumerate(lengths):
+        one = attngraph.generate(model, {"source": src[i:i + 1, :n]}, max_length=6,
+                                 beam=beam, eos=eos, pad=-1, return_attention=True)
+        w = one.tokens.shape[1]
+        assert both.tokens[i, :w].tolist() == one.tokens[0].tolist()
+        assert (both.tokens[i, w:] == -1).all()
+        assert both.lengths[i] == one.lengths[0]
+        torch.testing.assert_close(both.scores[i], one.scores[0], atol=1e-5, rtol=0)
+        att = both.attention["attention"][i, :w]
+        torch.testing.assert_close(att[:, :n], one.attention["attention"][0], atol=1e-6,
+                                   rtol=0)
+        assert (att[:, n:] == 0).all()
+
+
+def test_beam_attention_follows_the_returned_hypothesis() -> None:
+    """The per-step attention returned with a beam's best sequence is the attention the
+    decoder computes reading that sequence (teacher forcing), step by step."""
+    model = _model("bahdanau_translation", seed=7)
+    src = _sources(4, 5, 12, seed=8)
+    out = attngraph.generate(model, {"source": src}, max_length=6, beam=4,
+                             return_attention=True)
+    model.train()
+    with torch.no_grad():
+        ref = model(source=src, target=out.tokens)["attention"]
+    torch.testing.assert_close(out.attention["attention"], ref, atol=1e-6, rtol=0)
+    assert out.attention["attention"].shape == (4, 6, 5)
+
+
+def test_generation_restores_the_mode_and_ignores_the_target() -> None:
+    """The model comes back in the mode it was in, and a target among the inputs
+    (what the decoder would read, but not while generating) changes nothing."""
+    model = _model("bahdanau_translation").train()
+    src = _sources(2, 4, 12)
+    a = attngraph.generate(model, {"source": src}, max_length=3, beam=2)
+    assert model.training
+    b = attngraph.generate(model, {"source": src, "target": torch.ones(2, 9, dtype=torch.long)},
+                           max_length=3, beam=2)
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.scores, b.scores)
+
+
+def test_a_decoder_that_looks_ahead_is_refused() -> None:
+    """A decoder over the target without a causal mask cannot generate a token at a
+    time: the error names the output, points at the target input's line, and says
+    to mask the attention."""
+    model = attngraph.compile(CAUSAL.replace(", mask: {causal: true}", ""), seed=0)
+    with pytest.raises(LoweringError) as info:
+        attngraph.generate(model, {"source": _sources(2, 4, 6)}, max_length=3)
+    err = info.value
+    assert "output 'logits'" in str(err) and "not causal" in str(err)
+    assert err.loc is not None and err.loc.line == 6
+    assert "causal: true" in str(err.hint)
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ("multihead_attention", "multihead_attention cannot generate: no output is made by a loop"),
+    ("memory_network", "memory_network cannot generate: no output is made by a loop")])
+def test_a_model_without_a_generating_output_is_refused(spec: str, words: str) -> None:
+    """A model with no output made by a feedback loop or a causal decoder over a token
+    input gets one error that says so, with a hint naming what generation needs
+    (memory_network's loop reads its input at every step: no feedback)."""
+    model = _model(spec)
+    with pytest.raises(LoweringError) as info:
+        attngraph.generate(model, {"tokens": torch.ones(1, 3, dtype=torch.long)}, max_length=2)
+    assert words in str(info.value)
+    assert "feedback:" in str(info.value.hint)
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({}, "generate needs max_length for bahdanau_translation"),
+    ({"max_length": 0}, "max_length must be an integer >= 1, not 0"),
+    ({"max_length": 3, "beam": 0}, "beam must be an integer >= 1, not 0"),
+    ({"max_length": 3, "eos": 12}, "eos=12 is not a token id of the decoder (0 ≤ id < 12)"),
+    ({"max_length": 3, "output": "attention"}, "output 'attention' is not made by a loop"),
+])
+def test_bad_options_are_refused(options: dict[str, Any], words: str) -> None:
+    """Each unusable option gets one error that names it and its value."""
+    model = _model("bahdanau_translation")
+    with pytest.raises(LoweringError) as info:
+        attngraph.generate(model, {"source": _sources(1, 3, 12)}, **options)
+    assert words in str(info.value)
+
+
+def test_inputs_are_checked_as_forward_checks_them() -> None:
+    """An unknown input name, or ids past the vocabulary, fail as forward fails."""
+    model = _model("bahdanau_translation")
+    with pytest.raises(LoweringError, match="unknown input 'sourse'"):
+        attngraph.generate(model, {"sourse": _sources(1, 3, 12)}, max_length=2)
+    with pytest.raises(LoweringError, match="input 'source'"):
+        attngraph.generate(model, {"source": torch.full((1, 3), 40)}, max_length=2)
+
+
+def test_the_docs_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python blocks of docs/generation.md run, in order, as written (from the
+    repository root, as its paths are)."""
+    monkeypatch.chdir(ROOT)
+    scope: dict[str, Any] = {}
+    code = [b for b in blocks(ROOT / "docs" / "generation.md") if b.lang == "python"]
+    assert code
+    for b in code:
+        exec(compile(b.text, f"docs/generation.md:{b.line}", "exec"), scope)  # noqa: S102
