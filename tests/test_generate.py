@@ -100,20 +100,27 @@ def _exact(model: Any, src: torch.Tensor, vocab: int, length: int, eos: int | No
     return best
 
 
-@pytest.mark.parametrize("name", [*SEQ2SEQ, "causal"])
+@pytest.mark.parametrize("name", [*SEQ2SEQ, "causal", "show_attend_tell"])
 def test_greedy_equals_the_eval_forward_given_its_tokens(name: str) -> None:
     """Greedy search with no target gives the tokens that the model's eval-mode
     forward, given them as the target, predicts at every step; its scores and
-    per-step attention equal that forward's (1e-5 and 1e-6)."""
-    model = _model(name)
-    src = _sources(5, 6, 6)
-    out = attngraph.generate(model, {"source": src}, max_length=7, return_attention=True)
+    per-step attention equal that forward's (1e-5 and 1e-6). (show_attend_tell: a
+    captioner over image features, LSTM state started from them, start id 1, its
+    attention output named apart from the loop's port.)"""
+    if name == "show_attend_tell":
+        model = attngraph.compile(ROOT / "mechanisms" / f"{name}.yaml", seed=0)
+        inputs = {"feats": torch.randn(5, 9, 12, generator=torch.Generator().manual_seed(0))}
+        target_name = "words"
+    else:
+        model = _model(name)
+        inputs, target_name = {"source": _sources(5, 6, 6)}, "target"
+    out = attngraph.generate(model, inputs, max_length=7, return_attention=True)
     assert out.tokens.shape == (5, 7) and out.lengths.tolist() == [7] * 5
     if name == "causal":
         target = torch.cat([torch.zeros_like(out.tokens[:, :1]), out.tokens[:, :-1]], 1)
     else:
         target = out.tokens
-    ref = model.eval()(source=src, target=target)
+    ref = model.eval()(**inputs, **{target_name: target})
     assert torch.equal(ref["logits"].argmax(-1), out.tokens)
     logp = torch.log_softmax(ref["logits"], -1).gather(2, out.tokens[..., None])[..., 0]
     torch.testing.assert_close(out.scores, logp.sum(1), atol=1e-5, rtol=0)

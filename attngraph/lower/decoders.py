@@ -24,7 +24,7 @@ from typing import Protocol, cast
 import torch
 from torch import Tensor
 
-from attngraph.errors import LoweringError
+from attngraph.errors import LoweringError, did_you_mean
 from attngraph.lower.module import AttnModel, Runtime
 from attngraph.lower.structure import Loop, LoopCursor
 from attngraph.passes.hoist import ancestors
@@ -40,7 +40,8 @@ _CAUSAL_TOL = 1e-4
 class Decoder(Protocol):
     """One way to run a decoder a step at a time, over a batch of rows (beams)."""
 
-    vocab: int
+    #: the size of the distribution each step gives (None: known at run time only)
+    vocab: int | None
     device: torch.device
     #: the rows it runs (examples, then examples × beams)
     batch: int
@@ -59,9 +60,9 @@ class LoopDecoder:
     """A loop stepped by its step API; the nodes it reads have run once."""
 
     def __init__(self, loop: Loop, cur: LoopCursor, feed: str, out: str, start: int,
-                 vocab: int, axes: dict[str, int]) -> None:
+                 vocab: int | None, axes: dict[str, int], ports: dict[str, str]) -> None:
         self.loop, self.cur, self.feed, self.out = loop, cur, feed, out
-        self.start, self.vocab, self.axes = start, vocab, axes
+        self.start, self.vocab, self.axes, self.ports = start, vocab, axes, ports
         self.device = cur.rt.device
         self.batch = cur.rt.batch
 
@@ -70,7 +71,7 @@ class LoopDecoder:
         if prev is None:
             prev = torch.full((rt.batch,), self.start, dtype=torch.long, device=rt.device)
         outs = self.loop.advance(self.cur, {self.feed: prev})
-        return outs[self.out], {k: outs[k] for k in self.axes}
+        return outs[self.out], {k: outs[port] for k, port in self.ports.items()}
 
     def reorder(self, index: Tensor) -> None:
         self.cur = self.cur.reorder(index)
@@ -82,7 +83,8 @@ class CausalDecoder:
     def __init__(self, model: AttnModel, inputs: dict[str, Tensor], target: str, out: str,
                  start: int, vocab: int, axes: dict[str, int]) -> None:
         self.model, self.inputs, self.target, self.out = model, inputs, target, out
-        self.start, self.vocab, self.axes = start, vocab, axes
+        self.start, self.axes = start, axes
+        self.vocab: int | None = vocab
         first = next(iter(inputs.values()))
         self.device = first.device
         self.batch = int(first.shape[0])
@@ -171,15 +173,21 @@ def generating_outputs(model: AttnModel) -> dict[str, tuple[str, str]]:
     return found
 
 
+def _known(model: AttnModel, inputs: Mapping[str, Tensor]) -> None:
+    """Refuse a name that is no argument of the model's forward."""
+    unknown = sorted(set(inputs) - model.binder.names)
+    if unknown:
+        msg = f"generate got unknown input '{unknown[0]}'"
+        raise LoweringError(msg, None, did_you_mean(unknown[0], model.binder.names))
+
+
 def _bind(model: AttnModel, graph_inputs: set[str],
           inputs: Mapping[str, Tensor]) -> tuple[dict[str, Tensor], Runtime]:
     """The inputs the decoder reads, checked as forward checks them, and their runtime."""
     from attngraph.lower.inputs import InputBinder
 
     graph = model.graph
-    unknown = sorted(set(inputs) - model.binder.names)
-    if unknown:  # (the binder of the whole model words it, with a did-you-mean)
-        model.binder.bind({unknown[0]: inputs[unknown[0]]}, None)
+    _known(model, inputs)
     part = graph.replace_nodes([n for n in graph.nodes
                                 if not n.is_input or n.id in graph_inputs])
     binder = InputBinder(part)
@@ -231,19 +239,20 @@ def loop_decoder(model: AttnModel, loop_id: str, start: int | None,
     cur = loop.begin(x, rt)
     port = str(feed.feedback)
     vocab = node.types[port].dims[-1]
-    axes = {k: loop.stack_axis[k] for k, t in node.types.items()
-            if attention and k and (t.simplex or t.weights)}
+    named = {e.port: name for name, e in graph.outputs if e.src == loop_id}
+    # the attention outputs, named as the model's outputs that read them, else by port
+    ports = {named.get(k, k): k for k, t in node.types.items()
+             if attention and k and (t.simplex or t.weights)}
+    axes = {name: loop.stack_axis[k] for name, k in ports.items()}
     return LoopDecoder(loop, cur, feed.name, port, feed.start if start is None else start,
-                       int(vocab), axes)
+                       vocab if isinstance(vocab, int) else None, axes, ports)
 
 
 def causal_decoder(model: AttnModel, out: str, target: str, start: int | None,
                    inputs: Mapping[str, Tensor], attention: bool) -> CausalDecoder:
     """The model over a growing target prefix, given the other inputs."""
     graph = model.graph
-    unknown = sorted(set(inputs) - model.binder.names)
-    if unknown:
-        model.binder.bind({unknown[0]: inputs[unknown[0]]}, None)
+    _known(model, inputs)
     given = {k: v for k, v in inputs.items()
              if v is not None and k not in (target, f"{target}_mask")}
     if not given:

@@ -54,9 +54,10 @@ class Generation:
     ``max_length``; fewer when every example emitted ``eos``), with ``pad`` after
     an example's ``eos``; ``lengths`` (B,) count the tokens up to and including
     ``eos``; ``scores`` (B,) are the summed log-probabilities of those tokens;
-    ``attention`` maps each attention output of the decoder to its weights at every
-    step of the returned sequence, ``(B, L, ...)`` (``(B, h, L, ...)`` with heads),
-    when asked for.
+    ``attention`` maps each attention output of the decoder (softmax weights; named
+    as the model output that reads it, else as the loop's port) to its weights at
+    every step of the returned sequence, ``(B, L, ...)`` (``(B, h, L, ...)`` with
+    heads), when asked for.
     """
 
     tokens: Tensor
@@ -94,22 +95,23 @@ def _beam(dec: Decoder, b: int, k: int, steps: int, eos: int | None, pad: int,
           alpha: float) -> tuple[Tensor, Tensor, Tensor, list[dict[str, Tensor]]]:
     """Keep the k best hypotheses of each row by summed log-probability; a finished
     one continues only with ``eos`` at no cost, so it keeps its place and score."""
-    v, dev = dec.vocab, dec.device
+    dev = dec.device
     rows = torch.arange(b, device=dev)
     dec.reorder(rows.repeat_interleave(k))  # (B·k): row b·k + j is beam j of example b
     scores = torch.full((b, k), float("-inf"), device=dev)
     scores[:, 0] = 0.0  # the k beams start as one hypothesis
     done = torch.zeros((b, k), dtype=torch.bool, device=dev)
     lengths = torch.zeros((b, k), dtype=torch.long, device=dev)
-    only_eos = torch.full((v,), float("-inf"), device=dev)
-    if eos is not None:
-        only_eos[eos] = 0.0
     hist: list[tuple[Tensor, Tensor, dict[str, Tensor]]] = []  # (token, parent, att)
     prev = None
     for _ in range(steps):
         logits, att = dec.step(prev)  # (B·k, V)
+        v = logits.shape[-1]
         logp = F.log_softmax(logits.float(), -1).view(b, k, v)
-        logp = torch.where(done[..., None], only_eos, logp)
+        if eos is not None:  # an ended hypothesis: only eos, at no cost
+            only_eos = torch.full((v,), float("-inf"), device=dev)
+            only_eos[eos] = 0.0
+            logp = torch.where(done[..., None], only_eos, logp)
         top, idx = (scores[..., None] + logp).view(b, k * v).topk(k, -1)  # (B, k)
         parent, tok = idx // v, idx % v
         flat = (parent + rows[:, None] * k).view(-1)  # the parents' rows
@@ -152,10 +154,10 @@ def _check_options(model: AttnModel, steps: int | None, beam: int, alpha: float)
     return steps
 
 
-def _check_eos(eos: int | None, vocab: int) -> None:
+def _check_eos(eos: int | None, vocab: int | None) -> None:
     """An end id the decoder can emit."""
-    if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int)
-                            or not 0 <= eos < vocab):
+    if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int) or eos < 0
+                            or (vocab is not None and eos >= vocab)):
         msg = f"generate: eos={eos!r} is not a token id of the decoder (0 ≤ id < {vocab})"
         raise LoweringError(msg, None, "pass the end id the model was trained with, or None")
 
