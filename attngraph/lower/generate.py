@@ -66,6 +66,11 @@ class Generation:
     attention: dict[str, Tensor] = field(default_factory=dict)
 
 
+def _log_softmax(logits: Tensor) -> Tensor:
+    """Log-probabilities over the last axis, in float32 at least."""
+    return F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), -1)
+
+
 def _greedy(dec: Decoder, b: int, steps: int, eos: int | None,
             pad: int) -> tuple[Tensor, Tensor, Tensor, list[dict[str, Tensor]]]:
     """Feed back the argmax, as eval-mode forward does; stop each row at ``eos``."""
@@ -78,7 +83,7 @@ def _greedy(dec: Decoder, b: int, steps: int, eos: int | None,
     for _ in range(steps):
         logits, att = dec.step(prev)  # (B, V)
         tok = logits.argmax(-1)  # (B,)
-        logp = F.log_softmax(logits.float(), -1).gather(1, tok[:, None])[:, 0]
+        logp = _log_softmax(logits).gather(1, tok[:, None])[:, 0]
         scores = scores + logp.masked_fill(done, 0.0)
         lengths = lengths + (~done).long()
         toks.append(tok.masked_fill(done, pad))
@@ -107,7 +112,7 @@ def _beam(dec: Decoder, b: int, k: int, steps: int, eos: int | None, pad: int,
     for _ in range(steps):
         logits, att = dec.step(prev)  # (B·k, V)
         v = logits.shape[-1]
-        logp = F.log_softmax(logits.float(), -1).view(b, k, v)
+        logp = _log_softmax(logits).view(b, k, v)
         if eos is not None:  # an ended hypothesis: only eos, at no cost
             only_eos = torch.full((v,), float("-inf"), device=dev)
             only_eos[eos] = 0.0
@@ -122,7 +127,7 @@ def _beam(dec: Decoder, b: int, k: int, steps: int, eos: int | None, pad: int,
                      {n: a.index_select(0, flat) for n, a in att.items()}))
         dec.reorder(flat)
         prev = tok.view(-1)
-        if bool(done.all()):
+        if bool((done | scores.isneginf()).all()):  # (-inf: fewer hypotheses than beams)
             break
     ranked = scores / lengths.clamp(min=1).float() ** alpha if alpha else scores
     best = ranked.argmax(1)  # (B,)
