@@ -54,6 +54,38 @@ outputs: {logits: logits, attention: p2}
 """
 
 
+#: A decoder loop with a fixed number of steps and no target input at all.
+FIXED = """\
+attngraph: 1
+name: fixed_steps_decoder
+dims: {vocab: 7, e: 8, h: 16}
+inputs:
+  source: {type: tokens, vocab: vocab}
+blocks:
+  step:
+    inputs: [enc, state, y]
+    nodes:
+      y_emb:  {kind: embedding, from: y, dim: e, vocab: vocab}
+      score:  {kind: scorer, fn: additive, query: state, key: enc}
+      alpha:  {kind: softmax, scores: score}
+      ctx:    {kind: readout, weights: alpha, values: enc}
+      inp:    {kind: concat, from: [y_emb, ctx]}
+      next:   {kind: rnn, cell: gru, from: inp, hidden: h, init: state}
+      logits: {kind: linear, from: next, out: vocab}
+    outputs: {logits: logits, attention: alpha, state: next}
+nodes:
+  enc: {kind: items, from: source, embed: h}
+  dec:
+    kind: loop
+    body: step
+    steps: 4
+    inputs: {enc: enc}
+    carry: {state: {zeros: h, next: state}}
+    feed: {y: {start: 2, feedback: logits}}
+outputs: {logits: dec.logits, attention: dec.attention}
+"""
+
+
 def _model(name: str, vocab: int | None = None, seed: int = 0) -> Any:
     """A catalog spec (or ``causal``), compiled at ``seed``, with another vocabulary."""
     text = CAUSAL if name == "causal" else (ROOT / "specs" / f"{name}.yaml").read_text()
@@ -125,6 +157,20 @@ def test_greedy_equals_the_eval_forward_given_its_tokens(name: str) -> None:
     logp = torch.log_softmax(ref["logits"], -1).gather(2, out.tokens[..., None])[..., 0]
     torch.testing.assert_close(out.scores, logp.sum(1), atol=1e-5, rtol=0)
     torch.testing.assert_close(out.attention["attention"], ref["attention"], atol=1e-6, rtol=0)
+
+
+def test_a_loop_with_fixed_steps_generates_that_many_by_default() -> None:
+    """A loop with ``steps: 4`` and a feedback feed that reads no input generates 4
+    tokens without max_length, those the model's forward (which has no target to
+    take) predicts from its start id 2; max_length overrides the count."""
+    model = attngraph.compile(FIXED, seed=0)
+    src = _sources(3, 5, 7)
+    out = attngraph.generate(model, {"source": src})
+    ref = model.eval()(source=src)["logits"]
+    assert out.tokens.shape == (3, 4)
+    assert torch.equal(ref.argmax(-1), out.tokens)
+    longer = attngraph.generate(model, {"source": src}, max_length=6)
+    assert longer.tokens.shape == (3, 6) and torch.equal(longer.tokens[:, :4], out.tokens)
 
 
 def test_greedy_stops_each_example_at_eos() -> None:
@@ -271,6 +317,23 @@ def test_a_model_without_a_generating_output_is_refused(spec: str, words: str) -
         attngraph.generate(model, {"tokens": torch.ones(1, 3, dtype=torch.long)}, max_length=2)
     assert words in str(info.value)
     assert "feedback:" in str(info.value.hint)
+
+
+def test_a_loop_that_also_reads_an_input_at_every_step_is_refused() -> None:
+    """A loop with a feed read from an input besides its feedback feed gets one error
+    at its feed line: past that input's end there is nothing to feed."""
+    text = (FIXED.replace("inputs: [enc, state, y]", "inputs: [enc, state, y, x]")
+            .replace("      inp:    {kind: concat, from: [y_emb, ctx]}",
+                     "      x_emb:  {kind: embedding, from: x, dim: e, vocab: vocab}\n"
+                     "      inp:    {kind: concat, from: [y_emb, x_emb, ctx]}")
+            .replace("feed: {y: {start: 2, feedback: logits}}",
+                     "feed: {y: {start: 2, feedback: logits}, x: {from: source}}")
+            .replace("steps: 4", "steps: source"))
+    model = attngraph.compile(text, seed=0)
+    with pytest.raises(LoweringError) as info:
+        attngraph.generate(model, {"source": _sources(1, 3, 7)}, max_length=3)
+    assert "loop 'dec' has feeds y, x: generation feeds back one token" in str(info.value)
+    assert info.value.loc is not None and info.value.loc.line == 27
 
 
 @pytest.mark.parametrize(("options", "words"), [
