@@ -239,31 +239,40 @@ def test_beam_scores_grow_with_k_and_never_pass_exact_search() -> None:
     assert means[-1] > means[0]  # (the search is not trivial on these weights)
 
 
-@pytest.mark.parametrize(("beam", "eos"), [(1, None), (3, None), (3, 4)])
-def test_a_padded_batch_equals_one_example_at_a_time(beam: int, eos: int | None) -> None:
+@pytest.mark.parametrize(("name", "beam", "eos", "alpha"), [
+    ("bahdanau_translation", 1, None, 0.0), ("bahdanau_translation", 3, None, 0.0),
+    ("bahdanau_translation", 3, 4, 0.0), ("bahdanau_translation", 3, 4, 1.0),
+    ("causal", 3, 0, 1.0)])
+def test_a_padded_batch_equals_one_example_at_a_time(name: str, beam: int, eos: int | None,
+                                                      alpha: float) -> None:
     """Sources of different lengths, padded and masked in one batch, give each the
-    tokens, length, score and attention (zero at its padding) it gets alone."""
-    model = _model("bahdanau_translation")
+    tokens, length, score and attention (zero at its padding) it gets alone (with an
+    eos, the examples end at different steps)."""
+    model = _model(name)
+    vocab = 6 if name == "causal" else 12
     lengths = [3, 6, 4, 5]
     src = torch.zeros(4, 6, dtype=torch.long)
     mask = torch.zeros(4, 6, dtype=torch.bool)
     for i, n in enumerate(lengths):
-        src[i, :n] = _sources(1, n, 12, seed=10 + i)[0]
+        src[i, :n] = _sources(1, n, vocab, seed=10 + i)[0]
         mask[i, :n] = True
-    both = attngraph.generate(model, {"source": src, "source_mask": mask}, max_length=6,
-                              beam=beam, eos=eos, pad=-1, return_attention=True)
+    opts: dict[str, Any] = {"max_length": 6, "beam": beam, "eos": eos, "pad": -1,
+                            "length_penalty": alpha, "return_attention": True}
+    both = attngraph.generate(model, {"source": src, "source_mask": mask}, **opts)
+    if eos is not None:
+        assert len(set(both.lengths.tolist())) > 1
     for i, n in enumerate(lengths):
-        one = attngraph.generate(model, {"source": src[i:i + 1, :n]}, max_length=6,
-                                 beam=beam, eos=eos, pad=-1, return_attention=True)
+        one = attngraph.generate(model, {"source": src[i:i + 1, :n]}, **opts)
         w = one.tokens.shape[1]
         assert both.tokens[i, :w].tolist() == one.tokens[0].tolist()
         assert (both.tokens[i, w:] == -1).all()
         assert both.lengths[i] == one.lengths[0]
         torch.testing.assert_close(both.scores[i], one.scores[0], atol=1e-5, rtol=0)
-        att = both.attention["attention"][i, :w]
-        torch.testing.assert_close(att[:, :n], one.attention["attention"][0], atol=1e-6,
+        # ([h,] steps, N): the steps this example ran alone
+        att = both.attention["attention"][i].narrow(-2, 0, w)
+        torch.testing.assert_close(att[..., :n], one.attention["attention"][0], atol=1e-6,
                                    rtol=0)
-        assert (att[:, n:] == 0).all()
+        assert (att[..., n:] == 0).all()
 
 
 def test_beam_attention_follows_the_returned_hypothesis() -> None:
