@@ -193,6 +193,8 @@ def test_greedy_stops_each_example_at_eos() -> None:
         assert abs(float(out.scores[i]) - float(logps[i, n - 1])) < 1e-5
     assert out.tokens.shape[1] == ended <= 8
     assert out.lengths[0] == 3
+    assert out.sequences() == [row[:n] for row, n in zip(full.tokens.tolist(),
+                                                         out.lengths.tolist(), strict=True)]
 
 
 @pytest.mark.parametrize(("name", "eos", "alpha"), [

@@ -65,6 +65,17 @@ class Generation:
     scores: Tensor
     attention: dict[str, Tensor] = field(default_factory=dict)
 
+    def sequences(self) -> list[list[int]]:
+        """Each example's ids up to and including its ``eos`` (no padding).
+
+        >>> import torch
+        >>> Generation(torch.tensor([[4, 2, 9], [5, 6, 2]]), torch.tensor([2, 3]),
+        ...            torch.zeros(2)).sequences()
+        [[4, 2], [5, 6, 2]]
+        """
+        return [row[:n] for row, n in zip(self.tokens.tolist(), self.lengths.tolist(),
+                                          strict=True)]
+
 
 def _log_softmax(logits: Tensor) -> Tensor:
     """Log-probabilities over the last axis, in float32 at least."""

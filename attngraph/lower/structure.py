@@ -22,6 +22,10 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 
 Body nodes that the hoisting pass marked (:mod:`attngraph.passes.hoist`) run once
 per call, before the first step, from the loop's ``inputs``.
+
+A loop can also be run a step at a time on tokens chosen outside it (generation,
+:mod:`attngraph.lower.generate`): :meth:`Loop.begin` gives a :class:`LoopCursor`,
+:meth:`Loop.advance` runs one step from it, and the cursor's ``reorder`` follows beams.
 """
 
 from __future__ import annotations
