@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from attngraph.kinds.attention import MaskSpec
 from attngraph.kinds.base import spec_kinds
+from attngraph.kinds.schema import markdown
 from attngraph.kinds.structure import CarrySpec, FeedSpec
 from attngraph.spec import models as m
 
@@ -151,8 +152,8 @@ def field_reference(schema: Mapping[str, Any]) -> str:
     lines: list[str] = []
     for head, model, sub in parts:
         lines += [f"### {head}", ""]
-        if sub is not schema:
-            lines += [_cell(sub.get("description", "")), ""]
+        if model is not m.Spec:
+            lines += [_cell(markdown(model.__doc__ or "")), ""]
         lines += [*_table(model, sub), ""]
     return "\n".join(lines)
 

@@ -113,6 +113,27 @@ def _describe_fields(schema: dict[str, Any], models: tuple[type[BaseModel], ...]
             d["properties"]["kind"]["description"] = d.get("description", "")
 
 
+def _field_models(schema: dict[str, Any]) -> set[str]:
+    """The $defs that a property refers to itself (``train``, ``mask``, a long
+    reference, a learned query), rather than through names the user chooses."""
+    out: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for prop in node.get("properties", {}).values():
+                for b in [prop, *prop.get("anyOf", ()), *prop.get("oneOf", ())]:
+                    if "$ref" in b:
+                        out.add(b["$ref"].rsplit("/", 1)[1])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(schema)
+    return out
+
+
 def markdown(text: str) -> str:
     """A docstring as one markdown paragraph: RST ````code```` becomes ```code```.
 
@@ -183,6 +204,11 @@ def json_schema(tasks: Mapping[str, str] | None = None) -> dict[str, Any]:
     schema["title"] = "attngraph spec (language version 1)"
     defs = schema.get("$defs", {})
     _describe_fields(schema, models)
+    # An editor's hover over such a field shows the first description it meets,
+    # which is the model's, under the field's own: the field's says it in place.
+    for name in _field_models(schema):
+        defs[name].pop("description", None)
+        defs[name].pop("title", None)
     scorer = defs.get("ScorerSpec")
     if scorer is not None:
         scorer["properties"]["fn"]["enum"] = SCORERS.names()
