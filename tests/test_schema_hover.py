@@ -93,6 +93,18 @@ def test_the_walk_finds_every_field_and_no_name(tmp_path: Path) -> None:
     assert descriptions["causal"].startswith("Query i attends only")
 
 
+def test_every_field_document_holds_every_field(tmp_path: Path) -> None:
+    """``--every-field`` writes a document in which the walk meets every property of
+    every model of the schema (each kind, each nested model) at least once."""
+    path = tmp_path / "every_field.yaml"
+    path.write_text(HOVER.every_field_spec(SCHEMA), encoding="utf-8")
+    met = {(f.owner, f.name) for f in HOVER.fields(SCHEMA, path)}
+    every = {(name, p) for name, d in [("", SCHEMA), *SCHEMA["$defs"].items()]
+             for p in d.get("properties", {})}
+    assert met == every
+    assert len(every) > 300
+
+
 def test_hover_text_comparison() -> None:
     """A hover passes when it shows the description's words, escaped or rewrapped;
     an empty hover or another text fails."""
@@ -117,6 +129,18 @@ def test_hover_shows_every_field_description(tmp_path: Path) -> None:
     count, misses = _run([ROOT / "specs" / "intra_attention.yaml", path])
     assert not misses, "\n".join(misses)
     assert count > 90
+
+
+@needs_server
+@pytest.mark.slow
+def test_hover_describes_every_field_of_every_model(tmp_path: Path) -> None:
+    """In the document holding every field of every model (above), every field's
+    hover shows its description (its sample values may be refused: not counted)."""
+    path = tmp_path / "every_field.yaml"
+    path.write_text(HOVER.every_field_spec(SCHEMA), encoding="utf-8")
+    count, misses = HOVER.check([path], SCHEMA, SERVER, frozenset([path]))
+    assert not misses, "\n".join(misses)
+    assert count > 400
 
 
 @needs_server

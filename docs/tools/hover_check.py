@@ -9,12 +9,18 @@ Names the user chooses (node ids, dims, input names) are not fields and are left
 out. A field passes when the hover shows its description from the schema.
 
     python docs/tools/hover_check.py specs/*.yaml
-    python docs/tools/hover_check.py --server /tmp/yls/node_modules/.bin/yaml-language-server specs
+    python docs/tools/hover_check.py --every-field specs mechanisms \
+        --server /tmp/yls/node_modules/.bin/yaml-language-server
 
-It prints ``N of M fields show their description on hover`` (and each miss), and
-exits 1 when one does not. The server is ``--server``, else ``$YAML_LANGUAGE_SERVER``,
-else ``yaml-language-server`` on the PATH (``npm install -g yaml-language-server``);
-it needs ``node``.
+``--every-field`` adds a document written from the schema that holds every field
+of every model (every kind once, each nested model in place), so that no field
+goes unchecked for want of an example; its values are samples, so the server's
+complaints about them are not counted (in the specs given, they are misses). It
+prints ``N of M fields show their description on hover`` (and each miss), and
+exits 1 when one does not. The server is ``--server``, else
+``$YAML_LANGUAGE_SERVER``, else ``yaml-language-server`` on the PATH (``npm install
+-g yaml-language-server``); it needs ``node``. Run it from the repository root, in
+the environment attngraph is installed in.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ class Field:
     col: int
     name: str
     description: str
+    #: the model it belongs to: its name under $defs ("" for the document)
+    owner: str
 
 
 def server_command(given: str | None) -> list[str] | None:
@@ -81,9 +89,48 @@ def _branch(schema: dict[str, Any], sub: dict[str, Any], node: yaml.Node) -> dic
     return next((b for b in branches if b.get("type") != "object"), sub)
 
 
+def _sample(schema: dict[str, Any], sub: dict[str, Any], depth: int = 0,
+            made: set[int] | None = None) -> Any:
+    """A value of ``sub`` that writes every field of every model inside it (of a union
+    of models, one not written yet: ``made`` holds those written)."""
+    made = set() if made is None else made
+    sub = _resolve(schema, sub)
+    branches = [_resolve(schema, b) for b in sub.get("anyOf", sub.get("oneOf", []))]
+    if branches:
+        models = [b for b in branches if "properties" in b]
+        pick = next((b for b in models if id(b) not in made), (models or branches)[0])
+        return _sample(schema, pick, depth, made)
+    if "properties" in sub:
+        made.add(id(sub))
+        return {k: _sample(schema, v, depth + 1, made) for k, v in sub["properties"].items()}
+    names = next(iter(sub.get("patternProperties", {}).values()), None)
+    if names is not None:
+        every = [_resolve(schema, b) for b in _resolve(schema, names).get("oneOf", [])]
+        if every and depth < 3:  # a node of each kind (not again inside blocks' blocks)
+            return {f"n{i}": _sample(schema, b, depth + 1, made) for i, b in enumerate(every)}
+        return {"a": _sample(schema, names, depth + 1, made)}
+    if "items" in sub:
+        return [_sample(schema, sub["items"], depth + 1, made)]
+    if "prefixItems" in sub:
+        return [_sample(schema, x, depth + 1, made) for x in sub["prefixItems"]]
+    if sub.get("default") is not None:
+        return sub["default"]
+    if "const" in sub or "enum" in sub:
+        return sub.get("const", (sub.get("enum") or [None])[0])
+    return {"integer": 1, "number": 1.0, "boolean": True, "string": "a"}.get(
+        sub.get("type", "string"), "a")
+
+
+def every_field_spec(schema: dict[str, Any]) -> str:
+    """A YAML document holding every field of every model of ``schema`` (sample values:
+    it is for hovering, not a spec that validates)."""
+    return yaml.safe_dump(_sample(schema, schema), sort_keys=False, allow_unicode=True)
+
+
 def fields(schema: dict[str, Any], path: Path) -> Iterator[Field]:
     """Every field key of the spec at ``path``, with the description the schema gives."""
     root = yaml.compose(path.read_text(encoding="utf-8"))
+    owners = {id(d): name for name, d in schema.get("$defs", {}).items()} | {id(schema): ""}
 
     def walk(node: yaml.Node, sub: dict[str, Any]) -> Iterator[Field]:
         sub = _branch(schema, sub, node)
@@ -95,7 +142,7 @@ def fields(schema: dict[str, Any], path: Path) -> Iterator[Field]:
                 if props is not None and key.value in props:
                     prop = props[key.value]
                     yield Field(path, key.start_mark.line, key.start_mark.column, key.value,
-                                prop.get("description", ""))
+                                prop.get("description", ""), owners.get(id(sub), "?"))
                     yield from walk(value, prop)
                 elif isinstance(names, dict):
                     yield from walk(value, names)
@@ -210,9 +257,10 @@ def _shown(description: str, hover: str) -> bool:
     return bool(first.strip()) and words(first) in words(hover)
 
 
-def check(specs: list[Path], schema: dict[str, Any], cmd: list[str]) -> tuple[int, list[str]]:
+def check(specs: list[Path], schema: dict[str, Any], cmd: list[str],
+          samples: frozenset[Path] = frozenset()) -> tuple[int, list[str]]:
     """Hover every field of ``specs``: (fields checked, one line per miss, schema
-    errors the server reported included)."""
+    errors the server reported included, except in ``samples``)."""
     with tempfile.TemporaryDirectory() as tmp:
         schema_file = Path(tmp) / "attngraph.schema.json"
         schema_file.write_text(json.dumps(schema), encoding="utf-8")
@@ -236,8 +284,10 @@ def check(specs: list[Path], schema: dict[str, Any], cmd: list[str]) -> tuple[in
                 client.notify("textDocument/didOpen", {"textDocument": {
                     "uri": uri, "languageId": "yaml", "version": 1,
                     "text": path.read_text(encoding="utf-8")}})
-                misses += [f"{path}:{d['range']['start']['line'] + 1}: the server says: "
-                           f"{d['message']}" for d in client.validated(uri)]
+                said = client.validated(uri)
+                misses += [] if path in samples else [
+                    f"{path}:{d['range']['start']['line'] + 1}: the server says: "
+                    f"{d['message']}" for d in said]
                 for f in fields(schema, path):
                     count += 1
                     hover = client.request("textDocument/hover", {
@@ -256,8 +306,10 @@ def check(specs: list[Path], schema: dict[str, Any], cmd: list[str]) -> tuple[in
 def main(argv: list[str] | None = None) -> int:
     """Run the check from the command line; 0 when every field shows its description."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("specs", nargs="+", type=Path, help="spec files, or folders of *.yaml")
+    ap.add_argument("specs", nargs="*", type=Path, help="spec files, or folders of *.yaml")
     ap.add_argument("--server", help="the yaml-language-server executable")
+    ap.add_argument("--every-field", action="store_true",
+                    help="also a document with every field of every model")
     args = ap.parse_args(argv)
     cmd = server_command(args.server)
     if cmd is None:
@@ -269,11 +321,16 @@ def main(argv: list[str] | None = None) -> int:
     from attngraph.kinds.schema import json_schema
     from attngraph.train.tasks import task_lines
 
-    count, misses = check(specs, json_schema(task_lines()), cmd)
+    schema = json_schema(task_lines())
+    with tempfile.TemporaryDirectory() as tmp:
+        samples = frozenset([Path(tmp) / "every_field.yaml"] if args.every_field else [])
+        for path in samples:
+            path.write_text(every_field_spec(schema), encoding="utf-8")
+        count, misses = check([*specs, *samples], schema, cmd, samples)
     for line in misses:
         print(line)
     print(f"{count - len(misses)} of {count} fields show their description on hover "
-          f"({len(specs)} specs)")
+          f"({len(specs)} specs{', and every field' if samples else ''})")
     return 1 if misses or not count else 0
 
 
