@@ -27,15 +27,15 @@ class ConvSpec(NodeModel):
 
     kind: Literal["conv"]
     from_: Ref = Field(alias="from")
-    """What to convolve: weights ``[N]`` or items ``[N, d]`` (1-D over the items), or an image ``[C,
-    H, W]`` (2-D)."""
+    """What to convolve: weights ``[N]`` or items ``[N, d]`` (1-D over the items), or an image
+    ``[C, H, W]`` (2-D)."""
     out: Size
     """Output channels (features); a size."""
     kernel: _Kernel
-    """Kernel width (1-D) or side (2-D), 1 to 64 or a dims name; odd over items, so that N is kept.
-    """
+    """Kernel width (1-D) or side (2-D), a number or a dims name; odd over items, so that N is
+    kept."""
     stride: _Kernel = 1
-    """Image only: the step between positions, 1 to 64 or a dims name."""
+    """Image only: the step between positions, a number or a dims name."""
     padding: Annotated[int, Field(ge=0, le=64)] | None = None
     """Image only: zeros around the image on each side (``kernel // 2`` if unset, which keeps the
     size at stride 1)."""

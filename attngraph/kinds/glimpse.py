@@ -73,7 +73,7 @@ class FilterbankSpec(NodeModel):
     """The grid's placement ``[5]``: (g̃x, g̃y, log σ², log δ̃, log γ), e.g. a linear of the decoder
     state."""
     size: Annotated[Union[Annotated[int, Field(ge=2, le=256)], Ident], SIZE]
-    """The grid side N (N × N filters), 2 to 256 or a dims name."""
+    """The grid side N (N × N filters): a number or a dims name."""
 
 
 def _filterbank_work(ctx: WorkCtx) -> Work:

@@ -114,8 +114,8 @@ class ScorerSpec(NodeModel):
 
     kind: Literal["scorer"]
     fn: Ident
-    """The scorer function: a built-in (``dot``, ``scaled_dot``, ``general``, ``additive``,
-    ``cosine``, ``mlp``, ``location``, ``gat``, ``gatv2``) or one registered by a package."""
+    """The scorer function that compares the query with each key: a built-in one, or one a
+    package registered (an entry of the scorer registry)."""
     query: Ref | LearnedQuery | None = None
     """The query: a vector ``[d]``, queries ``[M, d]``, or ``{learned: size}`` for one learned query
     vector (per head); ``mlp`` and learned ``location`` take none."""
@@ -139,8 +139,8 @@ class ScorerSpec(NodeModel):
     sigma: Scale | None = None
     """location (gaussian): the width σ of the window, in positions (1 if unset)."""
     features: Ref | None = None
-    """additive: per-item features f_i ``[N, k]`` (or ``[N]``) inside the score, vᵀ tanh(W q + U k_i
-    + V f_i): a coverage, or features of the previous alignment."""
+    """additive: per-item features f_i ``[N, k]`` (or ``[N]``) inside the score,
+    vᵀ tanh(W q + U k_i + V f_i): a coverage, or features of the previous alignment."""
 
     @field_validator("beta", mode="before")
     @classmethod

@@ -49,7 +49,7 @@ class RepeatSpec(NodeModel):
     block: BlockName
     """The one-input block each round runs, defined under ``blocks:``."""
     times: Annotated[Annotated[int, Field(ge=1, le=1024)] | Ident, SIZE]
-    """Number of rounds, 1 to 1024 or a dims name."""
+    """Number of rounds: a number or a dims name."""
     from_: Ref = Field(alias="from")
     """The first round's input; each round feeds the next."""
     # a repeat's own share: between its rounds, not with another node
