@@ -160,7 +160,14 @@ def field_reference(schema: Mapping[str, Any]) -> str:
 
 def with_reference(text: str, reference: str) -> str:
     """``text`` (a page) with ``reference`` between its marker lines :data:`START` and
-    :data:`END`; ``ValueError`` if they are missing or out of order."""
+    :data:`END`; ``ValueError`` if they are missing or out of order.
+
+    Examples
+    --------
+    >>> page = "\\n".join(["# Prose", START, "old", END, "more prose"])
+    >>> with_reference(page, "new").splitlines()[2:5]
+    ['', 'new', '']
+    """
     i, j = text.find(START), text.find(END)
     if i < 0 or j < i:
         msg = "the page has no field reference markers"
