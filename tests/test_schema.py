@@ -204,6 +204,21 @@ def test_field_reference_has_a_row_per_field() -> None:
     assert "| number | `1.0` | [0.001, 1000] |" in temp
 
 
+def test_reference_does_not_list_what_registries_hold() -> None:
+    """Registering a scorer function changes the schema's ``fn`` enum (editors offer
+    it), not the reference page, which names the registry instead of its contents."""
+    from attngraph.kinds import SCORERS, ScorerInfo, register_scorer
+
+    before = field_reference(SCHEMA)
+    assert "a registered name" in next(r for r in before.splitlines()
+                                       if r.startswith("| `fn` | name |"))
+    with SCORERS.scoped():
+        register_scorer(ScorerInfo("zz_probe", "0", module="x:y"))
+        now = json_schema(task_lines())
+        assert "zz_probe" in now["$defs"]["ScorerSpec"]["properties"]["fn"]["enum"]
+        assert field_reference(now) == before
+
+
 def test_reference_needs_its_markers() -> None:
     """A page without the marker comments is refused, not rewritten blindly."""
     with pytest.raises(ValueError, match="markers"):

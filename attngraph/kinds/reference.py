@@ -9,6 +9,8 @@ gives the field as written in YAML; its type, read from the model's annotation
 the schema's, which is the docstring under the field. So editors (hover) and the
 reference say the same thing, from one source. ``attngraph docs`` writes the
 tables between the two marker comments of the page (:func:`with_reference`).
+Names that registries hold (scorer functions, training tasks) are not listed, so
+that registering one does not put the page out of date.
 
 Examples
 --------
@@ -95,11 +97,21 @@ def _branches(prop: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [prop, *prop.get("anyOf", ()), *prop.get("oneOf", ())]
 
 
-def _allowed(prop: Mapping[str, Any]) -> str:
-    """The values a property allows: its enumerations, then its numeric ranges."""
+def _literal(ann: Any) -> bool:
+    """Whether an annotation holds a ``Literal`` (values the language fixes)."""
+    return typing.get_origin(ann) is Literal or any(_literal(a) for a in typing.get_args(ann))
+
+
+def _allowed(prop: Mapping[str, Any], fixed: bool) -> str:
+    """The values a property allows: its enumerations, then its numeric ranges. An
+    enumeration the language does not fix (not ``fixed``) comes from a registry that
+    packages extend: the page names no list that would go out of date."""
     out: list[str] = []
     for b in _branches(prop):
         values = b.get("enum", [b["const"]] if "const" in b else [])
+        if values and not fixed:
+            out.append("a registered name (`attngraph schema` lists them)")
+            continue
         out += [f"`{json.dumps(v).strip(chr(34))}`" for v in values]
     for b in _branches(prop):
         lo = "[" + _num(b["minimum"]) if "minimum" in b else (
@@ -130,7 +142,8 @@ def _table(model: type[BaseModel], schema: Mapping[str, Any]) -> list[str]:
         prop = props[name]
         text = prop.get("description", "").split("\n\n")[0]
         rows.append(f"| `{name}` | {_cell(_type(info.annotation, tuple(info.metadata)))} | "
-                    f"{_default(prop, name in required)} | {_cell(_allowed(prop))} | "
+                    f"{_default(prop, name in required)} | "
+                    f"{_cell(_allowed(prop, _literal(info.annotation)))} | "
                     f"{_cell(text)} |")
     return rows
 
