@@ -4,6 +4,10 @@ The page opens with two generated tables: every spec on every axis of
 ``attngraph describe`` and the training targets with the figures reached
 (recorded in docs/training-results.json by the slow catalog training); then one
 section per spec with both diagrams and its own axes.
+
+It also rewrites the field reference of docs/spec-language.md (the part between
+its marker comments), from the JSON Schema the field docstrings describe
+(:mod:`attngraph.kinds.reference`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,22 @@ def results_table() -> str:
     return table()
 
 
+def reference_page(text: str, page: str) -> str:
+    """The spec-language page ``text`` with its field reference as the models say now;
+    a :class:`~attngraph.errors.RenderError` at ``page`` if it has no markers."""
+    from attngraph.errors import RenderError, SourceLoc
+    from attngraph.kinds.reference import END, START, field_reference, with_reference
+    from attngraph.kinds.schema import json_schema
+    from attngraph.train.tasks import task_lines
+
+    try:
+        return with_reference(text, field_reference(json_schema(task_lines())))
+    except ValueError:
+        msg = f"{page} has no field reference markers"
+        raise RenderError(msg, SourceLoc(page), f"put the lines {START} and {END} where "
+                          "the generated tables go") from None
+
+
 def catalog_entry(graph: Graph, spec: Path, images: dict[str, str]) -> str:
     """The markdown section of one spec: title, summary, both diagrams, tables."""
     lines = [f"## {graph.title or graph.name}", "",
@@ -48,7 +68,12 @@ def catalog_entry(graph: Graph, spec: Path, images: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-@main.command()
+@main.command(help="""Render every spec in SPECS (both views, svg) and write the catalog page.
+
+\b
+Also rewrites the field reference of OUT/spec-language.md, when that page
+exists, from the field docstrings of the models (the text between its
+field-reference marker comments).""")
 @click.option("--specs", "spec_dir", type=click.Path(file_okay=False, exists=True),
               default="specs",
               show_default=True, help="Folder of catalog specs.")
@@ -57,7 +82,7 @@ def catalog_entry(graph: Graph, spec: Path, images: dict[str, str]) -> str:
               help="Writes OUT/catalog.md and OUT/catalog/*.svg (missing folders are made).")
 @run_stage
 def docs(spec_dir: str, out_dir: str) -> None:
-    """Render every spec in SPECS (both views, svg) and write the catalog page."""
+    """Render the catalog; rewrite the field reference (see the help)."""
     import sys
 
     from attngraph.cli import echo_error
@@ -109,5 +134,12 @@ def docs(spec_dir: str, out_dir: str) -> None:
                  "", results.rstrip(), ""]
     write_output(out / "catalog.md", "\n".join([*head, *sections]), error=RenderError)
     click.echo(f"wrote {out / 'catalog.md'} ({len(sections)} specs)")
+    page = out / "spec-language.md"
+    if page.is_file():
+        old = page.read_text(encoding="utf-8")
+        new = reference_page(old, str(page))
+        if new != old:
+            write_output(page, new, error=RenderError)
+        click.echo(f"field reference in {page}: {'rewritten' if new != old else 'up to date'}")
     if bad:
         sys.exit(1)

@@ -22,10 +22,18 @@ class ItemsSpec(NodeModel):
 
     kind: Literal["items"]
     from_: Ref = Field(alias="from")
+    """What to turn into items: a tokens, vectors, image or graph input, or a node giving items
+    ``[N, d]``."""
     embed: Size | None = None
+    """Token ids: the size of the learned table ``[vocab, embed]`` they are looked up in (required
+    for ids; ``from`` is then a tokens input); a size."""
     patches: tuple[PosInt, PosInt] | None = None
+    """Image: cut it into tiles ``[ph, pw]``, each one item of size ``C·ph·pw`` (ph and pw divide
+    the height and width); unset, each pixel is an item."""
     dim: Size | None = None
+    """Project every item to this size with a linear map; a size."""
     bias: bool = True
+    """Whether the ``dim`` projection has a bias."""
 
 
 _PROJ = Style("#d9ead3", "box")
@@ -35,11 +43,19 @@ class _Proj(NodeModel):
     """A projection of items or a vector, optionally split into heads."""
 
     from_: Ref | None = Field(default=None, alias="from")
+    """What to project: a vector ``[d]`` or items ``[N, d]`` (float, without heads)."""
     dim: Size | None = None
+    """Output size (the input's size if unset); a size."""
     heads: Size | None = None
+    """Split the output into this many heads of ``dim / heads`` features (it must divide ``dim``); a
+    size."""
     proj: Literal["linear", "identity", "mlp"] = "linear"
+    """The projection: ``linear`` W x + b, ``identity`` x itself (``dim`` must equal the input
+    size), ``mlp`` a two-layer MLP through ``hidden``."""
     bias: bool = True
+    """Whether the projection has a bias."""
     hidden: Size | None = None
+    """proj mlp: the hidden size (``dim`` if unset); a size."""
 
 
 class QueriesSpec(_Proj):
@@ -47,6 +63,8 @@ class QueriesSpec(_Proj):
 
     kind: Literal["queries"]
     learned: Size | None = None
+    """K learned query vectors ``[K, dim]`` of their own instead of a projection of ``from`` (needs
+    ``dim``; not together with ``from``); a size."""
 
 
 class KeysSpec(_Proj):
@@ -65,9 +83,13 @@ class MaskSpec(Model):
     """Masks a softmax may apply on top of the inputs' padding."""
 
     causal: bool = False
+    """Query i attends only to items j <= i (needs scores ``[M, N]``)."""
     window: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+    """Query i attends only to items j with ``|i - j| <= window`` (needs scores ``[M, N]``)."""
     adjacency: Ref | None = None
+    """A graph input (or a bool ``[N, N]`` value): query i attends only to its neighbours j."""
     self_loops: bool = True
+    """adjacency: each node also attends to itself, whether or not the graph has the loop."""
 
 
 class SoftmaxSpec(NodeModel):
@@ -76,12 +98,22 @@ class SoftmaxSpec(NodeModel):
 
     kind: Literal["softmax"]
     scores: Ref
+    """The scores to normalise, with an items (last) axis: ``[N]`` or ``[M, N]``, with or without
+    heads."""
     mask: MaskSpec | None = None
+    """Extra masks on top of the inputs' padding, which is always applied."""
     temperature: Scale = 1.0
+    """Scores are divided by it first: lower is sharper."""
     fn: Literal["softmax", "sparsemax", "entmax15", "topk", "sum"] = "softmax"
-    #: top-k: how many of the highest scores keep weight
+    """The normaliser over the real items: ``softmax``; ``sparsemax`` and ``entmax15`` (exact zeros
+    for low scores); ``topk``, a softmax over the ``k`` highest scores; ``sum``, kernel scores over
+    their row sum (linear attention)."""
     k: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    """fn topk: how many of the highest scores keep weight (required for topk, refused for the
+    others)."""
     axis: Literal["items", "queries"] = "items"
+    """``items``: each query's weights sum to 1 over the items; ``queries``: each item's weights sum
+    to 1 over the queries (slots compete; needs scores ``[M, N]``)."""
 
 
 class FeatureMapSpec(NodeModel):
@@ -89,8 +121,9 @@ class FeatureMapSpec(NodeModel):
 
     kind: Literal["feature_map"]
     from_: Ref = Field(alias="from")
-    #: ``elu1``: elu(x) + 1 (Katharopoulos et al. 2020); ``relu``: max(x, 0)
+    """Queries or keys, ``[d]`` or ``[N, d]``, with or without heads."""
     fn: Literal["elu1", "relu"] = "elu1"
+    """``elu1``: elu(x) + 1, always positive (Katharopoulos et al. 2020); ``relu``: max(x, 0)."""
 
 
 class ReadoutSpec(NodeModel):
@@ -98,13 +131,21 @@ class ReadoutSpec(NodeModel):
 
     kind: Literal["readout"]
     weights: Ref
+    """Weights normalised over the items: a softmax, or a categorical policy's sample."""
     values: Ref
+    """Items ``[N, d]`` over the same items as the weights."""
     combine: Literal["concat", "mean"] = "concat"
+    """How heads merge: concatenated (``d·heads`` features) or averaged (``d``)."""
     out: Size | None = None
+    """A final linear projection of the result to this size; a size."""
     bias: bool = True
-    #: renormalise the weights over the items first (a weighted mean), after adding eps
+    """Whether the ``out`` projection has a bias."""
     normalize: bool = False
+    """Renormalise the weights over the real items first (a weighted mean, adding ``eps`` to each);
+    needed for weights normalised over the queries."""
     eps: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 1e-8
+    """normalize: the ε added to every real item's weight, so that a query no item chose reads the
+    plain mean."""
 
 
 def _proj_dim(ctx: RuleCtx, d_in: int) -> int:

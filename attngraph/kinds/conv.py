@@ -27,14 +27,20 @@ class ConvSpec(NodeModel):
 
     kind: Literal["conv"]
     from_: Ref = Field(alias="from")
+    """What to convolve: weights ``[N]`` or items ``[N, d]`` (1-D over the items), or an image
+    ``[C, H, W]`` (2-D)."""
     out: Size
-    #: kernel width (1-D) or side (2-D); odd over items, so that N is kept
+    """Output channels (features); a size."""
     kernel: _Kernel
-    #: 2-D: step between positions
+    """Kernel width (1-D) or side (2-D), a number or a dims name; odd over items, so that N is
+    kept."""
     stride: _Kernel = 1
-    #: 2-D: zeros around the image on each side (default kernel // 2: the size is kept)
+    """Image only: the step between positions, a number or a dims name."""
     padding: Annotated[int, Field(ge=0, le=64)] | None = None
+    """Image only: zeros around the image on each side (``kernel // 2`` if unset, which keeps the
+    size at stride 1)."""
     bias: bool = True
+    """Whether the convolution has a bias."""
 
 
 class ToImageSpec(NodeModel):
@@ -42,8 +48,11 @@ class ToImageSpec(NodeModel):
 
     kind: Literal["to_image"]
     from_: Ref = Field(alias="from")
+    """Items ``[H·W, C]``, one per pixel row by row (a fixed number of them)."""
     height: Size
+    """The image height H; a size."""
     width: Size
+    """The image width W (H·W must be the number of items); a size."""
 
 
 def _conv_work(ctx: WorkCtx) -> Work:

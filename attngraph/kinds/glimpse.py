@@ -20,9 +20,14 @@ class GlimpseSpec(NodeModel):
 
     kind: Literal["glimpse"]
     image: Ref
+    """The image ``[C, H, W]`` to look at."""
     loc: Ref
+    """Where to look: a location ``[2]``, (x, y) in [-1, 1], the image's corners at ±1."""
     size: PosInt
+    """Side of each patch in pixels."""
     scales: Annotated[int, Field(ge=1, le=8)] = 1
+    """Number of resolutions: square patches centred on ``loc``, the first ``size × size``
+    pixels, each next one twice as wide and resized to ``size × size``."""
 
 
 def _glimpse_work(ctx: WorkCtx) -> Work:
@@ -63,10 +68,12 @@ class FilterbankSpec(NodeModel):
 
     kind: Literal["filterbank"]
     image: Ref
-    #: [5]: (g̃x, g̃y, log σ², log δ̃, log γ), e.g. a linear of the decoder state
+    """The image ``[C, H, W]`` to read."""
     params: Ref
-    #: the grid side N (N × N filters), 2–256 or a dims name
+    """The grid's placement ``[5]``: (g̃x, g̃y, log σ², log δ̃, log γ), e.g. a linear of the decoder
+    state."""
     size: Annotated[Union[Annotated[int, Field(ge=2, le=256)], Ident], SIZE]
+    """The grid side N (N × N filters): a number or a dims name."""
 
 
 def _filterbank_work(ctx: WorkCtx) -> Work:

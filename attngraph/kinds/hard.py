@@ -17,12 +17,23 @@ class PolicySpec(NodeModel):
 
     kind: Literal["policy"]
     scores: Ref | None = None
+    """categorical: the scores over items (``[N]`` or ``[M, N]``) to sample from."""
     mean: Ref | None = None
+    """gaussian: the mean ``[k]`` to sample around (e.g. a location ``[2]`` from a linear with act
+    tanh)."""
     dist: Literal["categorical", "gaussian"] = "categorical"
+    """``categorical`` samples an item (needs ``scores``); ``gaussian`` samples a vector (needs
+    ``mean``)."""
     std: Scale = 0.1
+    """gaussian: the standard deviation of the sample."""
     estimator: Literal["reinforce", "straight_through", "gumbel"] = "reinforce"
+    """How gradients pass the sample: REINFORCE (score function), straight-through, or
+    Gumbel-softmax (categorical only)."""
     baseline: Ref | bool = True
+    """REINFORCE baseline: ``true`` a learned constant, ``false`` none, or a reference to a vector
+    ``[d]`` for a learned linear function of it."""
     tau: Scale = 1.0
+    """estimator gumbel: the Gumbel-softmax temperature."""
 
 
 @kind("policy", PolicySpec, lowering="attngraph.lower.hard:PolicyNode", role="weights",

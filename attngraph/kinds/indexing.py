@@ -21,7 +21,9 @@ class GatherSpec(NodeModel):
 
     kind: Literal["gather"]
     from_: Ref = Field(alias="from")
+    """The items ``[N, d]`` to pick from."""
     index: Ref
+    """Positions into those N items (a positions input, or ids fed to a loop step)."""
 
 
 class OnehotSpec(NodeModel):
@@ -29,7 +31,10 @@ class OnehotSpec(NodeModel):
 
     kind: Literal["onehot"]
     from_: Ref = Field(alias="from")
+    """Ids: a tokens or labels input, or ids fed to a loop step."""
     classes: Size | None = None
+    """The vector size, at least the number of ids the input may hold (the input's vocab or classes
+    if unset); a size."""
 
 
 @kind("gather", GatherSpec, lowering="attngraph.lower.indexing:Gather", role="support",

@@ -20,9 +20,15 @@ class MemorySpec(NodeModel):
 
     kind: Literal["memory"]
     slots: Size
+    """Number of slots S (rows); a size."""
     width: Size
+    """Size W of each slot; a size."""
     init: Literal["learned", "zeros", "constant"] = "constant"
+    """Initial contents: a learned ``[S, W]`` parameter, zeros, or a small constant (1e-6, as in the
+    NTM)."""
     from_: Ref | None = Field(default=None, alias="from")
+    """A node whose batch the memory follows (one fresh memory per example); its value is not read.
+    Unset, the batch comes from the inputs."""
 
 
 class WriteSpec(NodeModel):
@@ -30,20 +36,27 @@ class WriteSpec(NodeModel):
 
     kind: Literal["write"]
     memory: Ref
+    """The memory ``[S, W]`` written."""
     weights: Ref
+    """Write weights over the S slots, normalised (a softmax or an address)."""
     erase: Ref
+    """The erase vector ``[W]`` (squashed by a sigmoid)."""
     add: Ref
+    """The add vector ``[W]``."""
 
 
 class AddressSpec(NodeModel):
     """NTM location addressing: interpolate, shift and sharpen content weights."""
 
     kind: Literal["address"]
-    #: the largest shift, in slots, either way
     shifts: Annotated[int, Field(ge=1, le=8)] = 1
+    """The largest shift k, in slots, either way: shifts range over -k … k."""
     content: Ref
+    """Content weights ``[S]`` (a softmax, e.g. over cosine scores)."""
     prev: Ref
+    """The previous step's weights ``[S]``."""
     control: Ref
+    """The controller state ``[d]`` that sets the gate, shift and sharpening."""
 
 
 @kind("memory", MemorySpec, lowering="attngraph.lower.memory:MemoryNode", role="memory",

@@ -24,15 +24,17 @@ class PositionBiasSpec(NodeModel):
 
     kind: Literal["position_bias"]
     scores: Ref
-    #: ``alibi``: −m_h·|i − j| with a fixed slope per head (Press et al. 2022);
-    #: ``t5``: a learned scalar per head for each bucket of j − i (Raffel et al. 2020)
+    """Scores ``[M, N]`` (with or without heads) to add the bias to."""
     fn: Literal["alibi", "t5"]
-    #: t5: number of buckets (half per direction when bidirectional)
+    """``alibi``: -m_h·|i - j| with a fixed slope per head (Press et al. 2022); ``t5``: a learned
+    scalar per head for each bucket of j - i (Raffel et al. 2020)."""
     buckets: Annotated[int, Field(ge=2, le=1024)] = 32
-    #: t5: distances from here on share the last bucket
+    """t5: the number of buckets (half per direction when bidirectional): exact distances first,
+    then logarithmically wider."""
     max_distance: Annotated[int, Field(ge=2, le=1_000_000)] = 128
-    #: t5: separate buckets for items before and after the query
+    """t5: distances from here on share the last bucket."""
     bidirectional: bool = True
+    """t5: separate buckets for items after the query (an encoder); false for a causal decoder."""
 
 
 class RotarySpec(NodeModel):
@@ -40,8 +42,9 @@ class RotarySpec(NodeModel):
 
     kind: Literal["rotary"]
     from_: Ref = Field(alias="from")
-    #: θ_i = base^(−2i/d) for the feature pairs i = 0 … d/2 − 1
+    """Queries or keys over items ``[N, d]`` (per head), d even."""
     base: Scale | PosInt = 10000
+    """The base of the angles: θ_i = base^(-2i/d) for the feature pairs i = 0 … d/2 - 1."""
 
 
 def alibi_slopes(heads: int) -> list[float]:

@@ -20,15 +20,23 @@ class RnnSpec(NodeModel):
 
     kind: Literal["rnn"]
     from_: Ref = Field(alias="from")
+    """A sequence ``[N, d]``, or one step ``[d]``."""
     cell: Literal["gru", "lstm"] = "gru"
+    """The recurrent cell."""
     hidden: Size
+    """The state size h; a size."""
     bidirectional: bool = False
+    """Run both directions and concatenate them (``2h`` features)."""
     layers: Annotated[int, Field(ge=1, le=16)] = 1
+    """Number of stacked layers."""
     init: Ref | None = None
-    #: LSTM: the initial cell state c (zeros without it)
+    """The initial state ``[h]`` (``[h·dirs]`` when bidirectional), used by every layer; with
+    ``each``, also one per item ``[N, h]``. Zeros if unset."""
     init_cell: Ref | None = None
-    #: one cell step on each item of [N, d] alone, the cell shared over items
+    """LSTM: the initial cell state c, in the forms ``init`` takes (zeros if unset)."""
     each: bool = False
+    """One cell step on each item of ``[N, d]`` alone, the cell shared over the items (Slot
+    Attention's per-slot GRU): ``[N, d]`` to ``[N, h]``."""
 
 
 def _rnn_work(ctx: WorkCtx) -> Work:

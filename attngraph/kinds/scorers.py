@@ -113,19 +113,34 @@ class ScorerSpec(NodeModel):
     """Scores of a query against keys by a scorer function ``fn`` (see :data:`SCORERS`)."""
 
     kind: Literal["scorer"]
-    #: a registered scorer function (an entry of SCORERS; users may add their own)
     fn: Ident
+    """The scorer function that compares the query with each key: a built-in one, or one a
+    package registered (an entry of the scorer registry)."""
     query: Ref | LearnedQuery | None = None
+    """The query: a vector ``[d]``, queries ``[M, d]``, or ``{learned: size}`` for one learned query
+    vector (per head); ``mlp`` and learned ``location`` take none."""
     key: Ref | None = None
+    """The keys: items ``[N, d]`` (float; may have heads)."""
     pairs: Literal["all", "aligned"] = "all"
+    """``all``: every query against every key, scores ``[M, N]``; ``aligned``: query i with key i
+    only, scores ``[N]`` (queries of the keys' length)."""
     hidden: Size | None = None
+    """additive, mlp, location (gaussian): the hidden size (the key size, or the query size for
+    location, if unset); a size."""
     beta: Scale | Literal["learned"] | None = None
+    """cosine: the sharpness β that multiplies the similarities (1 if unset); ``learned`` makes it a
+    parameter."""
     mode: Literal["learned", "gaussian"] | None = None
+    """location: a learned score per position, or a Gaussian window around a predicted position
+    (gaussian with a query, learned without, if unset)."""
     max_len: Size | None = None
+    """location (learned): the number of positions, the longest N a forward may take (N when N is
+    fixed, if unset); a size."""
     sigma: Scale | None = None
-    #: additive: per-item features f_i [N, k] (or [N]) inside the score,
-    #: vᵀ tanh(W q + U k_i + V f_i): a coverage, or features of the previous alignment
+    """location (gaussian): the width σ of the window, in positions (1 if unset)."""
     features: Ref | None = None
+    """additive: per-item features f_i ``[N, k]`` (or ``[N]``) inside the score,
+    vᵀ tanh(W q + U k_i + V f_i): a coverage, or features of the previous alignment."""
 
     @field_validator("beta", mode="before")
     @classmethod
@@ -351,14 +366,16 @@ class PrepareSpec(NodeModel):
     input ``role`` (an additive score's ``U k``), computed once before a loop's steps."""
 
     kind: Literal["prepare"]
-    #: the node whose parameters prepare the value (any node id)
     of: str
-    #: the input of that node it prepares
+    """The node whose parameters prepare the value (any node id)."""
     role: str
+    """The input of that node that it prepares."""
     from_: Ref = Field(alias="from")
-    #: features of the prepared value, and its heads
+    """The value prepared: that node's input of ``role``."""
     dim: int
+    """Features of the prepared value."""
     heads: int | None = None
+    """Heads of the prepared value."""
 
 
 @kind("prepare", PrepareSpec, lowering="attngraph.lower.scorers:Prepare", role="scorer",

@@ -23,7 +23,10 @@ class BlockUseSpec(NodeModel):
 
     kind: Literal["block"]
     block: BlockName
+    """The block to use, defined under ``blocks:``."""
     from_: Ref | dict[Ident, Ref] = Field(alias="from")
+    """What the block's inputs are bound to: one reference for a one-input block, else a mapping
+    from each of its inputs to a reference."""
 
 
 class MapSpec(NodeModel):
@@ -32,7 +35,11 @@ class MapSpec(NodeModel):
 
     kind: Literal["map"]
     block: BlockName
+    """The block to run on each element, defined under ``blocks:``."""
     from_: Ref | dict[Ident, Ref] = Field(alias="from")
+    """Values ``[N, ...]`` with at least two axes, all of one first axis N (nested tokens, items of
+    items); the block sees ``[...]``. One reference for a one-input block, else a mapping from each
+    of its inputs to a reference."""
 
 
 class RepeatSpec(NodeModel):
@@ -40,30 +47,46 @@ class RepeatSpec(NodeModel):
 
     kind: Literal["repeat"]
     block: BlockName
+    """The one-input block each round runs, defined under ``blocks:``."""
     times: Annotated[Annotated[int, Field(ge=1, le=1024)] | Ident, SIZE]
+    """Number of rounds: a number or a dims name."""
     from_: Ref = Field(alias="from")
+    """The first round's input; each round feeds the next."""
     # a repeat's own share: between its rounds, not with another node
     share: bool = False  # type: ignore[assignment]
+    """All rounds share one set of parameters (otherwise each round has its own); a repeat's own
+    ``share``, between its rounds."""
 
 
 class CarrySpec(Model):
     """Carried loop state: starts from ``init``, then takes body output ``next``."""
 
     init: Ref | None = None
+    """The initial state: a reference (or give ``zeros`` or ``zeros_over``)."""
     zeros: Size | None = None
-    #: start from zeros [N], one per item of this reference (N its first axis, a
-    #: length known only at run time): a coverage or the previous alignment
+    """Start from a zero vector of this size instead; a size."""
     zeros_over: Ref | None = None
+    """Start from zeros ``[N]``, one per item of this reference (N its first axis, a length known
+    only at run time): a coverage or the previous alignment."""
     next: Ident
+    """The body output that becomes the state at the next step."""
 
 
 class FeedSpec(Model):
     """Per-step input: ``from``[t] (teacher forcing) or the previous step's output."""
 
     from_: Ref | None = Field(default=None, alias="from")
+    """A sequence ``[T, ...]`` whose first axis is the step axis (as long as ``steps``): step t
+    reads ``from[t]``; with ``feedback``, the target ids ``long[T]``."""
     feedback: Ident | None = None
+    """A body output, logits ``[V]``: the feed becomes the previous token of a decoder (the argmax
+    of that output at the step before, or the target when teacher forcing)."""
     start: Annotated[int, Field(ge=0, le=1_000_000_000)] = 0
+    """feedback: the id read at step 0 (the start-of-sequence id), below the feedback logits' size.
+    """
     teacher_forcing: bool = True
+    """With ``from`` and ``feedback``: read the targets in training mode; false feeds back always.
+    """
 
 
 class LoopSpec(NodeModel):
@@ -71,10 +94,19 @@ class LoopSpec(NodeModel):
 
     kind: Literal["loop"]
     body: BlockName
+    """The block run at each step, defined under ``blocks:``."""
     steps: PosInt | Ref
+    """The number of steps T: a positive integer, or a reference whose first axis gives T (e.g. the
+    target tokens)."""
     inputs: dict[Ident, Ref] = Field(default_factory=dict)
+    """Body inputs that get the same value at every step (e.g. the encoder states): a reference by
+    body input."""
     carry: dict[Ident, CarrySpec] = Field(default_factory=dict)
+    """Body inputs carried from step to step (keeping shape, heads and dtype): how each starts and
+    which body output it becomes next."""
     feed: dict[Ident, FeedSpec] = Field(default_factory=dict)
+    """Body inputs that get one element per step: a sequence's step t, or the previous step's
+    output."""
 
 
 def _ids(ctx: RuleCtx, edges: dict[str, Edge]) -> dict[str, int]:

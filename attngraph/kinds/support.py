@@ -21,12 +21,17 @@ class LinearSpec(NodeModel):
 
     kind: Literal["linear"]
     from_: Ref = Field(alias="from")
+    """Float features (no heads) to map."""
     out: Size
+    """Output size; a size."""
     bias: bool = True
+    """Whether the map has a bias."""
     act: Literal["none", "relu", "tanh", "sigmoid", "gelu", "leaky_relu"] = "none"
-    #: the id of an embedding (or items with embed) whose table [vocab, d] is this
-    #: layer's weight: out = vocab, input size d (Press & Wolf 2017)
+    """The activation after the map."""
     tie: Ident | None = None
+    """An embedding (or items with ``embed``) whose table ``[vocab, d]`` is this layer's weight:
+    ``out`` must be the vocab and the input size d (tied input and output embeddings); the table is
+    counted once."""
 
 
 class MlpSpec(NodeModel):
@@ -34,10 +39,15 @@ class MlpSpec(NodeModel):
 
     kind: Literal["mlp"]
     from_: Ref = Field(alias="from")
+    """Float features."""
     hidden: Size
+    """The hidden size; a size."""
     out: Size
+    """Output size; a size."""
     act: Literal["relu", "tanh", "gelu", "sigmoid"] = "relu"
+    """The hidden layers' activation."""
     layers: Annotated[int, Field(ge=1, le=16)] = 1
+    """Number of hidden layers."""
 
 
 class EmbeddingSpec(NodeModel):
@@ -45,8 +55,12 @@ class EmbeddingSpec(NodeModel):
 
     kind: Literal["embedding"]
     from_: Ref = Field(alias="from")
+    """Ids: a tokens or labels input, or ids fed to a loop body."""
     dim: Size
+    """Size of each looked-up vector; a size."""
     vocab: Size | None = None
+    """Number of ids in the table (the input's vocab or classes if unset; required when ``from`` is
+    not an input); a size."""
 
 
 class PositionSpec(NodeModel):
@@ -54,9 +68,15 @@ class PositionSpec(NodeModel):
 
     kind: Literal["position"]
     from_: Ref = Field(alias="from")
+    """Anything with an items (first) axis; for ``xy``, items cut from an image."""
     dim: Size | None = None
+    """Vector size (even for sinusoidal; 2 for xy); a size."""
     encoding: Literal["sinusoidal", "learned", "xy"] = "sinusoidal"
+    """Fixed sin/cos of the position, a learned vector per position, or the (x, y) centre of each
+    image patch."""
     max_len: Size | None = None
+    """learned: the number of positions, the longest N a forward may take (required when N is
+    symbolic; N if unset); a size."""
 
 
 class NormSpec(NodeModel):
@@ -64,9 +84,12 @@ class NormSpec(NodeModel):
 
     kind: Literal["norm"]
     from_: Ref = Field(alias="from")
+    """Float features, normalised over their feature (last) axis."""
     fn: Literal["layer", "rms"] = "layer"
-    #: added to the variance; default: 1e-5 for layer, the dtype's epsilon for rms (torch's)
+    """Layer norm (a learned scale and shift) or RMS norm (a learned scale)."""
     eps: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] | None = None
+    """Added to the variance (mean square) before the square root (torch's default if unset: 1e-5
+    for layer, the dtype's epsilon for rms)."""
 
 
 class AddSpec(NodeModel):
@@ -74,6 +97,8 @@ class AddSpec(NodeModel):
 
     kind: Literal["add"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
+    """Two or more float inputs of one shape and heads, summed (a vector ``[d]`` broadcasts over
+    items)."""
 
 
 class MulSpec(NodeModel):
@@ -81,6 +106,8 @@ class MulSpec(NodeModel):
 
     kind: Literal["mul"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
+    """Two or more float inputs of one shape and heads, multiplied elementwise (a vector broadcasts
+    over items)."""
 
 
 class GainSpec(NodeModel):
@@ -88,7 +115,9 @@ class GainSpec(NodeModel):
 
     kind: Literal["gain"]
     from_: Ref = Field(alias="from")
+    """Float values, scaled by a learned scalar γ."""
     init: Annotated[float, Field(ge=-1000.0, le=1000.0, allow_inf_nan=False)] = 1.0
+    """The initial value of γ."""
 
 
 class PoolSpec(NodeModel):
@@ -96,7 +125,9 @@ class PoolSpec(NodeModel):
 
     kind: Literal["pool"]
     from_: Ref = Field(alias="from")
+    """Float items ``[N, d]`` without heads, pooled over the real items into ``[d]``."""
     fn: Literal["mean", "max", "sum"] = "mean"
+    """The reduction over the items."""
 
 
 class ConcatSpec(NodeModel):
@@ -104,6 +135,7 @@ class ConcatSpec(NodeModel):
 
     kind: Literal["concat"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
+    """Two or more inputs without heads, joined on the feature (last) axis; the other axes match."""
 
 
 class DropoutSpec(NodeModel):
@@ -111,7 +143,10 @@ class DropoutSpec(NodeModel):
 
     kind: Literal["dropout"]
     from_: Ref = Field(alias="from")
+    """Any value; the same type comes out (weights stay weights)."""
     p: Prob = 0.1
+    """The probability of zeroing each float value, in training only (what is kept is scaled
+    by 1/(1 - p))."""
 
 
 def _float(ctx: RuleCtx, role: str = "from") -> TensorType:

@@ -12,6 +12,11 @@ each marked in its annotation, so that :mod:`attngraph.spec.fields` derives once
 which fields of any model are sizes, references and block names. Every model
 forbids unknown fields and is frozen. Field validators check only what one field
 can know; graph rules live in :mod:`attngraph.ir.verify` and shape inference.
+
+Each field has a docstring under it, in the spec language's terms (what it means,
+its shape role): the one description editors show on hover (``attngraph schema``)
+and docs/spec-language.md's field reference prints. Defaults and allowed values
+are the fields' own, never restated there.
 """
 
 from __future__ import annotations
@@ -115,6 +120,10 @@ INPUT_TYPES = ("tokens", "vectors", "vector", "image", "graph", "labels")
 class Model(BaseModel):
     """Base of every spec model: unknown fields are errors; values are frozen."""
 
+    # The docstring under each field is its description: attngraph.kinds.schema reads
+    # them from the source when it writes the JSON Schema (and the field reference).
+    # Not ``use_attribute_docstrings``, which parses them at import, 30 ms of every
+    # command's start, for text that only the schema shows.
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
@@ -122,7 +131,9 @@ class RefLong(Model):
     """Long reference form; ``detach: true`` stops the gradient on this edge."""
 
     ref: RefStr
+    """The node or input read: ``node`` (its default port) or ``node.port``."""
     detach: bool = False
+    """Stop the gradient along this one edge (diagrams draw it dashed)."""
 
 
 #: A reference: short text or the long form.
@@ -133,6 +144,7 @@ class LearnedQuery(Model):
     """An inline learned query vector of the given size: ``query: {learned: d}``."""
 
     learned: Size
+    """Size of the learned query vector (per head when the keys have heads)."""
 
 
 class NodeModel(Model):
@@ -140,9 +152,14 @@ class NodeModel(Model):
     ``share``: the id of a node of the same kind whose parameters this one uses."""
 
     kind: str
+    """The node kind: what the node computes and which fields it takes."""
     label: str | None = None
+    """The node's math label in diagrams (``x``, ``p``, ``query``); the node id if unset."""
     note: str | None = None
+    """Free text, shown by ``attngraph describe`` and in diagram tooltips."""
     share: Ident | None = None
+    """Id of a node of the same kind whose parameters this node uses instead of its own
+    (counted once, at that node)."""
 
 
 # ---------------------------------------------------------------------------
@@ -153,24 +170,38 @@ class InputSpec(Model):
     """A declared input. ``length`` names its symbolic length (default ``N``)."""
 
     type: Literal["tokens", "vectors", "vector", "image", "graph", "labels", "positions"]
+    """What the input holds: token ids ``long[N]``, vectors ``[N, dim]``, one vector
+    ``[dim]``, an image ``[channels, height, width]``, a graph (node features
+    ``[N, dim]`` and an adjacency), class labels, or positions into another input."""
     vocab: Size | None = None
+    """tokens: the number of token ids (ids are below it); a size."""
     dim: Size | None = None
+    """vectors, vector, graph: the feature size of each vector; a size."""
     channels: Size | None = None
+    """image: the number of channels C (1 if unset); a size."""
     height: Size | None = None
+    """image: the height H in pixels; a size."""
     width: Size | None = None
-    #: symbol of the item count; default ``N`` for the first collection input,
-    #: ``N_<name>`` for the others (inputs share a length only when they say so)
+    """image: the width W in pixels; a size."""
     length: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9_]*$")] | None = None
+    """Symbol of the items axis, a length known when a batch arrives (``N``, ``T``); if
+    unset, ``N`` for the first collection input and ``N_<name>`` for the others (inputs
+    share a length only when they say so)."""
     per_item: bool = False
+    """labels: one label per item, ``long[N]``, instead of one per example."""
     classes: Size | None = None
-    #: positions: the input (tokens, vectors or graph) whose items they point at
+    """labels: the number of classes (labels are below it); a size."""
     of: Ident | None = None
-    #: tokens: a document as items of items (sentences of words), ids [N, W]
+    """positions: the tokens, vectors or graph input whose items they point at."""
     nested: bool = False
-    #: nested tokens: the symbol of the inner length (words per sentence)
+    """tokens: a document as items of items (sentences of words), ids ``[N, W]``."""
     inner: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9_]*$")] | None = None
+    """nested tokens: the symbol of the inner length, words per sentence (``W`` if
+    unset)."""
     label: str | None = None
+    """The input's label in diagrams; the input's name if unset."""
     note: str | None = None
+    """Free text, shown by ``attngraph describe`` and in diagram tooltips."""
 
     #: the IR kind of an input node
     kind: ClassVar[str] = "input"
@@ -180,42 +211,69 @@ class BlockSpec(Model):
     """A reusable subgraph: named inputs, nodes, and one ``output`` or many ``outputs``."""
 
     inputs: list[Ident] = Field(default_factory=list)
-    #: validated one node at a time by its kind's model (see ``attngraph.spec.validate``)
+    """Names of the block's inputs; their types are bound where the block is used."""
+    # validated one node at a time by its kind's model (see ``attngraph.spec.validate``)
     nodes: dict[Ident, Any]
+    """The block's nodes by id, reading its inputs and each other."""
     output: Ref | None = None
+    """The one value the block returns (give ``output`` or ``outputs``)."""
     outputs: dict[Ident, Ref] | None = None
+    """Several named results, by name: the ports of the node that uses the block (the
+    first is its default port)."""
     label: str | None = None
+    """The block's box label in diagrams; the block's name if unset."""
     note: str | None = None
+    """Free text, shown by ``attngraph describe`` and in diagram tooltips."""
 
 
 class TrainSpec(Model):
     """Defaults for ``attngraph train``: the built-in task and its settings."""
 
     task: Ident
+    """The built-in training task that makes the data in-process (``needle``,
+    ``reversal``, ...)."""
     steps: PosInt = 300
+    """Number of optimiser steps."""
     batch: PosInt = 32
+    """Examples per batch."""
     lr: PosFloat = 1e-3
+    """Learning rate."""
     optimizer: Literal["adam", "sgd"] = "adam"
+    """The optimiser."""
     target: dict[Ident, float] = Field(default_factory=dict)
+    """What a run should reach, by metric (``accuracy: 0.95``); the catalog tests check
+    it."""
     options: dict[Ident, int | float | str | bool] = Field(default_factory=dict)
+    """The task's own options by name (document length, vocabulary, ...)."""
 
 
 class Spec(Model):
     """A whole spec document."""
 
     attngraph: Literal[1]
+    """The spec language version."""
     name: Ident
+    """The spec's name: an identifier, at most 64 characters."""
     title: str | None = None
+    """A one-line title (diagrams, ``attngraph describe``)."""
     summary: str | None = None
+    """A sentence or two on what the mechanism does."""
     dims: dict[Ident, Annotated[int, Field(gt=0, le=1_000_000_000)]] = Field(
         default_factory=dict
     )
+    """Named sizes: a positive integer by name; any size field may name one."""
     inputs: dict[Ident, InputSpec]
-    #: validated one node at a time by its kind's model (see ``attngraph.spec.validate``)
+    """The model's inputs by name: the arguments of the compiled module's ``forward``."""
+    # validated one node at a time by its kind's model (see ``attngraph.spec.validate``)
     nodes: dict[Ident, Any]
+    """The nodes by id, each a mapping with a ``kind``; at least one."""
     blocks: dict[Ident, BlockSpec] = Field(default_factory=dict)
+    """Reusable subgraphs by name, used by ``block``, ``map``, ``repeat`` and ``loop``
+    nodes."""
     outputs: dict[Ident, Ref]
+    """What ``forward`` returns: a reference by output name; at least one."""
     train: TrainSpec | None = None
+    """Defaults for ``attngraph train``: the task and its settings."""
 
     @field_validator("nodes", "outputs")
     @classmethod
