@@ -40,6 +40,16 @@ from typing import TYPE_CHECKING, Any, TextIO
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train import checkpoints as ck
 from attngraph.train import ddp, rundir
+from attngraph.train.board import Board
+from attngraph.train.dataset import (
+    DataTask,
+    load_encoding,
+    save_encoding,
+    steps_per_epoch,
+    train_stream,
+)
+from attngraph.train.dataset import data_task as make_data_task
+from attngraph.train.device import pick_device, to_device
 from attngraph.train.progress import Progress
 from attngraph.train.speclocs import spec_loc
 from attngraph.train.tasks import Task, compute_metrics, task_for
@@ -68,6 +78,8 @@ SUMMARY_FILE = "summary.json"
 SMALL = 1_000_000
 #: Settings a checkpoint stores, which win over the given ones on resume (but steps).
 _STORED = tuple(ck.CONFIG)
+#: A data run's settings its checkpoint stores (a resume reads the same files the same way).
+_DATA = ("data", "valid", "valid_fraction", "fields", "tokenize", "epochs", "patience")
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,18 @@ class RunConfig:
     log_every: int = 0
     threads: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    #: the user's data (see :mod:`attngraph.train.dataset`) instead of a built-in task
+    data: str | None = None
+    valid: str | None = None
+    valid_fraction: float = 0.1
+    fields: dict[str, str] = field(default_factory=dict)
+    tokenize: str = "word"
+    #: passes over the training data (sets steps; evaluation every epoch by default)
+    epochs: int | None = None
+    #: stop after this many evaluations without a better first metric (0: never)
+    patience: int = 0
+    device: str = "cpu"
+    bf16: bool = False
 
 
 @dataclass
@@ -118,6 +142,7 @@ class RunSummary:
     world: int = 1
     rank_max_diff: float | None = None
     moved_aside: str | None = None
+    stopped_early: int | None = None
 
     @property
     def reached(self) -> bool:
@@ -135,6 +160,9 @@ class RunSummary:
             lines.append(f"  {k:<18} {v:.4f}{mark}")
         lines.extend(f"  {k:<18} (missing)  target >= {v:g} NOT reached"
                      for k, v in sorted(self.target.items()) if k not in self.metrics)
+        if self.stopped_early is not None:
+            lines.append(f"  stopped early at step {self.stopped_early}: no better validation "
+                         "figure for --patience evaluations")
         if self.rank_max_diff is not None:
             lines.append(f"  ranks in sync      max |Δparameter| = {self.rank_max_diff:.2e}")
         lines.extend(f"{k + ':':<11} {v}" for k, v in self.files.items())
@@ -146,11 +174,12 @@ class RunSummary:
 def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
     """Fill the unset settings: steps, batch, lr as training does everywhere, the rest here."""
     s = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
+    every = max(1, s.steps // 5)
     return replace(
         cfg, steps=s.steps, batch=s.batch, lr=s.lr,
         out=cfg.out or str(Path("runs") / graph.name),
-        eval_every=cfg.eval_every or max(1, s.steps // 5),
-        checkpoint_every=cfg.checkpoint_every or max(1, s.steps // 5),
+        eval_every=cfg.eval_every or every,
+        checkpoint_every=cfg.checkpoint_every or every,
         log_every=cfg.log_every or max(1, s.steps // 10),
     )
 
@@ -202,7 +231,11 @@ class _Record:
         self.seconds = seconds
         self.stored = {**{k: getattr(cfg, k) for k in _STORED},
                        "task": task.name, "options": dict(task.opts)}
+        if isinstance(task, DataTask):
+            self.stored["data"] = {k: getattr(cfg, k) for k in _DATA}
+            save_encoding(out, task.enc)
         self.log = rundir.Log(self.files["metrics"])
+        self.board = Board(out)
         self.progress = Progress(graph.name, cfg.steps or 0, prior.step if prior else 0,
                                  cfg.log_every, cfg.quiet, stream)
 
@@ -212,6 +245,7 @@ class _Record:
     def __exit__(self, *exc: object) -> None:
         self.log.close()
         self.progress.close()
+        self.board.close()
 
     def step(self, step: int, info: dict[str, float], test: dict[str, float],
              evaluated: bool) -> None:
@@ -220,6 +254,7 @@ class _Record:
         if evaluated:
             lines += json.dumps({"step": step, "split": "test", **test}) + "\n"
         self.log.write(lines)  # one write: a kill leaves at most the last line torn
+        self.board.step(step, info, test if evaluated else {})
         self.progress.step(step, {**info, **{f"test_{k}": v for k, v in test.items()}})
 
     def checkpoint(self, step: int, model: nn.Module, opt: Any, task: Task,
@@ -284,6 +319,12 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
     TrainingError
         As :func:`run` does, before anything is trained.
     """
+    graph, cfg, prior, _ = _settle(config, world, rank)
+    return graph, cfg, prior
+
+
+def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig, Any, Task]:
+    """:func:`settle`, and the task it made."""
     from attngraph.pipeline import check_resources, load_spec
 
     # the resource guard runs below, at the batch and length this run will use
@@ -295,18 +336,38 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
     if config.resume:
         prior = ck.load_checkpoint(out_dir / ck.CHECKPOINT, graph)
         config = replace(config, **{k: prior.config[k] for k in _STORED})
+        stored = prior.config.get("data")
+        if isinstance(stored, dict):  # a data run: its files, fields and split again
+            given = {k: getattr(config, k) for k in ("data", "valid") if getattr(config, k)}
+            config = replace(config, **{**{k: stored[k] for k in _DATA if k in stored},
+                                        **given})
+    data_task: DataTask | None = None
+    if config.data is not None:
+        if world > 1:
+            msg = "training on --data runs in one process for now"
+            raise TrainingError(msg, SourceLoc(config.data), "leave out --nproc")
+        enc = load_encoding(out_dir) if prior is not None else None
+        data_task = make_data_task(graph, config.data, valid=config.valid,
+                                   valid_fraction=config.valid_fraction, seed=config.seed,
+                                   fields=dict(config.fields), mode=config.tokenize, enc=enc)
+        if config.epochs:
+            per = steps_per_epoch(data_task, TrainSettings.of(graph, batch=config.batch).batch)
+            config = replace(config, steps=config.epochs * per,
+                             eval_every=config.eval_every or per,
+                             checkpoint_every=config.checkpoint_every or per)
     cfg = _resolve(replace(config, out=str(out_dir)), graph)
     if (cfg.batch or 0) % world:
         msg = f"batch {cfg.batch} does not split evenly over {world} processes"
         raise TrainingError(msg, _batch_loc(graph, config, out_dir),
                             f"use a batch that is a multiple of {world}")
     # fail before spawning ranks, and before the output directory is touched
-    task = task_for(graph, cfg.task, cfg.seed, cfg.options)
-    length = task.opts.get("length")
+    task = data_task or task_for(graph, cfg.task, cfg.seed, cfg.options)
+    length = (max(data_task.train.lengths.values(), default=None) if data_task is not None
+              else task.opts.get("length"))
     check_resources(graph, batch=cfg.batch,
                     length=length if isinstance(length, int) and length > 0 else None)
     check_fits(graph, task)
-    return graph, cfg, prior
+    return graph, cfg, prior, task
 
 
 def _batch_loc(graph: Graph, config: RunConfig, out_dir: Path) -> SourceLoc:
@@ -347,12 +408,17 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         of a different spec or a damaged checkpoint or metrics log.
     """
     wall = time.perf_counter()
-    graph, cfg, prior = settle(config, world, rank=rank)
+    graph, cfg, prior, task = _settle(config, world, rank)
     settings = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
-    task = task_for(graph, cfg.task, cfg.seed, cfg.options)
+    device = pick_device(cfg.device)
     model, opt = build(graph, settings, cfg.seed)
     if prior is not None:  # before any file is touched: a misfit fails here
         ck.restore(prior, Path(cfg.out or "") / ck.CHECKPOINT, model, opt)
+    if device.type != "cpu":
+        model.to(device)
+        if prior is not None:  # the optimizer's state follows its parameters
+            opt.load_state_dict(opt.state_dict())
+    stop = _Patience(cfg.patience, task.metrics[0] if task.metrics else "")
     start = prior.step if prior is not None else 0
     before = float(prior.config.get("seconds", 0.0)) if prior is not None else 0.0
     test: dict[str, float] = dict(prior.metrics) if prior is not None else {}
@@ -362,33 +428,61 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         if prior is not None:
             ck.set_rng_state(prior.rng, task)  # checked when loaded
         net = ddp.wrap(model) if world > 1 else model
+        batches = train_stream(task, settings.batch, cfg.seed, start)
         for step in range(start + 1, settings.steps + 1):
-            b = ddp.shard(task.batch(settings.batch), rank, world)
-            done = train_step(model, graph, task, b, opt, net=net)
-            info = _train_info(task, done.outputs, b, done.loss)
+            b = ddp.shard(next(batches), rank, world)
+            done = train_step(model, graph, task, b, opt, net=net, bf16=cfg.bf16)
+            info = _train_info(task, done.outputs, to_device(b, device), done.loss)
             if world > 1:
                 info = ddp.mean(info)
             evaluated = step % cfg.eval_every == 0 or step == settings.steps
             if evaluated:
-                test = evaluate(model, graph, task, cfg.eval_size)
+                test = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16)
+            stopping = evaluated and stop.stop(test, step)
             if rec is not None:
                 rec.step(step, info, test, evaluated)
-                if step % cfg.checkpoint_every == 0 or step == settings.steps:
+                if step % cfg.checkpoint_every == 0 or step == settings.steps or stopping:
                     rec.checkpoint(step, model, opt, task, test)
+            if stopping:
+                break
         if prior is not None and not test:  # resumed at or past the last step
-            test = evaluate(model, graph, task, cfg.eval_size)
+            test = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16)
     target = dict(graph.train.target) if graph.train is not None and \
         graph.train.task == task.name else {}
+    reached = stop.step if stop.step is not None else max(settings.steps, start)
     summary = RunSummary(
-        spec=graph.name, task=task.name, steps=max(settings.steps, start), metrics=test,
+        spec=graph.name, task=task.name, steps=reached, metrics=test,
         target=target, seconds=before + time.perf_counter() - wall, out=str(cfg.out),
         files={k: str(v) for k, v in _files(cfg).items()}, world=world,
         rank_max_diff=ddp.rank_max_diff(model) if world > 1 else None,
-        moved_aside=rec.moved if rec is not None else None,
+        moved_aside=rec.moved if rec is not None else None, stopped_early=stop.step,
     )
     if rec is not None:
         rec.summary(summary)
     return summary
+
+
+class _Patience:
+    """Early stopping: stop after ``patience`` evaluations without a better ``metric``."""
+
+    def __init__(self, patience: int, metric: str) -> None:
+        self.patience, self.metric = patience, metric
+        self.best = float("-inf")
+        self.bad = 0
+        self.step: int | None = None
+
+    def stop(self, test: dict[str, float], step: int) -> bool:
+        """Count the evaluation at ``step``; True when training should stop there."""
+        if not self.patience or self.metric not in test:
+            return False
+        if test[self.metric] > self.best:
+            self.best, self.bad = test[self.metric], 0
+            return False
+        self.bad += 1
+        if self.bad >= self.patience:
+            self.step = step
+            return True
+        return False
 
 
 def summary_dict(summary: RunSummary) -> dict[str, Any]:
