@@ -31,12 +31,12 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from attngraph.errors import TrainingError
+from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train.data import data_error, read_records
 from attngraph.train.encoding import Encoding, make_encoding
 from attngraph.train.rundir import atomic_write
 from attngraph.train.taskbase import IGNORE, Task
-from attngraph.train.vocab import PAD
+from attngraph.train.vocab import EOS, PAD
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -142,6 +142,8 @@ class DataTask(Task):
         self.metrics = (("token_accuracy", "sequence_accuracy") if enc.kind == "seq2seq"  # type: ignore[misc]
                         else ("accuracy",))
         self._stream: Iterator[dict[str, Tensor]] | None = None
+        #: the id that ends a generated target (a seq2seq run), for pictures
+        self.eos = EOS if enc.kind == "seq2seq" else None
 
     def batch(self, size: int, *, split: str = "train") -> dict[str, Tensor]:
         """The next training batch, or the first ``size`` validation examples."""
@@ -227,7 +229,8 @@ def split_records(records: list[Record], fraction: float, seed: int,
     """
     if not 0.0 < fraction < 1.0:
         msg = f"--valid-fraction must be between 0 and 1 (exclusive), not {fraction}"
-        raise TrainingError(msg, hint="e.g. --valid-fraction 0.1, or give --valid PATH")
+        raise TrainingError(msg, SourceLoc("--valid-fraction"),
+                            "e.g. --valid-fraction 0.1, or give --valid PATH")
     n = len(records)
     k = round(n * fraction)
     if k < 1 or k >= n:

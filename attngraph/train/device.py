@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import TrainingError
+from attngraph.errors import SourceLoc, TrainingError
 
 if TYPE_CHECKING:
     import torch
@@ -53,12 +53,13 @@ def pick_device(name: str) -> torch.device:
 
     if name not in DEVICES:
         msg = f"unknown device {name!r}"
-        raise TrainingError(msg, hint=f"use one of: {', '.join(DEVICES)}")
+        raise TrainingError(msg, SourceLoc("--device"), f"use one of: {', '.join(DEVICES)}")
     if name == "auto":
         name = "cuda" if _has("cuda") else "cpu"
     if not _has(name):
         msg = f"--device {name}: this machine has no {name} device (or torch was built without it)"
-        raise TrainingError(msg, hint="use --device cpu, or --device auto to take what there is")
+        raise TrainingError(msg, SourceLoc("--device"),
+                            "use --device cpu, or --device auto to take what there is")
     return torch.device(name)
 
 

@@ -285,7 +285,7 @@ def make_encoding(graph: Graph, records: list[Record], *, fields: Mapping[str, s
     """
     if mode not in MODES:
         msg = f"unknown tokenisation {mode!r}"
-        raise TrainingError(msg, hint=f"use one of: {', '.join(MODES)}")
+        raise TrainingError(msg, SourceLoc("--tokenize"), f"use one of: {', '.join(MODES)}")
     types = {n.id: str(n.spec.type) for n in graph.inputs}
     for n in graph.inputs:
         if types[n.id] not in _SUPPORTED or (types[n.id] == "labels" and not n.spec.per_item):

@@ -98,6 +98,22 @@ class Run:
         ds = self._dataset(records, need_label=False)
         return self._complete(ds.collate(list(ds)), ds, max_length)
 
+    def text_record(self, text: str) -> Record:
+        """A record holding ``text`` in the column of the run's (first) text input.
+
+        Raises
+        ------
+        TrainingError
+            When the run has no text input.
+        """
+        enc = self._enc()
+        src = next((k for k, t in enc.types.items() if t == "tokens"), None)
+        if src is None:
+            msg = f"--input gives text, but this run's inputs are {', '.join(enc.types)}"
+            raise TrainingError(msg, SourceLoc(str(self.path)),
+                                "draw an example of a data file instead: --data PATH --example N")
+        return Record({enc.fields[src]: text}, SourceLoc("--input", 1, 1, text))
+
     def _complete(self, batch: dict[str, Tensor], ds: Any,
                   max_length: int | None) -> dict[str, Tensor]:
         """Give a decoder's target input the generation budget (its values are not read)."""
@@ -155,12 +171,14 @@ class Run:
         for lo, b in zip(range(0, len(ds), batch),
                          DataLoader(ds, batch_size=batch, collate_fn=ds.collate), strict=True):
             b = self._complete(b, ds, max_length)
-            res = self._forward(b, beam=beam, bf16=bf16)
+            res = self.outputs(b, beam=beam, bf16=bf16)
             for i in range(next(iter(b.values())).shape[0]):
                 out.append(self._decode(lo + i, recs[lo + i], b, res, i, attention))
         return out
 
-    def _forward(self, batch: dict[str, Tensor], *, beam: int, bf16: bool) -> dict[str, Tensor]:
+    def outputs(self, batch: dict[str, Tensor], *, beam: int = 1,
+                bf16: bool = False) -> dict[str, Tensor]:
+        """The model's outputs on ``batch`` (eval mode, on the CPU; decoders generate)."""
         import torch
 
         from attngraph.train.device import autocast, float_outputs, to_device
@@ -168,7 +186,7 @@ class Run:
 
         inputs = to_device(bind_inputs(self.graph, self.task, batch), self.device)
         with torch.no_grad(), autocast(self.device, bf16):
-            if self._enc().seq_target is not None:
+            if self.encoding is not None and self.encoding.seq_target is not None:
                 res = _generate(self.model, inputs, beam=beam)
             else:
                 res = self.model(**inputs)
@@ -248,7 +266,7 @@ def _generate(model: nn.Module, inputs: dict[str, Tensor], *, beam: int = 1) -> 
     """
     if beam != 1:
         msg = f"--beam {beam}: beam search is not available yet"
-        raise TrainingError(msg, hint="use --beam 1 (greedy decoding)")
+        raise TrainingError(msg, SourceLoc("--beam"), "use --beam 1 (greedy decoding)")
     out: dict[str, Tensor] = model(**inputs)
     return out
 
