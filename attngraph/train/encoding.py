@@ -250,7 +250,7 @@ def _columns(graph: Graph, records: list[Record], fields: Mapping[str, str],
     for n in graph.inputs:
         out[n.id] = fields.get(n.id) or (n.id if n.id in cols else "")
     taken = set(out.values()) | {label}
-    left = [c for c in cols if c not in taken]
+    left = [c for c in records[0].values if c not in taken]  # the first record's (a header)
     for k, c in out.items():
         if c:
             continue

@@ -1,11 +1,18 @@
 """The full training run behind ``attngraph train``: files, checkpoints, resume.
 
-:func:`run` trains a spec on a built-in task and leaves in its output
+:func:`run` trains a spec on a built-in task, or on the user's data
+(``RunConfig.data``: :mod:`attngraph.train.dataset`), and leaves in its output
 directory ``metrics.jsonl`` (one JSON object per training step, and one per
 evaluation with ``"split": "test"``), ``checkpoint.pt`` (see
-:mod:`attngraph.train.checkpoints`) and ``summary.json`` (the final summary).
-It shows progress (:mod:`attngraph.train.progress`) and returns a
+:mod:`attngraph.train.checkpoints`), ``summary.json`` (the final summary) and
+for data ``data.json`` (vocabularies and labels); :mod:`attngraph.train.runlog`
+writes them. It shows progress (:mod:`attngraph.train.progress`) and returns a
 :class:`RunSummary` (final test metrics against the spec's ``train.target``).
+Batches come through :func:`attngraph.train.dataset.train_stream` (a
+``DataLoader``); a data run's epochs are seeded permutations, so a resume
+continues them exactly too. ``patience`` stops after that many evaluations
+without a better first metric; ``device`` and ``bf16`` say where and how the
+passes run (:mod:`attngraph.train.device`).
 
 The defaults, the step, the evaluation and the RNG policy are
 :mod:`attngraph.train.trainer`'s, the same as the Python API
@@ -28,29 +35,29 @@ On one rank of a data-parallel job (``world > 1``, started by
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train import checkpoints as ck
 from attngraph.train import ddp, rundir
-from attngraph.train.board import Board
-from attngraph.train.dataset import (
-    DataTask,
-    load_encoding,
-    save_encoding,
-    steps_per_epoch,
-    train_stream,
-)
+from attngraph.train.dataset import DataTask, load_encoding, steps_per_epoch, train_stream
 from attngraph.train.dataset import data_task as make_data_task
 from attngraph.train.device import pick_device, to_device
-from attngraph.train.progress import Progress
+from attngraph.train.runlog import (
+    METRICS_FILE,
+    SUMMARY_FILE,
+    Patience,
+    RunRecord,
+    RunSummary,
+    run_files,
+    summary_dict,
+)
 from attngraph.train.speclocs import spec_loc
 from attngraph.train.tasks import Task, compute_metrics, task_for
 from attngraph.train.trainer import (
@@ -70,10 +77,6 @@ if TYPE_CHECKING:
 __all__ = ["RunConfig", "RunSummary", "run", "settle", "summary_dict",
            "METRICS_FILE", "SUMMARY_FILE"]
 
-#: File name of the metrics log inside a run's output directory.
-METRICS_FILE = "metrics.jsonl"
-#: File name of the final summary (JSON) inside a run's output directory.
-SUMMARY_FILE = "summary.json"
 #: Parameter count under which a run uses one torch thread by default.
 SMALL = 1_000_000
 #: Settings a checkpoint stores, which win over the given ones on resume (but steps).
@@ -127,50 +130,6 @@ class RunConfig:
     bf16: bool = False
 
 
-@dataclass
-class RunSummary:
-    """What a run reached, and where its files are."""
-
-    spec: str
-    task: str
-    steps: int
-    metrics: dict[str, float]
-    target: dict[str, float]
-    seconds: float
-    out: str
-    files: dict[str, str]
-    world: int = 1
-    rank_max_diff: float | None = None
-    moved_aside: str | None = None
-    stopped_early: int | None = None
-
-    @property
-    def reached(self) -> bool:
-        """True when every target metric is at least its value."""
-        return all(self.metrics.get(k, float("-inf")) >= v for k, v in self.target.items())
-
-    def format(self) -> str:
-        """A few lines: metrics against targets, time, files."""
-        lines = [f"{self.spec} on {self.task}: {self.steps} steps in {self.seconds:.1f} s"
-                 + (f" on {self.world} processes" if self.world > 1 else "")]
-        for k, v in sorted(self.metrics.items()):
-            want = self.target.get(k)
-            mark = "" if want is None else (f"  target >= {want:g} "
-                                            + ("reached" if v >= want else "NOT reached"))
-            lines.append(f"  {k:<18} {v:.4f}{mark}")
-        lines.extend(f"  {k:<18} (missing)  target >= {v:g} NOT reached"
-                     for k, v in sorted(self.target.items()) if k not in self.metrics)
-        if self.stopped_early is not None:
-            lines.append(f"  stopped early at step {self.stopped_early}: no better validation "
-                         "figure for --patience evaluations")
-        if self.rank_max_diff is not None:
-            lines.append(f"  ranks in sync      max |Δparameter| = {self.rank_max_diff:.2e}")
-        lines.extend(f"{k + ':':<11} {v}" for k, v in self.files.items())
-        if self.moved_aside is not None:
-            lines.append(f"the earlier run in {self.out} was moved to {self.moved_aside}")
-        return "\n".join(lines)
-
-
 def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
     """Fill the unset settings: steps, batch, lr as training does everywhere, the rest here."""
     s = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
@@ -184,13 +143,6 @@ def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
     )
 
 
-def _files(cfg: RunConfig) -> dict[str, Path]:
-    """Where a run's metrics log, checkpoint and summary are."""
-    out = Path(cfg.out or "")
-    return {"metrics": out / METRICS_FILE, "checkpoint": out / ck.CHECKPOINT,
-            "summary": out / SUMMARY_FILE}
-
-
 def _train_info(task: Task, out: dict[str, Any], batch: dict[str, Any],
                 loss: float) -> dict[str, float]:
     """Loss and the task's first applicable metric on the training batch."""
@@ -201,76 +153,6 @@ def _train_info(task: Task, out: dict[str, Any], batch: dict[str, Any],
             info[name] = metrics[name]
             break
     return info
-
-
-class _Record:
-    """Rank 0's side of a run: the metrics log, the checkpoints, the progress display.
-
-    Opening it prepares the output directory (:func:`attngraph.train.rundir.prepare`:
-    an earlier run moved aside on ``overwrite``, a killed run's temporary files
-    removed); a resume keeps the log's lines up to the checkpoint's step. Notes
-    (where an earlier run went, a torn log line dropped) go to ``stream``.
-    """
-
-    def __init__(self, cfg: RunConfig, graph: Graph, task: Task, prior: ck.Checkpoint | None,
-                 stream: TextIO, seconds: Callable[[], float]) -> None:
-        self.files = _files(cfg)
-        out = Path(cfg.out or "")
-        self.spec = (ck.spec_hash(graph), Path(cfg.spec).read_text(encoding="utf-8"),
-                     str(cfg.spec))  # before the spec may move aside with an earlier run
-        # read (and check) the log before anything is changed
-        kept = rundir.read_metrics(self.files["metrics"], prior.step) if prior else None
-        moved = rundir.prepare(out, resume=prior is not None, overwrite=cfg.overwrite)
-        self.moved = str(moved) if moved is not None else None
-        if moved is not None:
-            stream.write(f"moved the earlier run in {out} to {moved}\n")
-        if kept is not None and kept.note:
-            stream.write(kept.note + "\n")
-        if kept is not None and kept.changed:
-            rundir.atomic_write(self.files["metrics"], kept.text.encode("utf-8"))
-        self.seconds = seconds
-        self.stored = {**{k: getattr(cfg, k) for k in _STORED},
-                       "task": task.name, "options": dict(task.opts)}
-        if isinstance(task, DataTask):
-            self.stored["data"] = {k: getattr(cfg, k) for k in _DATA}
-            save_encoding(out, task.enc)
-        self.log = rundir.Log(self.files["metrics"])
-        self.board = Board(out)
-        self.progress = Progress(graph.name, cfg.steps or 0, prior.step if prior else 0,
-                                 cfg.log_every, cfg.quiet, stream)
-
-    def __enter__(self) -> _Record:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.log.close()
-        self.progress.close()
-        self.board.close()
-
-    def step(self, step: int, info: dict[str, float], test: dict[str, float],
-             evaluated: bool) -> None:
-        """Log a step's training figures, and its test figures when it evaluated."""
-        lines = json.dumps({"step": step, "split": "train", **info}) + "\n"
-        if evaluated:
-            lines += json.dumps({"step": step, "split": "test", **test}) + "\n"
-        self.log.write(lines)  # one write: a kill leaves at most the last line torn
-        self.board.step(step, info, test if evaluated else {})
-        self.progress.step(step, {**info, **{f"test_{k}": v for k, v in test.items()}})
-
-    def checkpoint(self, step: int, model: nn.Module, opt: Any, task: Task,
-                   test: dict[str, float]) -> None:
-        """Save the run's state after ``step`` (call inside the run's RNG context)."""
-        spec_hash, spec_text, spec_file = self.spec
-        ck.save_checkpoint(self.files["checkpoint"], ck.Checkpoint(
-            step=step, model=model.state_dict(), optimizer=opt.state_dict(),
-            rng=ck.rng_state(task), spec_hash=spec_hash, spec_text=spec_text,
-            spec_file=spec_file, config={**self.stored, "seconds": self.seconds()},
-            metrics=test))
-
-    def summary(self, summary: RunSummary) -> None:
-        """Write ``summary.json`` (atomically)."""
-        text = json.dumps(summary_dict(summary), indent=2) + "\n"
-        rundir.atomic_write(self.files["summary"], text.encode("utf-8"))
 
 
 @contextmanager
@@ -418,12 +300,16 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         model.to(device)
         if prior is not None:  # the optimizer's state follows its parameters
             opt.load_state_dict(opt.state_dict())
-    stop = _Patience(cfg.patience, task.metrics[0] if task.metrics else "")
+    stop = Patience(cfg.patience, task.metrics[0] if task.metrics else "")
     start = prior.step if prior is not None else 0
     before = float(prior.config.get("seconds", 0.0)) if prior is not None else 0.0
     test: dict[str, float] = dict(prior.metrics) if prior is not None else {}
-    rec = _Record(cfg, graph, task, prior, stream or sys.stderr,
-                  lambda: before + time.perf_counter() - wall) if rank == 0 else None
+    stored = {**{k: getattr(cfg, k) for k in _STORED}, "task": task.name,
+              "options": dict(task.opts)}
+    if isinstance(task, DataTask):
+        stored["data"] = {k: getattr(cfg, k) for k in _DATA}
+    rec = RunRecord(cfg, graph, task, prior, stream or sys.stderr,
+                    lambda: before + time.perf_counter() - wall, stored) if rank == 0 else None
     with seeded(cfg.seed), _threads(cfg.threads, model), rec or nullcontext():
         if prior is not None:
             ck.set_rng_state(prior.rng, task)  # checked when loaded
@@ -453,38 +339,10 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
     summary = RunSummary(
         spec=graph.name, task=task.name, steps=reached, metrics=test,
         target=target, seconds=before + time.perf_counter() - wall, out=str(cfg.out),
-        files={k: str(v) for k, v in _files(cfg).items()}, world=world,
+        files={k: str(v) for k, v in run_files(cfg).items()}, world=world,
         rank_max_diff=ddp.rank_max_diff(model) if world > 1 else None,
         moved_aside=rec.moved if rec is not None else None, stopped_early=stop.step,
     )
     if rec is not None:
         rec.summary(summary)
     return summary
-
-
-class _Patience:
-    """Early stopping: stop after ``patience`` evaluations without a better ``metric``."""
-
-    def __init__(self, patience: int, metric: str) -> None:
-        self.patience, self.metric = patience, metric
-        self.best = float("-inf")
-        self.bad = 0
-        self.step: int | None = None
-
-    def stop(self, test: dict[str, float], step: int) -> bool:
-        """Count the evaluation at ``step``; True when training should stop there."""
-        if not self.patience or self.metric not in test:
-            return False
-        if test[self.metric] > self.best:
-            self.best, self.bad = test[self.metric], 0
-            return False
-        self.bad += 1
-        if self.bad >= self.patience:
-            self.step = step
-            return True
-        return False
-
-
-def summary_dict(summary: RunSummary) -> dict[str, Any]:
-    """The summary as plain data (what ``summary.json`` holds), with ``reached``."""
-    return {**asdict(summary), "reached": summary.reached}
