@@ -2,7 +2,8 @@
 
 One spec gives located errors (:func:`load_spec`), diagrams (``renderers``), a
 trainable PyTorch module (:func:`compile`) and a description of the mechanism.
-``import attngraph`` does not import torch; :func:`compile` does.
+:func:`load_run` reloads a trained run to predict on new data.
+``import attngraph`` does not import torch; :func:`compile` and :func:`load_run` do.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from attngraph.pipeline import load_spec, loads_spec
 
 __all__ = [
     "AttnGraphError", "Edge", "Graph", "GraphError", "LoweringError", "Node", "RenderError",
-    "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "load_spec",
-    "loads_spec",
+    "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "load_run",
+    "load_spec", "loads_spec",
 ]
 
 __version__ = "0.1.0"
@@ -36,5 +37,9 @@ def __getattr__(name: str) -> Any:
         from attngraph.lower import compile as _compile
 
         return _compile
+    if name == "load_run":  # reads a checkpoint with torch: loaded on first use too
+        from attngraph.train.runs import load_run
+
+        return load_run
     msg = f"module 'attngraph' has no attribute {name!r}"
     raise AttributeError(msg)

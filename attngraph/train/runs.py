@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train.data import Record, read_records
-from attngraph.train.vocab import EOS
+from attngraph.train.vocab import EOS, tokenize
 
 if TYPE_CHECKING:
     import torch
@@ -210,15 +210,16 @@ class Run:
         elif enc.labels is not None:
             probs = logits.reshape(-1).softmax(-1).tolist()
             row["prediction"] = enc.labels.name(int(logits.reshape(-1).argmax()))
+            # every class of the spec: one the data never named shows as its number
             row["probabilities"] = {enc.labels.name(k): round(p, 6)
-                                    for k, p in enumerate(probs[:len(enc.labels)])}
+                                    for k, p in enumerate(probs)}
             if enc.label is not None and enc.label in rec.values:
                 row["label"] = str(rec.values[enc.label])
         if attention:
-            row.update(self._attention(b, res, i, n_out))
+            row.update(self._attention(rec, b, res, i, n_out))
         return row
 
-    def _attention(self, b: dict[str, Tensor], res: dict[str, Tensor], i: int,
+    def _attention(self, rec: Record, b: dict[str, Tensor], res: dict[str, Tensor], i: int,
                    n_out: int | None) -> dict[str, Any]:
         name = next((k for k in _WEIGHTS if k in res), None)
         if name is None:
@@ -226,12 +227,14 @@ class Run:
         w = res[name][i].float()
         while w.dim() > 2:  # (h, T, N): heads averaged
             w = w.mean(0)
-        src = next((k for k, t in self._enc().types.items() if t == "tokens"), None)
+        enc = self._enc()
+        src = next((k for k, t in enc.types.items() if t == "tokens"), None)
         row: dict[str, Any] = {}
         if src is not None and f"{src}_mask" in b:
             n = int(b[f"{src}_mask"][i].sum())
             w = w[..., :n]
-            row["tokens"] = self.task.token_names(src, b[src][i, :n].tolist())
+            v = rec.values[enc.fields[src]]  # the example's own tokens, not <unk>
+            row["tokens"] = tokenize(v, enc.mode) if isinstance(v, str) else list(v)
         if n_out is not None and w.dim() == 2:
             w = w[:n_out]
         if w.dim() == 2 and w.shape[0] == 1:
