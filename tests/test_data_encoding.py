@@ -141,3 +141,40 @@ def test_cli_errors_are_located_lines_not_tracebacks(tmp_path: Path) -> None:
     assert f"{p}:2:" in res.stderr and "not UTF-8" in res.stderr and "hint:" in res.stderr
     assert "Traceback" not in res.output
     assert not (tmp_path / "run").exists()
+
+
+VECTORS = """\
+attngraph: 1
+name: vec_classifier
+dims: {d: 3, n: 4, classes: 2}
+inputs:
+  x: {type: vectors, dim: d}
+nodes:
+  h:      {kind: items, from: x, dim: n}
+  score:  {kind: scorer, fn: additive, query: {learned: n}, key: h}
+  p:      {kind: softmax, scores: score}
+  z:      {kind: readout, weights: p, values: h}
+  logits: {kind: linear, from: z, out: classes}
+outputs: {logits: logits, attention: p}
+"""
+
+
+def test_numbers_feed_vectors_padded_with_a_mask(tmp_path: Path) -> None:
+    """Lists of number lists feed a vectors input: padded with zeros to the longest,
+    with a mask; a row with the wrong count of numbers is located at its line."""
+    spec = tmp_path / "v.yaml"
+    spec.write_text(VECTORS, encoding="utf-8")
+    p = _jsonl(tmp_path / "v.jsonl", [{"x": [[1, 2, 3]], "label": "a"},
+                                      {"x": [[4, 5, 6], [7, 8, 9]], "label": "b"}])
+    task = data_task(load_spec(spec), str(p), valid=str(p))
+    b = task.batch(2, split="test")
+    assert b["x"].tolist() == [[[1, 2, 3], [0, 0, 0]], [[4, 5, 6], [7, 8, 9]]]
+    assert b["x_mask"].tolist() == [[True, False], [True, True]]
+    assert b["target"].tolist() == [0, 1]
+    bad = _jsonl(tmp_path / "w.jsonl", [{"x": [[1, 2, 3]], "label": "a"},
+                                        {"x": [[1, 2]], "label": "b"}])
+    exc = _fail(spec, bad, valid=str(bad))
+    assert "2 numbers" in exc.diagnostics[0].message and exc.diagnostics[0].loc.line == 2
+    exc = _fail(spec, _jsonl(tmp_path / "s.jsonl", [{"x": "1 2 3", "label": "a"}]),
+                valid=str(tmp_path / "s.jsonl"))
+    assert "not a list of lists of numbers" in exc.diagnostics[0].message
