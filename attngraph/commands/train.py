@@ -100,6 +100,9 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
     if task is not None and data is not None:
         click.echo("attngraph: error: give --task or --data, not both", err=True)
         raise SystemExit(2)
+    if epochs is not None and steps is not None:
+        click.echo("attngraph: error: give --epochs or --steps, not both", err=True)
+        raise SystemExit(2)
     if (valid is not None or epochs is not None) and data is None and not resume:
         click.echo("attngraph: error: --valid and --epochs need --data", err=True)
         raise SystemExit(2)
