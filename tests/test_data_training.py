@@ -142,3 +142,22 @@ def test_a_data_run_on_cuda_predicts_like_its_cpu_reload(tmp_path: Path) -> None
     for g, c in zip(on_gpu, on_cpu, strict=True):
         for k, p in c["probabilities"].items():
             assert g["probabilities"][k] == pytest.approx(p, abs=1e-4)
+
+
+def test_tensorboard_scalars_when_it_is_installed(tmp_path: Path) -> None:
+    """With TensorBoard installed, a run writes its training and validation figures
+    as scalars into an event file in its directory (train/loss, valid/accuracy at the
+    evaluated steps, equal to the metrics log's)."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    data = str(_texts(tmp_path / "t.jsonl"))
+    _run(tmp_path, "r", data=data, steps=4, batch=8, eval_every=2)
+    acc = EventAccumulator(str(tmp_path / "r"))
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("train/loss")] == [1, 2, 3, 4]
+    assert [e.step for e in acc.Scalars("valid/accuracy")] == [2, 4]
+    metrics = [json.loads(ln) for ln in (tmp_path / "r" / "metrics.jsonl").read_text()
+               .splitlines() if '"test"' in ln]
+    assert [e.value for e in acc.Scalars("valid/accuracy")] == pytest.approx(
+        [m["accuracy"] for m in metrics], abs=1e-6)

@@ -1,8 +1,11 @@
-"""TensorBoard scalars of a run, in ``RUN/tb/``, when TensorBoard is installed.
+"""TensorBoard scalars of a run, in the run directory, when TensorBoard is installed.
 
 TensorBoard is optional: without it (``torch.utils.tensorboard`` does not
-import) :class:`Board` does nothing, silently. Training figures go under
-``train/<name>``, validation figures under ``valid/<name>``.
+import) :class:`Board` does nothing, silently. The event file
+(``events.out.tfevents.*``) lies beside ``metrics.jsonl``, so
+``tensorboard --logdir runs`` shows every run by its directory, and a run
+directory holds files only. Training figures go under ``train/<name>``,
+validation figures under ``valid/<name>``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ __all__ = ["Board"]
 
 
 class Board:
-    """A TensorBoard writer into ``out/tb``, or nothing when TensorBoard is missing."""
+    """A TensorBoard writer into ``out``, or nothing when TensorBoard is missing."""
 
     def __init__(self, out: str | Path) -> None:
         self.writer: Any = None
@@ -22,7 +25,7 @@ class Board:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:  # optional: no TensorBoard, no event files
             return
-        self.writer = SummaryWriter(log_dir=str(Path(out) / "tb"))
+        self.writer = SummaryWriter(log_dir=str(Path(out)))
 
     def step(self, step: int, train: dict[str, float], valid: dict[str, float]) -> None:
         """Write one step's training and (when evaluated) validation figures."""
