@@ -161,3 +161,18 @@ def test_tensorboard_scalars_when_it_is_installed(tmp_path: Path) -> None:
                .splitlines() if '"test"' in ln]
     assert [e.value for e in acc.Scalars("valid/accuracy")] == pytest.approx(
         [m["accuracy"] for m in metrics], abs=1e-6)
+
+
+def test_a_damaged_data_setting_in_the_checkpoint_is_refused(tmp_path: Path) -> None:
+    """Resuming a data run whose checkpoint stores a damaged data setting is one error
+    naming the checkpoint, before anything is trained."""
+    data = str(_texts(tmp_path / "t.jsonl"))
+    _run(tmp_path, "r", data=data, steps=2, batch=8)
+    path = tmp_path / "r" / "checkpoint.pt"
+    ck = torch.load(path, weights_only=True)
+    ck["config"]["data"]["fields"] = "tokens=text"
+    torch.save(ck, path)
+    with pytest.raises(TrainingError) as info:
+        _run(tmp_path, "r", steps=4, resume=True)
+    d = info.value.diagnostics[0]
+    assert "lack valid fields" in d.message and d.loc.file == str(path)

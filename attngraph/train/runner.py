@@ -219,7 +219,8 @@ def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig,
         prior = ck.load_checkpoint(out_dir / ck.CHECKPOINT, graph)
         config = replace(config, **{k: prior.config[k] for k in _STORED})
         stored = prior.config.get("data")
-        if isinstance(stored, dict):  # a data run: its files, fields and split again
+        if stored is not None:  # a data run: its files, fields and split again
+            _check_stored(stored, out_dir / ck.CHECKPOINT)
             given = {k: getattr(config, k) for k in ("data", "valid") if getattr(config, k)}
             config = replace(config, **{**{k: stored[k] for k in _DATA if k in stored},
                                         **given})
@@ -250,6 +251,23 @@ def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig,
                     length=length if isinstance(length, int) and length > 0 else None)
     check_fits(graph, task)
     return graph, cfg, prior, task
+
+
+#: What each stored data setting must be.
+_DATA_KINDS: dict[str, tuple[type, ...]] = {
+    "data": (str,), "valid": (str, type(None)), "valid_fraction": (float,),
+    "fields": (dict,), "tokenize": (str,), "epochs": (int, type(None)), "patience": (int,),
+}
+
+
+def _check_stored(stored: Any, path: Path) -> None:
+    """Refuse a checkpoint whose stored data settings are damaged."""
+    bad = [k for k, kinds in _DATA_KINDS.items()
+           if not isinstance(stored, dict) or not isinstance(stored.get(k), kinds)]
+    if bad:
+        msg = f"this checkpoint's data settings lack valid {', '.join(bad)}"
+        raise TrainingError(msg, SourceLoc(str(path)), "the file is damaged: train again "
+                            "(--overwrite moves this run aside)")
 
 
 def _batch_loc(graph: Graph, config: RunConfig, out_dir: Path) -> SourceLoc:
