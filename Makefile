@@ -61,7 +61,7 @@ demo: venv dot
 	$(VENV)/bin/attngraph attend runs/demo/global_attention --example 3 -o runs/demo/attention.png
 	$(VENV)/bin/attngraph train specs/global_attention.yaml --data examples/data/topics.jsonl --valid examples/data/topics-valid.jsonl --epochs 6 --out runs/demo/topics --overwrite --quiet
 	$(VENV)/bin/attngraph predict runs/demo/topics --data examples/data/topics-new.jsonl
-	$(VENV)/bin/attngraph attend runs/demo/topics --input "The team scored a late goal." -o runs/demo/topics-attention.png
+	$(VENV)/bin/attngraph attend runs/demo/topics --input "The coach was late after the match." -o runs/demo/topics-attention.png
 	@echo "demo: diagrams in runs/demo/docs/catalog.md, attention pictures runs/demo/attention.png and runs/demo/topics-attention.png"
 
 docs: venv dot

@@ -178,3 +178,32 @@ def test_numbers_feed_vectors_padded_with_a_mask(tmp_path: Path) -> None:
     exc = _fail(spec, _jsonl(tmp_path / "s.jsonl", [{"x": "1 2 3", "label": "a"}]),
                 valid=str(tmp_path / "s.jsonl"))
     assert "not a list of lists of numbers" in exc.diagnostics[0].message
+
+
+def test_csv_cells_give_image_files_and_number_vectors(tmp_path: Path) -> None:
+    """A CSV cell names an image relative to the CSV's folder (read as grey, scaled to
+    [0, 1]); a cell of numbers separated by spaces feeds a vector input."""
+    from PIL import Image
+
+    (tmp_path / "img").mkdir()
+    Image.new("L", (32, 32), color=255).save(tmp_path / "img" / "w.png")
+    Image.new("L", (32, 32), color=0).save(tmp_path / "img" / "b.png")
+    p = tmp_path / "d.csv"
+    p.write_text("image,label\nimg/w.png,white\nimg/b.png,black\n", encoding="utf-8")
+    b = data_task(load_spec(GS), str(p), valid=str(p)).batch(2, split="test")
+    assert b["image"].shape == (2, 1, 32, 32)
+    assert b["image"][0].min() == 1.0 and b["image"][1].max() == 0.0
+    assert b["target"].tolist() == [1, 0]  # black < white
+    spec = tmp_path / "v.yaml"
+    spec.write_text("attngraph: 1\nname: v\ndims: {d: 3, classes: 2}\n"
+                    "inputs:\n  x: {type: vector, dim: d}\n"
+                    "nodes:\n  logits: {kind: linear, from: x, out: classes}\n"
+                    "outputs: {logits: logits}\n", encoding="utf-8")
+    q = tmp_path / "v.csv"
+    q.write_text("x,label\n0.5 1 -2,a\n3 4 5,b\n", encoding="utf-8")
+    b = data_task(load_spec(spec), str(q), valid=str(q)).batch(2, split="test")
+    assert b["x"].tolist() == [[0.5, 1.0, -2.0], [3.0, 4.0, 5.0]]
+    q.write_text("x,label\n0.5 one 2,a\n", encoding="utf-8")
+    exc = _fail(spec, q, valid=str(q))
+    assert "numbers separated by spaces" in exc.diagnostics[0].message
+    assert exc.diagnostics[0].loc.line == 2

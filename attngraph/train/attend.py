@@ -349,6 +349,7 @@ def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None 
     ``data``. The picture goes to ``out`` (default: ``RUN_DIR/attention_<example>.png``,
     ``RUN_DIR/attention_input.png`` for ``text``).
     """
+    from attngraph.train.dataset import DataTask
     from attngraph.train.runs import load_run as load
 
     name = "input" if text is not None else str(example)
@@ -360,6 +361,8 @@ def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None 
             _check_example(example, len(records), SourceLoc(str(data)))
             records, example = records[example:example + 1], 0
         batch = run.batch_of(records)
+        if isinstance(run.task, DataTask):  # the words as written, not <unk>
+            run.task.shown = run.words(records[0])
     else:
         if run.encoding is not None:
             msg = "this run was trained on a data file, whose examples it does not keep"

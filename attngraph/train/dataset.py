@@ -144,6 +144,8 @@ class DataTask(Task):
         self._stream: Iterator[dict[str, Tensor]] | None = None
         #: the id that ends a generated target (a seq2seq run), for pictures
         self.eos = EOS if enc.kind == "seq2seq" else None
+        #: field -> the words of a user's own example, shown instead of ``<unk>``
+        self.shown: dict[str, list[str]] = {}
 
     def batch(self, size: int, *, split: str = "train") -> dict[str, Tensor]:
         """The next training batch, or the first ``size`` validation examples."""
@@ -161,7 +163,11 @@ class DataTask(Task):
             yield ds.collate([ds[i] for i in range(lo, min(lo + size, len(ds)))])
 
     def token_names(self, field: str, ids: list[int]) -> list[str]:
-        """The tokens of ``ids`` in input ``field`` (for pictures)."""
+        """The tokens of ``ids`` in input ``field`` (for pictures): the example's own
+        words when :attr:`shown` holds them, else the vocabulary's."""
+        own = self.shown.get(field)
+        if own is not None and len(own) == len(ids):
+            return list(own)
         v = self.enc.vocabs.get(field)
         return [v.tokens[i] if v is not None and 0 <= i < len(v) else str(i) for i in ids]
 

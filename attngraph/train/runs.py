@@ -98,6 +98,16 @@ class Run:
         ds = self._dataset(records, need_label=False)
         return self._complete(ds.collate(list(ds)), ds, max_length)
 
+    def words(self, rec: Record) -> dict[str, list[str]]:
+        """Text input id -> the tokens of ``rec`` as written (before the vocabulary)."""
+        enc = self._enc()
+        out = {}
+        for k, t in enc.types.items():
+            v = rec.values.get(enc.fields[k])
+            if t == "tokens" and isinstance(v, (str, list)):
+                out[k] = tokenize(v, enc.mode) if isinstance(v, str) else [str(x) for x in v]
+        return out
+
     def text_record(self, text: str) -> Record:
         """A record holding ``text`` in the column of the run's (first) text input.
 
@@ -233,8 +243,7 @@ class Run:
         if src is not None and f"{src}_mask" in b:
             n = int(b[f"{src}_mask"][i].sum())
             w = w[..., :n]
-            v = rec.values[enc.fields[src]]  # the example's own tokens, not <unk>
-            row["tokens"] = tokenize(v, enc.mode) if isinstance(v, str) else list(v)
+            row["tokens"] = self.words(rec)[src]  # the example's own tokens, not <unk>
         if n_out is not None and w.dim() == 2:
             w = w[:n_out]
         if w.dim() == 2 and w.shape[0] == 1:
