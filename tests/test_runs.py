@@ -178,6 +178,35 @@ def test_a_translation_run_generates_and_refuses_beam_search_cleanly(tmp_path: P
     assert "(alignment)" in res.stdout
 
 
+TEACHER_ONLY = """\
+attngraph: 1
+name: teacher_only
+dims: {vocab: 12, e: 8}
+inputs:
+  source: {type: tokens, vocab: vocab}
+  target: {type: labels, per_item: true, length: T, classes: vocab}
+nodes:
+  y: {kind: embedding, from: target, dim: e, vocab: vocab}
+  logits: {kind: linear, from: y, out: vocab}
+outputs: {logits: logits}
+"""
+
+
+def test_a_decoder_that_never_feeds_back_is_not_asked_to_generate(tmp_path: Path) -> None:
+    """A spec reading its target only by teacher forcing trains and evaluates, but
+    predict refuses it with one error rather than printing text made from padding."""
+    spec = tmp_path / "t.yaml"
+    spec.write_text(TEACHER_ONLY, encoding="utf-8")
+    data = write_pairs(tmp_path / "p.tsv", 32)
+    run = tmp_path / "run"
+    _cli("train", str(spec), "--data", str(data), "--out", str(run), "--quiet", "--steps", "2")
+    assert "token_accuracy" in json.loads(_cli("evaluate", str(run), "--data", str(data),
+                                               "--json").stdout)
+    res = CliRunner().invoke(main, ["predict", str(run), "--data", str(data)])
+    assert res.exit_code == 1 and "cannot generate" in res.stderr
+    assert "Traceback" not in res.output
+
+
 @pytest.mark.slow
 def test_data_runs_reach_their_targets(tmp_path: Path) -> None:
     """Trained long enough, the keyword texts classify at >= 0.95 on held-out data and

@@ -175,6 +175,13 @@ class Run:
         """
         from torch.utils.data import DataLoader
 
+        tgt = self._enc().seq_target
+        if tgt is not None and not _feeds_back(self.graph, tgt):
+            msg = (f"{self.graph.name} reads its target '{tgt}' without feeding back its "
+                   "own predictions (no loop feed with feedback), so it cannot generate "
+                   "by itself; generation for such decoders is not available yet")
+            raise TrainingError(msg, SourceLoc(str(self.path)),
+                                "attngraph evaluate scores it with the true targets")
         recs = self.records(data)
         ds = self._dataset(recs, need_label=False)
         out: list[dict[str, Any]] = []
@@ -268,6 +275,16 @@ class Run:
         task = DataTask(self._enc(), ds, ds, seed=0)
         metrics = evaluate(self.model, self.graph, task, batch, bf16=bf16)
         return {**metrics, "examples": float(len(ds))}
+
+
+def _feeds_back(graph: Graph, target: str) -> bool:
+    """True when a loop of ``graph`` feeds ``target`` back from its own predictions."""
+    for g in (graph, *graph.blocks.values()):
+        for n in g.nodes:
+            feed = getattr(n.spec, "feed", None) if n.kind == "loop" else None
+            if feed and any(f.from_ == target and f.feedback for f in feed.values()):
+                return True
+    return False
 
 
 def _generate(model: nn.Module, inputs: dict[str, Tensor], *, beam: int = 1) -> dict[str, Tensor]:
