@@ -14,7 +14,7 @@ DOT_MISSING := attngraph: the Graphviz 'dot' program is missing; install it (Deb
 .PHONY: help venv dot test demo docs bench fuzz lint clean
 
 help:
-	@echo "make demo   set up, then check, draw and list the catalog, train one model, draw its attention"
+	@echo "make demo   set up, then check, draw and list the catalog, train one model, draw its attention, train on a data file and predict"
 	@echo "make test   set up, then run the tests and the doctests"
 	@echo "make venv   create $(VENV) ($(TORCH) first, then the project with [dev])"
 	@echo "make dot    install Graphviz 'dot' when root with apt-get, else say how"
@@ -50,7 +50,8 @@ test: venv dot
 # One step per line; later steps (render the catalog, train a model) go below.
 # The main job end to end (about half a minute): check and list the catalog, draw
 # every spec in both views, train one model with a progress bar, and draw what it
-# attended to. Output goes to runs/demo/ (not tracked; an earlier demo's run is moved
+# attended to; then train on a small data file (examples/data/), predict the topics
+# of new sentences and draw the attention on one of your own. Output goes to runs/demo/ (not tracked; an earlier demo's run is moved
 # aside to runs/demo/global_attention.old-<time>); `make docs` rewrites docs/.
 demo: venv dot
 	$(VENV)/bin/attngraph validate -q specs/*.yaml
@@ -58,7 +59,10 @@ demo: venv dot
 	$(VENV)/bin/attngraph docs --out runs/demo/docs
 	$(VENV)/bin/attngraph train specs/global_attention.yaml --out runs/demo/global_attention --overwrite
 	$(VENV)/bin/attngraph attend runs/demo/global_attention --example 3 -o runs/demo/attention.png
-	@echo "demo: diagrams in runs/demo/docs/catalog.md, attention picture runs/demo/attention.png"
+	$(VENV)/bin/attngraph train specs/global_attention.yaml --data examples/data/topics.jsonl --valid examples/data/topics-valid.jsonl --epochs 6 --out runs/demo/topics --overwrite --quiet
+	$(VENV)/bin/attngraph predict runs/demo/topics --data examples/data/topics-new.jsonl
+	$(VENV)/bin/attngraph attend runs/demo/topics --input "The coach was late after the match." -o runs/demo/topics-attention.png
+	@echo "demo: diagrams in runs/demo/docs/catalog.md, attention pictures runs/demo/attention.png and runs/demo/topics-attention.png"
 
 docs: venv dot
 	$(VENV)/bin/attngraph docs

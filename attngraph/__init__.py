@@ -2,7 +2,8 @@
 
 One spec gives located errors (:func:`load_spec`), diagrams (``renderers``), a
 trainable PyTorch module (:func:`compile`) and a description of the mechanism.
-``import attngraph`` does not import torch; :func:`compile` does.
+:func:`load_run` reloads a trained run to predict on new data.
+``import attngraph`` does not import torch; :func:`compile` and :func:`load_run` do.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from attngraph.pipeline import load_spec, loads_spec
 __all__ = [
     "AttnGraphError", "Edge", "Graph", "GraphError", "LoweringError", "Node", "RenderError",
     "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "generate",
-    "load_spec", "loads_spec",
+    "load_run", "load_spec", "loads_spec",
 ]
 
 __version__ = "0.1.0"
@@ -40,5 +41,9 @@ def __getattr__(name: str) -> Any:
         from attngraph.lower.generate import generate as _generate
 
         return _generate
+    if name == "load_run":  # reads a checkpoint with torch: loaded on first use too
+        from attngraph.train.runs import load_run
+
+        return load_run
     msg = f"module 'attngraph' has no attribute {name!r}"
     raise AttributeError(msg)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,9 +15,49 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
 
+def _fields(_ctx: Any, _param: Any, value: tuple[str, ...]) -> dict[str, str]:
+    """``--field INPUT=COLUMN`` options as a dict."""
+    out = {}
+    for item in value:
+        key, eq, col = item.partition("=")
+        if not eq or not key.strip() or not col.strip():
+            msg = f"{item!r} is not INPUT=COLUMN (e.g. --field tokens=text)"
+            raise click.BadParameter(msg)
+        out[key.strip()] = col.strip()
+    return out
+
+
+def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--device`` and ``--bf16``, shared by train, evaluate and predict."""
+    fn = click.option("--bf16", is_flag=True,
+                      help="bfloat16 autocast for the forward passes.")(fn)
+    return click.option("--device", type=click.Choice(["cpu", "cuda", "mps", "auto"]),
+                        default="cpu", show_default=True,
+                        help="Where to run (auto: cuda when there is one, else cpu).")(fn)
+
+
 @main.command()
 @spec_argument
 @click.option("--task", default=None, help="Built-in task [default: the spec's train.task].")
+@click.option("--data", type=click.Path(), default=None,
+              help="Train on your own data instead of a task: a .csv, .jsonl, .parquet, "
+              "a .tsv/.txt of source<TAB>target pairs, or a folder of class folders of "
+              "images (docs/data.md).")
+@click.option("--valid", type=click.Path(), default=None,
+              help="Validation data [default: a seeded --valid-fraction of --data].")
+@click.option("--valid-fraction", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+              default=0.1, show_default=True, help="Share of --data held out for validation.")
+@click.option("--field", "fields", multiple=True, callback=_fields, metavar="INPUT=COLUMN",
+              help="Read the spec's input (or 'label') from this column; repeatable "
+              "[default: the column named like the input].")
+@click.option("--tokenize", type=click.Choice(["word", "char"]), default="word",
+              show_default=True, help="Split text into words (lower-cased, punctuation "
+              "apart) or characters.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="Passes over --data (sets --steps; evaluates every epoch).")
+@click.option("--patience", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Stop after this many evaluations without a better validation figure "
+              "(the task's first metric); 0 never stops early.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Training steps (the total, also with --resume) [default: the spec's].")
 @click.option("--batch", type=click.IntRange(min=1), default=None,
@@ -38,22 +79,38 @@ if TYPE_CHECKING:
               help="Test metrics every this many steps [default: steps/5].")
 @click.option("--quiet", is_flag=True,
               help="No progress bar: a line every steps/10 steps instead.")
+@device_options
 @run_stage
-def train(spec: str, task: str | None, steps: int | None, batch: int | None,
+def train(spec: str, task: str | None, data: str | None, valid: str | None,
+          valid_fraction: float, fields: dict[str, str], tokenize: str, epochs: int | None,
+          patience: int, steps: int | None, batch: int | None,
           lr: float | None, seed: int, out: str | None, resume: bool, overwrite: bool,
-          nproc: int, eval_every: int, quiet: bool) -> None:
-    """Train SPEC on a built-in task; write metrics and checkpoints; print a summary.
+          nproc: int, eval_every: int, quiet: bool, device: str, bf16: bool) -> None:
+    """Train SPEC on a built-in task or on --data; write metrics and checkpoints.
 
     Settings not given come from the spec's train: section. Progress goes to
     stderr (a bar on a terminal), the summary to stdout. An OUT that holds a run
     is never overwritten: continue it with --resume, or move it aside with
-    --overwrite.
+    --overwrite. With --data, the vocabularies and labels built from the
+    training split are saved in OUT/data.json; then `attngraph evaluate` and
+    `attngraph predict` read new data the same way.
     """
     from attngraph.train.runner import RunConfig
 
+    if task is not None and data is not None:
+        click.echo("attngraph: error: give --task or --data, not both", err=True)
+        raise SystemExit(2)
+    if epochs is not None and steps is not None:
+        click.echo("attngraph: error: give --epochs or --steps, not both", err=True)
+        raise SystemExit(2)
+    if (valid is not None or epochs is not None) and data is None and not resume:
+        click.echo("attngraph: error: --valid and --epochs need --data", err=True)
+        raise SystemExit(2)
     cfg = RunConfig(spec=spec, task=task, steps=steps, batch=batch, lr=lr, seed=seed,
                     out=out, resume=resume, overwrite=overwrite, quiet=quiet,
-                    eval_every=eval_every)
+                    eval_every=eval_every, data=data, valid=valid,
+                    valid_fraction=valid_fraction, fields=fields, tokenize=tokenize,
+                    epochs=epochs, patience=patience, device=device, bf16=bf16)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ and nproc == 1:
         from attngraph.train.distributed import from_env
 
@@ -70,22 +127,30 @@ def train(spec: str, task: str | None, steps: int | None, batch: int | None,
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--example", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Which example of the run's test batch.")
+              help="Which example of the run's test batch (of --data when given).")
+@click.option("--input", "text", default=None,
+              help="Your own example: text for the run's text input (a run trained with "
+              "--data).")
+@click.option("--data", type=click.Path(), default=None,
+              help="Draw --example of this data file (a run trained with --data).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
               help="Picture file (png, svg, pdf); a missing directory is made "
               "[default: RUN_DIR/attention_EXAMPLE.png].")
 @click.option("--query", type=click.IntRange(min=0), default=0, show_default=True,
               help="The query node of a graph picture.")
 @run_stage
-def attend(run_dir: str, example: int, output: str | None, query: int) -> None:
-    """Draw what the model trained in RUN_DIR attended to on one test example.
+def attend(run_dir: str, example: int, text: str | None, data: str | None,
+           output: str | None, query: int) -> None:
+    """Draw what the model trained in RUN_DIR attended to on one example.
 
     Words coloured by weight, a translation's alignment matrix, the glimpse path
     over an image, or a node's neighbours in a graph, after the spec's outputs.
+    The example is one of the run's test batch, of --data, or your own --input.
     """
     from attngraph.train.attend import attend_run
 
-    path, view = attend_run(run_dir, example=example, out=output, query=query)
+    path, view = attend_run(run_dir, example=example, out=output, query=query,
+                            text=text, data=data)
     click.echo(f"{path} ({view})")
 
 

@@ -99,7 +99,10 @@ def _field(graph: Graph, task: Task, typ: str) -> str | None:
 def _words(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) -> str:
     import matplotlib as mpl
 
-    tokens = ex[_field(graph, task, "tokens") or "tokens"].tolist()
+    f = _field(graph, task, "tokens") or "tokens"
+    n = int(ex[f"{f}_mask"].sum()) if f"{f}_mask" in ex else ex[f].shape[0]  # padding cut
+    tokens = task.token_names(f, ex[f][:n].tolist())
+    w = w[:n]
     cmap = mpl.colormaps["Reds"]
     top = float(w.max()) or 1.0
     ax.set_xlim(0, len(tokens))
@@ -250,9 +253,10 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
         elif view == "graph":
             what = _graph(ax, w, ex, task, graph, query)
         else:
-            src = _field(graph, task, "tokens")
-            xl = [str(t) for t in ex[src].tolist()] if src and view == "alignment" else None
-            yl = [str(t) for t in ex[task.target].tolist()] if view == "alignment" else None
+            xl, yl = None, None
+            if view == "alignment":
+                w, xl, yl = _aligned(w, ex, outputs["logits"][example] if "logits" in outputs
+                                     else None, task, graph)
             _heatmap(ax, w if w.dim() == 2 else w[None], xl, yl,
                      "source" if xl else "item", "target" if yl else "step")
             what = ("alignment: target step × source position" if view == "alignment"
@@ -260,8 +264,10 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
         pred = outputs["logits"][example].argmax(-1) if "logits" in outputs else None
         label = ex.get(task.target)
         extra = ""
-        if pred is not None and label is not None and pred.numel() == 1 == label.numel():
-            extra = f"  (predicted {int(pred)}, true {int(label)})"
+        if pred is not None and pred.numel() == 1:
+            extra = f"  (predicted {task.label_name(int(pred))}" + (
+                f", true {task.label_name(int(label))})"
+                if label is not None and label.numel() == 1 else ")")
         ax.set_title(f"{graph.name}: {what}{extra}", fontsize=9)
         fig.tight_layout()
         try:  # a missing directory is made, as train makes its --out
@@ -277,6 +283,28 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     finally:
         plt.close(fig)
     return path, view
+
+
+def _aligned(w: Tensor, ex: dict[str, Tensor], logits: Tensor | None, task: Task,
+             graph: Graph) -> tuple[Tensor, list[str], list[str]]:
+    """An alignment's weights and its source and target tokens, padding cut.
+
+    The target is the example's own when it has one, else the model's prediction
+    up to its first ``<eos>`` (a user's --input).
+    """
+    src = _field(graph, task, "tokens") or "tokens"
+    tgt = _field(graph, task, "labels") or task.target
+    n = int(ex[f"{src}_mask"].sum()) if f"{src}_mask" in ex else w.shape[-1]
+    xl = task.token_names(src, ex[src][:n].tolist())
+    if task.target in ex:
+        ys = [int(y) for y in ex[task.target].tolist() if int(y) >= 0]
+    else:
+        ys = logits.argmax(-1).tolist() if logits is not None else []
+        eos = getattr(task, "eos", None)
+        if eos is not None and eos in ys:
+            ys = ys[:ys.index(eos) + 1]
+    ys = ys or list(range(w.shape[0]))
+    return w[:len(ys), :n], xl, task.token_names(tgt, ys)
 
 
 def _check_example(example: int, size: int, where: SourceLoc) -> None:
@@ -303,44 +331,46 @@ def _picture(path: str | Path) -> Path:
 
 
 def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
-    """``(graph, task, model, checkpoint)`` of a run, from the spec text in its checkpoint."""
-    from attngraph.lower import compile as lower
-    from attngraph.pipeline import loads_spec
-    from attngraph.train import checkpoints as ck
-    from attngraph.train.tasks import task_for
+    """``(graph, task, model, checkpoint)`` of a run (see :func:`attngraph.train.runs.load_run`)."""
+    from attngraph.train.runs import load_run as load
 
-    ckpt = ck.load_checkpoint(Path(run_dir))
-    # errors in the stored spec name the file it was trained from (and show its text)
-    graph = loads_spec(ckpt.spec_text, ckpt.spec_file)
-    if ck.spec_hash(graph) != ckpt.spec_hash:
-        msg = "the spec text stored in this checkpoint does not match its hash"
-        raise TrainingError(msg, SourceLoc(file=str(Path(run_dir) / ck.CHECKPOINT)),
-                            "the checkpoint is damaged; train again")
-    cfg = ckpt.config
-    task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
-    model = lower(graph, seed=cfg["seed"])
-    ck.restore(ckpt, run_dir, model)
-    model.eval()
-    return graph, task, model, ckpt
+    run = load(run_dir)
+    return run.graph, run.task, run.model, run.checkpoint
 
 
 def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None = None,
-               query: int = 0) -> tuple[Path, str]:
-    """Draw test example ``example`` of a trained run; ``(picture path, view)``.
+               query: int = 0, text: str | None = None,
+               data: str | Path | None = None) -> tuple[Path, str]:
+    """Draw one example of a trained run; ``(picture path, view)``.
 
-    Examples are numbered within the run's fixed test batch (the one its test
-    metrics were measured on). The picture goes to ``out`` (default:
-    ``RUN_DIR/attention_<example>.png``).
+    By default, example ``example`` of the run's fixed test batch (the one its
+    test metrics were measured on). A run trained with ``--data`` draws the
+    user's own ``text`` (its text input) or example ``example`` of the data file
+    ``data``. The picture goes to ``out`` (default: ``RUN_DIR/attention_<example>.png``,
+    ``RUN_DIR/attention_input.png`` for ``text``).
     """
-    import torch
+    from attngraph.train.dataset import DataTask
+    from attngraph.train.runs import load_run as load
 
-    from attngraph.train.tasks import bind_inputs
-
-    path = _picture(out if out is not None else Path(run_dir) / f"attention_{example}.png")
-    graph, task, model, ckpt = load_run(run_dir)
-    size = int(ckpt.config.get("eval_size", 256))
-    _check_example(example, size, SourceLoc(str(run_dir)))
-    batch = task.batch(size, split="test")
-    with torch.no_grad():
-        outputs = model(**bind_inputs(graph, task, batch))
-    return draw(graph, task, outputs, batch, path, example=example, query=query)
+    name = "input" if text is not None else str(example)
+    path = _picture(out if out is not None else Path(run_dir) / f"attention_{name}.png")
+    run = load(run_dir)
+    if text is not None or data is not None:
+        records = [run.text_record(text)] if text is not None else run.records(data or "")
+        if text is None:
+            _check_example(example, len(records), SourceLoc(str(data)))
+            records, example = records[example:example + 1], 0
+        batch = run.batch_of(records)
+        if isinstance(run.task, DataTask):  # the words as written, not <unk>
+            run.task.shown = run.words(records[0])
+    else:
+        if run.encoding is not None:
+            msg = "this run was trained on a data file, whose examples it does not keep"
+            raise TrainingError(msg, SourceLoc(str(run_dir)),
+                                'draw your own example: --input "some text", or one of a '
+                                "data file: --data PATH --example N")
+        size = int(run.checkpoint.config.get("eval_size", 256))
+        _check_example(example, size, SourceLoc(str(run_dir)))
+        batch = run.task.batch(size, split="test")
+    outputs = run.outputs(batch)
+    return draw(run.graph, run.task, outputs, batch, path, example=example, query=query)

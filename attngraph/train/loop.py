@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.ir.graph import Graph
+from attngraph.train.dataset import train_stream
 from attngraph.train.tasks import Task, task_for
 from attngraph.train.trainer import (
     TrainSettings,
@@ -77,14 +78,16 @@ def train(
     options: dict[str, Any] | None = None,
     callback: Callable[[int, dict[str, float]], None] | None = None,
 ) -> TrainResult:
-    """Train a spec on a built-in task.
+    """Train a spec on a built-in task or a data file's task.
 
     Parameters
     ----------
     spec : Graph, str or Path
         An inferred graph or a spec file.
     task : Task or str, optional
-        A task, or its registered name; default: the spec's ``train.task``.
+        A task, or its registered name; default: the spec's ``train.task``. A
+        :class:`~attngraph.train.dataset.DataTask` (from
+        :func:`~attngraph.train.dataset.data_task`) trains on a data file.
     steps, batch, lr : optional
         Default to the spec's ``train:`` section, then to
         :class:`~attngraph.train.trainer.TrainSettings`'s defaults.
@@ -112,9 +115,10 @@ def train(
     start = time.perf_counter()
     losses: list[float] = []
     history: list[dict[str, float]] = []
+    batches = train_stream(task, settings.batch, seed)  # a DataLoader, as the CLI's run
     with seeded(seed):
         for step in range(1, settings.steps + 1):
-            info = {"loss": train_step(model, graph, task, task.batch(settings.batch), opt).loss}
+            info = {"loss": train_step(model, graph, task, next(batches), opt).loss}
             losses.append(info["loss"])
             if eval_every and step % eval_every == 0 and step < settings.steps:
                 info.update(evaluate(model, graph, task, eval_size))

@@ -31,8 +31,9 @@ from attngraph.errors import SourceLoc, TrainingError
 __all__ = ["RUN_FILES", "holds_run", "check", "prepare", "atomic_write", "Log",
            "Kept", "read_metrics", "write_error"]
 
-#: The files that make a directory a run's (metrics log, checkpoint, summary).
-RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
+#: The files that make a directory a run's (metrics log, checkpoint, summary, and a
+#: data run's vocabularies and labels).
+RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json", "data.json")
 #: What a full disk or a refused write says, by errno.
 _WHY = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
         errno.EACCES: "permission denied", errno.EPERM: "permission denied",

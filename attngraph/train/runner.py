@@ -1,11 +1,18 @@
 """The full training run behind ``attngraph train``: files, checkpoints, resume.
 
-:func:`run` trains a spec on a built-in task and leaves in its output
+:func:`run` trains a spec on a built-in task, or on the user's data
+(``RunConfig.data``: :mod:`attngraph.train.dataset`), and leaves in its output
 directory ``metrics.jsonl`` (one JSON object per training step, and one per
 evaluation with ``"split": "test"``), ``checkpoint.pt`` (see
-:mod:`attngraph.train.checkpoints`) and ``summary.json`` (the final summary).
-It shows progress (:mod:`attngraph.train.progress`) and returns a
+:mod:`attngraph.train.checkpoints`), ``summary.json`` (the final summary) and
+for data ``data.json`` (vocabularies and labels); :mod:`attngraph.train.runlog`
+writes them. It shows progress (:mod:`attngraph.train.progress`) and returns a
 :class:`RunSummary` (final test metrics against the spec's ``train.target``).
+Batches come through :func:`attngraph.train.dataset.train_stream` (a
+``DataLoader``); a data run's epochs are seeded permutations, so a resume
+continues them exactly too. ``patience`` stops after that many evaluations
+without a better first metric; ``device`` and ``bf16`` say where and how the
+passes run (:mod:`attngraph.train.device`).
 
 The defaults, the step, the evaluation and the RNG policy are
 :mod:`attngraph.train.trainer`'s, the same as the Python API
@@ -28,19 +35,29 @@ On one rank of a data-parallel job (``world > 1``, started by
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train import checkpoints as ck
 from attngraph.train import ddp, rundir
-from attngraph.train.progress import Progress
+from attngraph.train.dataset import DataTask, load_encoding, steps_per_epoch, train_stream
+from attngraph.train.dataset import data_task as make_data_task
+from attngraph.train.device import pick_device, to_device
+from attngraph.train.runlog import (
+    METRICS_FILE,
+    SUMMARY_FILE,
+    Patience,
+    RunRecord,
+    RunSummary,
+    run_files,
+    summary_dict,
+)
 from attngraph.train.speclocs import spec_loc
 from attngraph.train.tasks import Task, compute_metrics, task_for
 from attngraph.train.trainer import (
@@ -60,14 +77,12 @@ if TYPE_CHECKING:
 __all__ = ["RunConfig", "RunSummary", "run", "settle", "summary_dict",
            "METRICS_FILE", "SUMMARY_FILE"]
 
-#: File name of the metrics log inside a run's output directory.
-METRICS_FILE = "metrics.jsonl"
-#: File name of the final summary (JSON) inside a run's output directory.
-SUMMARY_FILE = "summary.json"
 #: Parameter count under which a run uses one torch thread by default.
 SMALL = 1_000_000
 #: Settings a checkpoint stores, which win over the given ones on resume (but steps).
 _STORED = tuple(ck.CONFIG)
+#: A data run's settings its checkpoint stores (a resume reads the same files the same way).
+_DATA = ("data", "valid", "valid_fraction", "fields", "tokenize", "epochs", "patience")
 
 
 @dataclass(frozen=True)
@@ -101,65 +116,31 @@ class RunConfig:
     log_every: int = 0
     threads: int = 0
     options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class RunSummary:
-    """What a run reached, and where its files are."""
-
-    spec: str
-    task: str
-    steps: int
-    metrics: dict[str, float]
-    target: dict[str, float]
-    seconds: float
-    out: str
-    files: dict[str, str]
-    world: int = 1
-    rank_max_diff: float | None = None
-    moved_aside: str | None = None
-
-    @property
-    def reached(self) -> bool:
-        """True when every target metric is at least its value."""
-        return all(self.metrics.get(k, float("-inf")) >= v for k, v in self.target.items())
-
-    def format(self) -> str:
-        """A few lines: metrics against targets, time, files."""
-        lines = [f"{self.spec} on {self.task}: {self.steps} steps in {self.seconds:.1f} s"
-                 + (f" on {self.world} processes" if self.world > 1 else "")]
-        for k, v in sorted(self.metrics.items()):
-            want = self.target.get(k)
-            mark = "" if want is None else (f"  target >= {want:g} "
-                                            + ("reached" if v >= want else "NOT reached"))
-            lines.append(f"  {k:<18} {v:.4f}{mark}")
-        lines.extend(f"  {k:<18} (missing)  target >= {v:g} NOT reached"
-                     for k, v in sorted(self.target.items()) if k not in self.metrics)
-        if self.rank_max_diff is not None:
-            lines.append(f"  ranks in sync      max |Δparameter| = {self.rank_max_diff:.2e}")
-        lines.extend(f"{k + ':':<11} {v}" for k, v in self.files.items())
-        if self.moved_aside is not None:
-            lines.append(f"the earlier run in {self.out} was moved to {self.moved_aside}")
-        return "\n".join(lines)
+    #: the user's data (see :mod:`attngraph.train.dataset`) instead of a built-in task
+    data: str | None = None
+    valid: str | None = None
+    valid_fraction: float = 0.1
+    fields: dict[str, str] = field(default_factory=dict)
+    tokenize: str = "word"
+    #: passes over the training data (sets steps; evaluation every epoch by default)
+    epochs: int | None = None
+    #: stop after this many evaluations without a better first metric (0: never)
+    patience: int = 0
+    device: str = "cpu"
+    bf16: bool = False
 
 
 def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
     """Fill the unset settings: steps, batch, lr as training does everywhere, the rest here."""
     s = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
+    every = max(1, s.steps // 5)
     return replace(
         cfg, steps=s.steps, batch=s.batch, lr=s.lr,
         out=cfg.out or str(Path("runs") / graph.name),
-        eval_every=cfg.eval_every or max(1, s.steps // 5),
-        checkpoint_every=cfg.checkpoint_every or max(1, s.steps // 5),
+        eval_every=cfg.eval_every or every,
+        checkpoint_every=cfg.checkpoint_every or every,
         log_every=cfg.log_every or max(1, s.steps // 10),
     )
-
-
-def _files(cfg: RunConfig) -> dict[str, Path]:
-    """Where a run's metrics log, checkpoint and summary are."""
-    out = Path(cfg.out or "")
-    return {"metrics": out / METRICS_FILE, "checkpoint": out / ck.CHECKPOINT,
-            "summary": out / SUMMARY_FILE}
 
 
 def _train_info(task: Task, out: dict[str, Any], batch: dict[str, Any],
@@ -172,70 +153,6 @@ def _train_info(task: Task, out: dict[str, Any], batch: dict[str, Any],
             info[name] = metrics[name]
             break
     return info
-
-
-class _Record:
-    """Rank 0's side of a run: the metrics log, the checkpoints, the progress display.
-
-    Opening it prepares the output directory (:func:`attngraph.train.rundir.prepare`:
-    an earlier run moved aside on ``overwrite``, a killed run's temporary files
-    removed); a resume keeps the log's lines up to the checkpoint's step. Notes
-    (where an earlier run went, a torn log line dropped) go to ``stream``.
-    """
-
-    def __init__(self, cfg: RunConfig, graph: Graph, task: Task, prior: ck.Checkpoint | None,
-                 stream: TextIO, seconds: Callable[[], float]) -> None:
-        self.files = _files(cfg)
-        out = Path(cfg.out or "")
-        self.spec = (ck.spec_hash(graph), Path(cfg.spec).read_text(encoding="utf-8"),
-                     str(cfg.spec))  # before the spec may move aside with an earlier run
-        # read (and check) the log before anything is changed
-        kept = rundir.read_metrics(self.files["metrics"], prior.step) if prior else None
-        moved = rundir.prepare(out, resume=prior is not None, overwrite=cfg.overwrite)
-        self.moved = str(moved) if moved is not None else None
-        if moved is not None:
-            stream.write(f"moved the earlier run in {out} to {moved}\n")
-        if kept is not None and kept.note:
-            stream.write(kept.note + "\n")
-        if kept is not None and kept.changed:
-            rundir.atomic_write(self.files["metrics"], kept.text.encode("utf-8"))
-        self.seconds = seconds
-        self.stored = {**{k: getattr(cfg, k) for k in _STORED},
-                       "task": task.name, "options": dict(task.opts)}
-        self.log = rundir.Log(self.files["metrics"])
-        self.progress = Progress(graph.name, cfg.steps or 0, prior.step if prior else 0,
-                                 cfg.log_every, cfg.quiet, stream)
-
-    def __enter__(self) -> _Record:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.log.close()
-        self.progress.close()
-
-    def step(self, step: int, info: dict[str, float], test: dict[str, float],
-             evaluated: bool) -> None:
-        """Log a step's training figures, and its test figures when it evaluated."""
-        lines = json.dumps({"step": step, "split": "train", **info}) + "\n"
-        if evaluated:
-            lines += json.dumps({"step": step, "split": "test", **test}) + "\n"
-        self.log.write(lines)  # one write: a kill leaves at most the last line torn
-        self.progress.step(step, {**info, **{f"test_{k}": v for k, v in test.items()}})
-
-    def checkpoint(self, step: int, model: nn.Module, opt: Any, task: Task,
-                   test: dict[str, float]) -> None:
-        """Save the run's state after ``step`` (call inside the run's RNG context)."""
-        spec_hash, spec_text, spec_file = self.spec
-        ck.save_checkpoint(self.files["checkpoint"], ck.Checkpoint(
-            step=step, model=model.state_dict(), optimizer=opt.state_dict(),
-            rng=ck.rng_state(task), spec_hash=spec_hash, spec_text=spec_text,
-            spec_file=spec_file, config={**self.stored, "seconds": self.seconds()},
-            metrics=test))
-
-    def summary(self, summary: RunSummary) -> None:
-        """Write ``summary.json`` (atomically)."""
-        text = json.dumps(summary_dict(summary), indent=2) + "\n"
-        rundir.atomic_write(self.files["summary"], text.encode("utf-8"))
 
 
 @contextmanager
@@ -284,6 +201,12 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
     TrainingError
         As :func:`run` does, before anything is trained.
     """
+    graph, cfg, prior, _ = _settle(config, world, rank)
+    return graph, cfg, prior
+
+
+def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig, Any, Task]:
+    """:func:`settle`, and the task it made."""
     from attngraph.pipeline import check_resources, load_spec
 
     # the resource guard runs below, at the batch and length this run will use
@@ -295,18 +218,56 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
     if config.resume:
         prior = ck.load_checkpoint(out_dir / ck.CHECKPOINT, graph)
         config = replace(config, **{k: prior.config[k] for k in _STORED})
+        stored = prior.config.get("data")
+        if stored is not None:  # a data run: its files, fields and split again
+            _check_stored(stored, out_dir / ck.CHECKPOINT)
+            given = {k: getattr(config, k) for k in ("data", "valid") if getattr(config, k)}
+            config = replace(config, **{**{k: stored[k] for k in _DATA if k in stored},
+                                        **given})
+    data_task: DataTask | None = None
+    if config.data is not None:
+        if world > 1:
+            msg = "training on --data runs in one process for now"
+            raise TrainingError(msg, SourceLoc(config.data), "leave out --nproc")
+        enc = load_encoding(out_dir) if prior is not None else None
+        data_task = make_data_task(graph, config.data, valid=config.valid,
+                                   valid_fraction=config.valid_fraction, seed=config.seed,
+                                   fields=dict(config.fields), mode=config.tokenize, enc=enc)
+        if config.epochs:
+            per = steps_per_epoch(data_task, TrainSettings.of(graph, batch=config.batch).batch)
+            config = replace(config, steps=config.epochs * per,
+                             eval_every=config.eval_every or per,
+                             checkpoint_every=config.checkpoint_every or per)
     cfg = _resolve(replace(config, out=str(out_dir)), graph)
     if (cfg.batch or 0) % world:
         msg = f"batch {cfg.batch} does not split evenly over {world} processes"
         raise TrainingError(msg, _batch_loc(graph, config, out_dir),
                             f"use a batch that is a multiple of {world}")
     # fail before spawning ranks, and before the output directory is touched
-    task = task_for(graph, cfg.task, cfg.seed, cfg.options)
-    length = task.opts.get("length")
+    task = data_task or task_for(graph, cfg.task, cfg.seed, cfg.options)
+    length = (max(data_task.train.lengths.values(), default=None) if data_task is not None
+              else task.opts.get("length"))
     check_resources(graph, batch=cfg.batch,
                     length=length if isinstance(length, int) and length > 0 else None)
     check_fits(graph, task)
-    return graph, cfg, prior
+    return graph, cfg, prior, task
+
+
+#: What each stored data setting must be.
+_DATA_KINDS: dict[str, tuple[type, ...]] = {
+    "data": (str,), "valid": (str, type(None)), "valid_fraction": (float,),
+    "fields": (dict,), "tokenize": (str,), "epochs": (int, type(None)), "patience": (int,),
+}
+
+
+def _check_stored(stored: Any, path: Path) -> None:
+    """Refuse a checkpoint whose stored data settings are damaged."""
+    bad = [k for k, kinds in _DATA_KINDS.items()
+           if not isinstance(stored, dict) or not isinstance(stored.get(k), kinds)]
+    if bad:
+        msg = f"this checkpoint's data settings lack valid {', '.join(bad)}"
+        raise TrainingError(msg, SourceLoc(str(path)), "the file is damaged: train again "
+                            "(--overwrite moves this run aside)")
 
 
 def _batch_loc(graph: Graph, config: RunConfig, out_dir: Path) -> SourceLoc:
@@ -347,50 +308,59 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         of a different spec or a damaged checkpoint or metrics log.
     """
     wall = time.perf_counter()
-    graph, cfg, prior = settle(config, world, rank=rank)
+    graph, cfg, prior, task = _settle(config, world, rank)
     settings = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
-    task = task_for(graph, cfg.task, cfg.seed, cfg.options)
+    device = pick_device(cfg.device)
     model, opt = build(graph, settings, cfg.seed)
     if prior is not None:  # before any file is touched: a misfit fails here
         ck.restore(prior, Path(cfg.out or "") / ck.CHECKPOINT, model, opt)
+    if device.type != "cpu":
+        model.to(device)
+        if prior is not None:  # the optimizer's state follows its parameters
+            opt.load_state_dict(opt.state_dict())
+    stop = Patience(cfg.patience, task.metrics[0] if task.metrics else "")
     start = prior.step if prior is not None else 0
     before = float(prior.config.get("seconds", 0.0)) if prior is not None else 0.0
     test: dict[str, float] = dict(prior.metrics) if prior is not None else {}
-    rec = _Record(cfg, graph, task, prior, stream or sys.stderr,
-                  lambda: before + time.perf_counter() - wall) if rank == 0 else None
+    stored = {**{k: getattr(cfg, k) for k in _STORED}, "task": task.name,
+              "options": dict(task.opts)}
+    if isinstance(task, DataTask):
+        stored["data"] = {k: getattr(cfg, k) for k in _DATA}
+    rec = RunRecord(cfg, graph, task, prior, stream or sys.stderr,
+                    lambda: before + time.perf_counter() - wall, stored) if rank == 0 else None
     with seeded(cfg.seed), _threads(cfg.threads, model), rec or nullcontext():
         if prior is not None:
             ck.set_rng_state(prior.rng, task)  # checked when loaded
         net = ddp.wrap(model) if world > 1 else model
+        batches = train_stream(task, settings.batch, cfg.seed, start)
         for step in range(start + 1, settings.steps + 1):
-            b = ddp.shard(task.batch(settings.batch), rank, world)
-            done = train_step(model, graph, task, b, opt, net=net)
-            info = _train_info(task, done.outputs, b, done.loss)
+            b = ddp.shard(next(batches), rank, world)
+            done = train_step(model, graph, task, b, opt, net=net, bf16=cfg.bf16)
+            info = _train_info(task, done.outputs, to_device(b, device), done.loss)
             if world > 1:
                 info = ddp.mean(info)
             evaluated = step % cfg.eval_every == 0 or step == settings.steps
             if evaluated:
-                test = evaluate(model, graph, task, cfg.eval_size)
+                test = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16)
+            stopping = evaluated and stop.stop(test, step)
             if rec is not None:
                 rec.step(step, info, test, evaluated)
-                if step % cfg.checkpoint_every == 0 or step == settings.steps:
+                if step % cfg.checkpoint_every == 0 or step == settings.steps or stopping:
                     rec.checkpoint(step, model, opt, task, test)
+            if stopping:
+                break
         if prior is not None and not test:  # resumed at or past the last step
-            test = evaluate(model, graph, task, cfg.eval_size)
+            test = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16)
     target = dict(graph.train.target) if graph.train is not None and \
         graph.train.task == task.name else {}
+    reached = stop.step if stop.step is not None else max(settings.steps, start)
     summary = RunSummary(
-        spec=graph.name, task=task.name, steps=max(settings.steps, start), metrics=test,
+        spec=graph.name, task=task.name, steps=reached, metrics=test,
         target=target, seconds=before + time.perf_counter() - wall, out=str(cfg.out),
-        files={k: str(v) for k, v in _files(cfg).items()}, world=world,
+        files={k: str(v) for k, v in run_files(cfg).items()}, world=world,
         rank_max_diff=ddp.rank_max_diff(model) if world > 1 else None,
-        moved_aside=rec.moved if rec is not None else None,
+        moved_aside=rec.moved if rec is not None else None, stopped_early=stop.step,
     )
     if rec is not None:
         rec.summary(summary)
     return summary
-
-
-def summary_dict(summary: RunSummary) -> dict[str, Any]:
-    """The summary as plain data (what ``summary.json`` holds), with ``reached``."""
-    return {**asdict(summary), "reached": summary.reached}

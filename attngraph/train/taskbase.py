@@ -195,6 +195,22 @@ class Task:
         while True:
             yield self.batch(size)
 
+    def test_batches(self, size: int) -> Iterator[dict[str, Tensor]]:
+        """The test set in batches: here the one fixed test batch of ``size``.
+
+        A task over a file of examples yields all of them (see
+        :class:`attngraph.train.dataset.DataTask`).
+        """
+        yield self.batch(size, split="test")
+
+    def token_names(self, field: str, ids: list[int]) -> list[str]:
+        """How tokens ``ids`` of batch ``field`` are shown (here: the ids)."""
+        return [str(i) for i in ids]
+
+    def label_name(self, i: int) -> str:
+        """How class ``i`` is shown (here: its number)."""
+        return str(i)
+
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.opts.items())
         return f"{type(self).__name__}(seed={self.seed}, {opts})"

@@ -158,7 +158,7 @@ class Step(NamedTuple):
 
 
 def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, Tensor],
-               opt: Any, *, net: nn.Module | None = None) -> Step:
+               opt: Any, *, net: nn.Module | None = None, bf16: bool = False) -> Step:
     """One optimisation step of ``model`` on ``batch``.
 
     Parameters
@@ -176,15 +176,23 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
     net : torch.nn.Module, optional
         What runs the forward pass when it is not ``model`` itself (``model``
         wrapped in DistributedDataParallel).
+    bf16 : bool
+        Run the forward pass under bfloat16 autocast.
 
     Returns
     -------
     Step
         The loss (task loss plus REINFORCE term) and the outputs, detached.
+        The batch is moved to the model's device first.
     """
     from attngraph.lower.hard import model_reinforce_loss
+    from attngraph.train.device import autocast, device_of, float_outputs, to_device
 
-    out = (net if net is not None else model)(**bind_inputs(graph, task, batch))
+    dev = device_of(model)
+    batch = to_device(batch, dev)
+    with autocast(dev, bf16):
+        out = (net if net is not None else model)(**bind_inputs(graph, task, batch))
+    out = float_outputs(out) if bf16 else out
     target = batch[task.target]
     loss = task_loss(out, target, graph=graph)
     loss = loss + model_reinforce_loss(model, reward_of(out, target))
@@ -194,8 +202,13 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
     return Step(float(loss.detach()), {k: v.detach() for k, v in out.items()})
 
 
-def evaluate(model: nn.Module, graph: Graph, task: Task, size: int) -> dict[str, float]:
-    """Test metrics of ``model`` on the task's fixed test batch (eval mode).
+def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
+             bf16: bool = False) -> dict[str, float]:
+    """Test metrics of ``model`` on the task's test set (eval mode).
+
+    The test set is :meth:`~attngraph.train.taskbase.Task.test_batches`: a
+    built-in task's fixed test batch, or a data file's whole validation split
+    (its batches padded alike, so the metrics are those of one batch of all).
 
     Parameters
     ----------
@@ -207,6 +220,8 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int) -> dict[str,
         Gives the test batch and the metrics.
     size : int
         Size of the test batch.
+    bf16 : bool
+        Run the forward passes under bfloat16 autocast.
 
     Returns
     -------
@@ -215,15 +230,32 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int) -> dict[str,
     """
     import torch
 
+    from attngraph.train.device import autocast, device_of, float_outputs, to_device
+
     was = model.training
     model.eval()
+    dev = device_of(model)
+    outs: list[dict[str, Tensor]] = []
+    batches: list[dict[str, Tensor]] = []
     try:
-        with torch.no_grad():
-            batch = task.batch(size, split="test")
-            out = model(**bind_inputs(graph, task, batch))
-            return compute_metrics(task, out, batch)
+        with torch.no_grad(), autocast(dev, bf16):
+            for b in task.test_batches(size):
+                b = to_device(b, dev)
+                outs.append(float_outputs(model(**bind_inputs(graph, task, b))))
+                batches.append(b)
     finally:
         model.train(was)
+    return compute_metrics(task, _joined(outs), _joined(batches))
+
+
+def _joined(parts: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """One batch of several along the batch axis (the one itself when alone)."""
+    import torch
+
+    if len(parts) == 1:
+        return parts[0]
+    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]
+            if all(k in p for p in parts)}
 
 
 def check_fits(graph: Graph, task: Task) -> None:

@@ -1,0 +1,82 @@
+"""``attngraph evaluate`` and ``attngraph predict``: a trained run on new data."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from attngraph.cli import main, run_stage, write_output
+from attngraph.commands.train import device_options
+
+_run_argument = click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False,
+                                                                         exists=True))
+_data_option = click.option("--data", type=click.Path(), required=True,
+                            help="Records in any form train --data reads (docs/data.md).")
+
+
+@main.command()
+@_run_argument
+@_data_option
+@click.option("--batch", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Examples per forward pass.")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as one JSON object.")
+@device_options
+@run_stage
+def evaluate(run_dir: str, data: str, batch: int, as_json: bool, device: str,
+             bf16: bool) -> None:
+    """Metrics of the run trained in RUN on the labelled records of --data.
+
+    The records are read with the run's own fields, vocabularies and labels
+    (RUN/data.json); every example is scored.
+    """
+    from attngraph.train.runs import load_run
+
+    run = load_run(run_dir, device=device)
+    metrics = run.evaluate(data, batch=batch, bf16=bf16)
+    if as_json:
+        click.echo(json.dumps(metrics))
+        return
+    n = int(metrics.pop("examples"))
+    click.echo(f"{run.graph.name} on {data}: {n} examples")
+    for k, v in sorted(metrics.items()):
+        click.echo(f"  {k:<18} {v:.4f}")
+
+
+@main.command()
+@_run_argument
+@_data_option
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
+              help="JSONL file of predictions, one line per example [default: stdout].")
+@click.option("--attention", is_flag=True,
+              help="Add each example's attention weights (heads averaged) and its tokens.")
+@click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Examples per forward pass.")
+@click.option("--max-length", type=click.IntRange(min=1), default=None,
+              help="Decoders: most target tokens generated [default: twice the longest "
+              "source, plus 2].")
+@click.option("--beam", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Decoders: beam width (1: greedy).")
+@device_options
+@run_stage
+def predict(run_dir: str, data: str, output: str | None, attention: bool, batch: int,
+            max_length: int | None, beam: int, device: str, bf16: bool) -> None:
+    """Predictions of the run trained in RUN for the records of --data.
+
+    One JSON object per example: its index (and line), the prediction as a
+    label name (with the probabilities) or as text (a decoder's greedy output,
+    up to <eos>), the record's own label or target when it has one, and with
+    --attention the weights over its tokens.
+    """
+    from attngraph.errors import TrainingError
+    from attngraph.train.runs import load_run
+
+    run = load_run(run_dir, device=device)
+    rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
+                       beam=beam, bf16=bf16)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_output(output, text, error=TrainingError)
+    click.echo(f"{output} ({len(rows)} predictions)")

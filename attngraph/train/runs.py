@@ -1,0 +1,353 @@
+"""A trained run, reloaded: predict, evaluate and attend on new data.
+
+:func:`load_run` (public as ``attngraph.load_run``) rebuilds a run directory
+written by ``attngraph train``: the spec from the text stored in its checkpoint
+(refused when it does not match the stored hash), the model with the trained
+parameters (read with ``torch.load(weights_only=True)``), and, for a run
+trained with ``--data``, its vocabularies and labels from ``data.json``. The
+:class:`Run` it returns reads raw records the way training did:
+
+- :meth:`Run.predict` -> one dict per example: the prediction decoded back to a
+  label name or to text, and on request the attention weights;
+- :meth:`Run.evaluate` -> the run's metrics on labelled data;
+- :meth:`Run.batch_of` -> the model's inputs for raw records (for pictures).
+
+Decoders (a spec with a per-item ``labels`` input) predict without a target:
+the model runs in eval mode, where a loop feeds back its own greedy
+prediction, for ``max_length`` steps, and the text is cut at ``<eos>``. That is
+:func:`_generate`, the one place a library generator (beam search) plugs in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attngraph.errors import SourceLoc, TrainingError
+from attngraph.train.data import Record, read_records
+from attngraph.train.vocab import EOS, tokenize
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor, nn
+
+    from attngraph.ir.graph import Graph
+    from attngraph.train.checkpoints import Checkpoint
+    from attngraph.train.encoding import Encoding
+    from attngraph.train.taskbase import Task
+
+__all__ = ["Run", "load_run"]
+
+#: Outputs read as attention weights, in order of preference (as ``attend`` does).
+_WEIGHTS = ("pooling", "attention", "weights")
+
+
+@dataclass
+class Run:
+    """A reloaded run (see :func:`load_run`)."""
+
+    path: Path
+    graph: Graph
+    model: nn.Module
+    task: Task
+    checkpoint: Checkpoint
+    encoding: Encoding | None
+    device: torch.device
+
+    @property
+    def labels(self) -> list[str] | None:
+        """The label names by class id (a classifying data run), else None."""
+        enc = self.encoding
+        return list(enc.labels.names) if enc is not None and enc.labels is not None else None
+
+    @property
+    def vocabs(self) -> dict[str, list[str]]:
+        """Input id -> its vocabulary's tokens by id (a data run's text inputs)."""
+        enc = self.encoding
+        return {k: list(v.tokens) for k, v in enc.vocabs.items()} if enc is not None else {}
+
+    def _enc(self) -> Encoding:
+        if self.encoding is None:
+            msg = (f"this run was trained on the built-in task '{self.task.name}', "
+                   "not on data files: it has no vocabulary or labels to read records with")
+            raise TrainingError(msg, SourceLoc(str(self.path)),
+                                "train with --data PATH to predict on your own data")
+        return self.encoding
+
+    def records(self, data: str | Path | Iterable[Mapping[str, Any]]) -> list[Record]:
+        """Records of a data path, or of dicts (located as ``<input>:N``)."""
+        if isinstance(data, (str, Path)):
+            return read_records(data)
+        out = [Record(dict(r), SourceLoc("<input>", i, 1)) for i, r in enumerate(data, 1)]
+        if not out:
+            msg = "no records given"
+            raise TrainingError(msg, SourceLoc("<input>"), "give at least one record")
+        return out
+
+    def _dataset(self, records: list[Record], *, need_label: bool) -> Any:
+        from attngraph.train.dataset import EncodedDataset
+
+        return EncodedDataset(self.graph, self._enc(), records, need_label=need_label)
+
+    def batch_of(self, records: list[Record], *, max_length: int | None = None
+                 ) -> dict[str, Tensor]:
+        """The model's batch for ``records`` (labels not needed; a decoder's target a
+        ``max_length`` budget of padding)."""
+        ds = self._dataset(records, need_label=False)
+        return self._complete(ds.collate(list(ds)), ds, max_length)
+
+    def words(self, rec: Record) -> dict[str, list[str]]:
+        """Text input id -> the tokens of ``rec`` as written (before the vocabulary)."""
+        enc = self._enc()
+        out = {}
+        for k, t in enc.types.items():
+            v = rec.values.get(enc.fields[k])
+            if t == "tokens" and isinstance(v, (str, list)):
+                out[k] = tokenize(v, enc.mode) if isinstance(v, str) else [str(x) for x in v]
+        return out
+
+    def text_record(self, text: str) -> Record:
+        """A record holding ``text`` in the column of the run's (first) text input.
+
+        Raises
+        ------
+        TrainingError
+            When the run has no text input.
+        """
+        enc = self._enc()
+        src = next((k for k, t in enc.types.items() if t == "tokens"), None)
+        if src is None:
+            msg = f"--input gives text, but this run's inputs are {', '.join(enc.types)}"
+            raise TrainingError(msg, SourceLoc(str(self.path)),
+                                "draw an example of a data file instead: --data PATH --example N")
+        return Record({enc.fields[src]: text}, SourceLoc("--input", 1, 1, text))
+
+    def _complete(self, batch: dict[str, Tensor], ds: Any,
+                  max_length: int | None) -> dict[str, Tensor]:
+        """Give a decoder's target input the generation budget (its values are not read)."""
+        import torch
+
+        from attngraph.train.vocab import PAD
+
+        enc = self._enc()
+        tgt = enc.seq_target
+        if tgt is None:
+            return batch
+        size = next(iter(batch.values())).shape[0]
+        src = max((n for k, n in ds.lengths.items() if k != tgt), default=8)
+        n = max_length or 2 * src + 2
+        return {**batch, tgt: torch.full((size, n), PAD, dtype=torch.long)}
+
+    def predict(self, data: str | Path | Iterable[Mapping[str, Any]], *,
+                attention: bool = False, batch: int = 64, max_length: int | None = None,
+                beam: int = 1, bf16: bool = False) -> list[dict[str, Any]]:
+        """Predictions for raw records: a file (as ``--data`` takes) or dicts.
+
+        Parameters
+        ----------
+        data : path or iterable of dict
+            Records with the columns training read (labels not needed).
+        attention : bool
+            Also give each example's attention weights (heads averaged), cut
+            to its own tokens, with the tokens.
+        batch : int
+            Examples per forward pass.
+        max_length : int, optional
+            A decoder's step budget (default: twice the longest source, plus 2).
+        beam : int
+            Beam width for decoders; 1 is greedy.
+        bf16 : bool
+            bfloat16 autocast.
+
+        Returns
+        -------
+        list of dict
+            Per example: ``index``, ``prediction`` (a label name, or text),
+            ``probabilities`` (label -> probability) when classifying, ``label``
+            when the record had one, and ``attention`` / ``tokens`` on request.
+
+        Raises
+        ------
+        TrainingError
+            A run of a built-in task, or records that do not read.
+        """
+        from torch.utils.data import DataLoader
+
+        tgt = self._enc().seq_target
+        if tgt is not None and not _feeds_back(self.graph, tgt):
+            msg = (f"{self.graph.name} reads its target '{tgt}' without feeding back its "
+                   "own predictions (no loop feed with feedback), so it cannot generate "
+                   "by itself; generation for such decoders is not available yet")
+            raise TrainingError(msg, SourceLoc(str(self.path)),
+                                "attngraph evaluate scores it with the true targets")
+        recs = self.records(data)
+        ds = self._dataset(recs, need_label=False)
+        out: list[dict[str, Any]] = []
+        for lo, b in zip(range(0, len(ds), batch),
+                         DataLoader(ds, batch_size=batch, collate_fn=ds.collate), strict=True):
+            b = self._complete(b, ds, max_length)
+            res = self.outputs(b, beam=beam, bf16=bf16)
+            for i in range(next(iter(b.values())).shape[0]):
+                out.append(self._decode(lo + i, recs[lo + i], b, res, i, attention))
+        return out
+
+    def outputs(self, batch: dict[str, Tensor], *, beam: int = 1,
+                bf16: bool = False) -> dict[str, Tensor]:
+        """The model's outputs on ``batch`` (eval mode, on the CPU; decoders generate)."""
+        import torch
+
+        from attngraph.train.device import autocast, float_outputs, to_device
+        from attngraph.train.tasks import bind_inputs
+
+        inputs = to_device(bind_inputs(self.graph, self.task, batch), self.device)
+        with torch.no_grad(), autocast(self.device, bf16):
+            if self.encoding is not None and self.encoding.seq_target is not None:
+                res = _generate(self.model, inputs, beam=beam)
+            else:
+                res = self.model(**inputs)
+        return {k: v.cpu() for k, v in float_outputs(res).items()}
+
+    def _decode(self, index: int, rec: Record, b: dict[str, Tensor], res: dict[str, Tensor],
+                i: int, attention: bool) -> dict[str, Any]:
+        enc = self._enc()
+        row: dict[str, Any] = {"index": index}
+        if rec.loc.line:
+            row["line"] = rec.loc.line
+        logits = res["logits"][i]
+        tgt = enc.seq_target
+        n_out = None
+        if tgt is not None:
+            ids = logits.argmax(-1).tolist()
+            row["prediction"] = enc.vocabs[tgt].decode(ids)
+            n_out = ids.index(EOS) + 1 if EOS in ids else len(ids)  # steps up to <eos>
+            if enc.fields[tgt] in rec.values:
+                row["target"] = rec.values[enc.fields[tgt]]
+        elif enc.labels is not None:
+            probs = logits.reshape(-1).softmax(-1).tolist()
+            row["prediction"] = enc.labels.name(int(logits.reshape(-1).argmax()))
+            # every class of the spec: one the data never named shows as its number
+            row["probabilities"] = {enc.labels.name(k): round(p, 6)
+                                    for k, p in enumerate(probs)}
+            if enc.label is not None and enc.label in rec.values:
+                row["label"] = str(rec.values[enc.label])
+        if attention:
+            row.update(self._attention(rec, b, res, i, n_out))
+        return row
+
+    def _attention(self, rec: Record, b: dict[str, Tensor], res: dict[str, Tensor], i: int,
+                   n_out: int | None) -> dict[str, Any]:
+        name = next((k for k in _WEIGHTS if k in res), None)
+        if name is None:
+            return {}
+        w = res[name][i].float()
+        while w.dim() > 2:  # (h, T, N): heads averaged
+            w = w.mean(0)
+        enc = self._enc()
+        src = next((k for k, t in enc.types.items() if t == "tokens"), None)
+        row: dict[str, Any] = {}
+        if src is not None and f"{src}_mask" in b:
+            n = int(b[f"{src}_mask"][i].sum())
+            w = w[..., :n]
+            row["tokens"] = self.words(rec)[src]  # the example's own tokens, not <unk>
+        if n_out is not None and w.dim() == 2:
+            w = w[:n_out]
+        if w.dim() == 2 and w.shape[0] == 1:
+            w = w[0]
+        row["attention"] = [[round(x, 6) for x in r] for r in w.tolist()] if w.dim() == 2 \
+            else [round(x, 6) for x in w.tolist()]
+        return row
+
+    def evaluate(self, data: str | Path | Iterable[Mapping[str, Any]], *, batch: int = 256,
+                 bf16: bool = False) -> dict[str, float]:
+        """The run's metrics on labelled records (every one scored; eval mode).
+
+        Raises
+        ------
+        TrainingError
+            A run of a built-in task, records without labels, records that do not read.
+        """
+        from attngraph.train.dataset import DataTask
+        from attngraph.train.trainer import evaluate
+
+        ds = self._dataset(self.records(data), need_label=True)
+        task = DataTask(self._enc(), ds, ds, seed=0)
+        metrics = evaluate(self.model, self.graph, task, batch, bf16=bf16)
+        return {**metrics, "examples": float(len(ds))}
+
+
+def _feeds_back(graph: Graph, target: str) -> bool:
+    """True when a loop of ``graph`` feeds ``target`` back from its own predictions."""
+    for g in (graph, *graph.blocks.values()):
+        for n in g.nodes:
+            feed = getattr(n.spec, "feed", None) if n.kind == "loop" else None
+            if feed and any(f.from_ == target and f.feedback for f in feed.values()):
+                return True
+    return False
+
+
+def _generate(model: nn.Module, inputs: dict[str, Tensor], *, beam: int = 1) -> dict[str, Tensor]:
+    """A decoder's outputs without a target: greedy via the eval-mode forward.
+
+    The single call site for a library generator (greedy and beam search for
+    loop and causal decoders): the target input carries only the step budget.
+    """
+    if beam != 1:
+        msg = f"--beam {beam}: beam search is not available yet"
+        raise TrainingError(msg, SourceLoc("--beam"), "use --beam 1 (greedy decoding)")
+    out: dict[str, Tensor] = model(**inputs)
+    return out
+
+
+def load_run(path: str | Path, *, device: str = "cpu") -> Run:
+    """Reload the run in directory ``path`` (written by ``attngraph train``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The run directory.
+    device : str
+        ``cpu``, ``cuda``, ``mps`` or ``auto``.
+
+    Returns
+    -------
+    Run
+        With ``.model`` (eval mode), ``.graph``, ``.labels``, ``.vocabs``,
+        ``.predict(...)`` and ``.evaluate(...)``.
+
+    Raises
+    ------
+    TrainingError
+        No run there, a damaged checkpoint or ``data.json``, a stored spec
+        that does not match its hash, or a device this machine lacks.
+    """
+    from attngraph.lower import compile as lower
+    from attngraph.pipeline import loads_spec
+    from attngraph.train import checkpoints as ck
+    from attngraph.train.dataset import DataTask, EncodedDataset, load_encoding
+    from attngraph.train.device import pick_device
+    from attngraph.train.tasks import task_for
+
+    run_dir = Path(path)
+    dev = pick_device(device)
+    ckpt = ck.load_checkpoint(run_dir)
+    graph = loads_spec(ckpt.spec_text, ckpt.spec_file)  # errors name the spec it came from
+    if ck.spec_hash(graph) != ckpt.spec_hash:
+        msg = "the spec text stored in this checkpoint does not match its hash"
+        raise TrainingError(msg, SourceLoc(file=str(run_dir / ck.CHECKPOINT)),
+                            "the checkpoint is damaged; train again")
+    cfg = ckpt.config
+    enc = None
+    task: Task
+    if isinstance(cfg.get("data"), dict):
+        enc = load_encoding(run_dir)
+        empty = EncodedDataset(graph, enc, [])
+        task = DataTask(enc, empty, empty, seed=int(cfg["seed"]))
+    else:
+        task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
+    model = lower(graph, seed=cfg["seed"])
+    ck.restore(ckpt, run_dir, model)
+    model.eval()
+    model.to(dev)
+    return Run(run_dir, graph, model, task, ckpt, enc, dev)
