@@ -13,9 +13,10 @@ trained with ``--data``, its vocabularies and labels from ``data.json``. The
 - :meth:`Run.batch_of` -> the model's inputs for raw records (for pictures).
 
 Decoders (a spec with a per-item ``labels`` input) predict without a target:
-the model runs in eval mode, where a loop feeds back its own greedy
-prediction, for ``max_length`` steps, and the text is cut at ``<eos>``. That is
-:func:`_generate`, the one place a library generator (beam search) plugs in.
+:func:`attngraph.generate` runs a loop that feeds back its own tokens, or a causal
+decoder, greedily or by beam search, for at most ``max_length`` steps, each
+example stopping at ``<eos>`` (see :func:`_generate`). A decoder that does neither
+is refused with generate's own error.
 """
 
 from __future__ import annotations
@@ -175,13 +176,6 @@ class Run:
         """
         from torch.utils.data import DataLoader
 
-        tgt = self._enc().seq_target
-        if tgt is not None and not _feeds_back(self.graph, tgt):
-            msg = (f"{self.graph.name} reads its target '{tgt}' without feeding back its "
-                   "own predictions (no loop feed with feedback), so it cannot generate "
-                   "by itself; generation for such decoders is not available yet")
-            raise TrainingError(msg, SourceLoc(str(self.path)),
-                                "attngraph evaluate scores it with the true targets")
         recs = self.records(data)
         ds = self._dataset(recs, need_label=False)
         out: list[dict[str, Any]] = []
@@ -204,7 +198,7 @@ class Run:
         inputs = to_device(bind_inputs(self.graph, self.task, batch), self.device)
         with torch.no_grad(), autocast(self.device, bf16):
             if self.encoding is not None and self.encoding.seq_target is not None:
-                res = _generate(self.model, inputs, beam=beam)
+                res = _generate(self.model, inputs, self.encoding.seq_target, beam=beam)
             else:
                 res = self.model(**inputs)
         return {k: v.cpu() for k, v in float_outputs(res).items()}
@@ -215,16 +209,17 @@ class Run:
         row: dict[str, Any] = {"index": index}
         if rec.loc.line:
             row["line"] = rec.loc.line
-        logits = res["logits"][i]
         tgt = enc.seq_target
         n_out = None
         if tgt is not None:
-            ids = logits.argmax(-1).tolist()
+            n_out = int(res["lengths"][i])  # steps up to and including <eos>
+            ids = res["tokens"][i].tolist()[:n_out]
             row["prediction"] = enc.vocabs[tgt].decode(ids)
-            n_out = ids.index(EOS) + 1 if EOS in ids else len(ids)  # steps up to <eos>
+            row["score"] = round(float(res["scores"][i]), 6)  # summed log-probability
             if enc.fields[tgt] in rec.values:
                 row["target"] = rec.values[enc.fields[tgt]]
         elif enc.labels is not None:
+            logits = res["logits"][i]
             probs = logits.reshape(-1).softmax(-1).tolist()
             row["prediction"] = enc.labels.name(int(logits.reshape(-1).argmax()))
             # every class of the spec: one the data never named shows as its number
@@ -277,27 +272,25 @@ class Run:
         return {**metrics, "examples": float(len(ds))}
 
 
-def _feeds_back(graph: Graph, target: str) -> bool:
-    """True when a loop of ``graph`` feeds ``target`` back from its own predictions."""
-    for g in (graph, *graph.blocks.values()):
-        for n in g.nodes:
-            feed = getattr(n.spec, "feed", None) if n.kind == "loop" else None
-            if feed and any(f.from_ == target and f.feedback for f in feed.values()):
-                return True
-    return False
+def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
+              beam: int = 1) -> dict[str, Tensor]:
+    """A decoder's outputs without a target, by :func:`attngraph.generate`.
 
-
-def _generate(model: nn.Module, inputs: dict[str, Tensor], *, beam: int = 1) -> dict[str, Tensor]:
-    """A decoder's outputs without a target: greedy via the eval-mode forward.
-
-    The single call site for a library generator (greedy and beam search for
-    loop and causal decoders): the target input carries only the step budget.
+    ``target`` (the decoder's token input) carries only the step budget: its
+    length is ``max_length``. Greedy (``beam`` 1) or beam search, each example
+    stopping at ``<eos>``. Returns ``tokens`` (B, L), ``lengths`` (B,), ``scores``
+    (B,) and the decoder's attention outputs, ``(B, L, ...)``, under the names of
+    the model's outputs.
     """
-    if beam != 1:
-        msg = f"--beam {beam}: beam search is not available yet"
-        raise TrainingError(msg, SourceLoc("--beam"), "use --beam 1 (greedy decoding)")
-    out: dict[str, Tensor] = model(**inputs)
-    return out
+    from attngraph.lower.generate import generate
+    from attngraph.train.vocab import PAD
+
+    budget = int(inputs[target].shape[1])
+    given = {k: v for k, v in inputs.items() if k not in (target, f"{target}_mask")}
+    gen = generate(model, given, max_length=budget, beam=beam, eos=EOS, pad=PAD,
+                   return_attention=True)
+    return {"tokens": gen.tokens, "lengths": gen.lengths, "scores": gen.scores,
+            **gen.attention}
 
 
 def load_run(path: str | Path, *, device: str = "cpu") -> Run:
