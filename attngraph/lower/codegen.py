@@ -243,6 +243,10 @@ def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair
         if where:
             out.append(_comment(where, 8))
         target = _node_ref(key)
+        alias = [f for f in literals.fixups if f[0] == f"nodes.{key}"]
+        if expr == "None" and alias:  # share: the owner's module, in the node's place
+            literals.fixups.remove(alias[0])
+            expr = alias[0][1]
         out.append(f"        {target} = " + render(expr, 8, _WIDTH, lead=len(target) + 3) + "\n")
     if literals.fixups:
         out.append("        # shared modules and parameters (share:, tie:) and references\n")

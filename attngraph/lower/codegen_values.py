@@ -247,7 +247,8 @@ class Literals:
             if p is None:
                 items.append(f"{k}=None")
             elif self.home.get(id(p)) != f"{path}.{k}":
-                items.append(f"{k}=None")
+                # made here (the parameter keeps its place), then set to the owner's
+                items.append(_kv(k, self.parameter(p), eq=True))
                 self.fixups.append((f"{path}.{k}", ref(self.home[id(p)])))
             else:
                 items.append(_kv(k, self.parameter(p), eq=True))
