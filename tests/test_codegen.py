@@ -172,16 +172,39 @@ def test_forward_is_one_statement_per_node_with_shape_comments(
         assert cls in code, cls
 
 
-def test_export_command_writes_model_code(tmp_path: Path) -> None:
+DOC = ROOT / "docs" / "export-python.md"
+
+
+def _doc_block(marker: str, fence: str) -> str:
+    """The fenced block of docs/export-python.md after ``marker`` (a line of it)."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(f"```{fence}\n", text.index(marker)) + len(fence) + 4
+    return text[start:text.index("```", start)]
+
+
+def test_export_command_writes_model_code(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """`attngraph export SPEC --format python -o FILE` writes exactly ``model.code`` of
-    the compiled spec and says how to run it."""
+    the compiled spec and prints what docs/export-python.md shows."""
     spec = ROOT / "specs" / "multihead_attention.yaml"
-    out = tmp_path / "mha.py"
-    res = CliRunner().invoke(main, ["export", str(spec), "--format", "python", "-o", str(out)])
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["export", str(spec), "--format", "python", "-o", "mha.py"])
     assert res.exit_code == 0, res.output
-    assert out.read_text(encoding="utf-8") == attngraph.compile(spec, seed=0).code
-    assert "from mha import MultiheadAttention" in res.output
-    assert "model(tokens, tokens_mask)" in res.output
+    assert (tmp_path / "mha.py").read_text(encoding="utf-8") == \
+        attngraph.compile(spec, seed=0).code
+    assert res.output == _doc_block("attngraph export specs/multihead_attention.yaml", "text")
+
+
+def test_the_docs_excerpt_is_the_exported_code(catalog: tuple[Path, dict]) -> None:
+    """Each part of the excerpt in docs/export-python.md (parts split at ``...``) is
+    text of the exported multihead_attention file."""
+    code = catalog[1]["multihead_attention"][2]
+    block = _doc_block("<!-- excerpt: multihead_attention -->", "python")
+    parts = "".join(line if line.strip() != "..." else "\0"
+                    for line in block.splitlines(keepends=True)).split("\0")
+    assert len(parts) >= 2
+    for part in parts:
+        assert part in code, part[:200]
 
 
 def _load(code: str, name: str) -> types.ModuleType:

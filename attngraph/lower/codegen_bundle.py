@@ -382,6 +382,8 @@ class Bundle:
                             else item.lineno, 0)
                 last = item.end_lineno or item.lineno
                 end = pos(last + 1, 0) if last < len(d.source.split(b"\n")) else len(d.source)
+                if d.source[end:end + 1] == b"\n":  # with the blank line after it
+                    end += 1
                 if item.name == "__init__" and drop_init:
                     d.edits.append((start, end, ""))
                     continue
