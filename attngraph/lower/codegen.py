@@ -83,7 +83,13 @@ def _yaml_line(node: Node[Any]) -> str | None:
     lines = loc.text.splitlines()
     if loc.line > len(lines):
         return None
-    return f"line {loc.line}: " + " ".join(lines[loc.line - 1].split())
+    text = " ".join(lines[loc.line - 1].split())
+    if not text.startswith(f"{node.id}:"):  # a node written over several lines
+        for back in range(loc.line - 1, max(0, loc.line - 6), -1):
+            head = " ".join(lines[back - 1].split())
+            if head.startswith(f"{node.id}:"):
+                return f"line {back}: {head} {text}"
+    return f"line {loc.line}: {text}"
 
 
 def _wrap(text: str, first: int, indent: int) -> str:
@@ -186,19 +192,23 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     runtime_name = bundle.require(runtime)
     literals = Literals(model, bundle)
     built: list[tuple[str, str, Doc | Pair | str]] = []
+    #: per node, the schedule steps its expression names (written before it)
+    pending: list[tuple[str, list[tuple[str, Any]]]] = []
     for key, mod in model.nodes._modules.items():
         if mod is None:
             continue
         nid = key[1:] if key.startswith("@") else key
         try:
             expr = literals.module(mod, f"nodes.{key}")
+            pending.append((key, literals.pending))
+            literals.pending = []
         except TypeError as exc:
             node = graph.node(nid)
             msg = f"node '{nid}' ({node.kind}) cannot be exported as Python: {exc}"
             raise LoweringError(msg, node.loc, "export it as pt2 instead") from exc
         built.append((nid, key, expr))
     group = bundle.require(linear_group) if model.groups else None
-    init = _init(model, graph, built, literals)
+    init = _init(model, graph, built, literals, pending)
     forward = _forward(model, graph, sig, runtime_name, group, bundle)
     header = _header(graph, top, sig)
     defs = bundle.source()  # (before the imports: an annotation may add one)
@@ -233,13 +243,20 @@ def _class_doc(graph: Graph) -> str:
 
 
 def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair | str]],
-          literals: Literals) -> str:
+          literals: Literals, pending: list[tuple[str, list[tuple[str, Any]]]]) -> str:
     out = ["    def __init__(self) -> None:\n", "        super().__init__()\n",
            "        self.nodes = nn.ModuleDict()\n"]
     for nid, key, expr in built:
         node = graph.node(nid)
         where = _yaml_line(node)
         out.append("\n" if len(out) > 3 else "")
+        hoisted = [steps for steps in pending if steps[0] == key]
+        if hoisted and hoisted[0][1]:
+            out.append(_comment(f"the steps of {nid}'s body: node, kind, inputs (role, value, "
+                                "detach), module key", 8))
+            for var, step in hoisted[0][1]:
+                out.append(f"        {var} = " + render(step, 8, _WIDTH, lead=len(var) + 3)
+                           + "\n")
         if where:
             out.append(_comment(where, 8))
         target = _node_ref(key)

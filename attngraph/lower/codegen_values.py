@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attngraph.lower.codegen_bundle import Bundle
+from attngraph.lower.codegen_bundle import Bundle, _local
 
 __all__ = ["Doc", "Literals", "Pair", "ref", "render"]
 
@@ -152,6 +152,11 @@ class Literals:
         #: (target path, value expression) set after construction, in order
         self.fixups: list[tuple[str, Doc | Pair | str]] = []
         self._refs_ok = False
+        #: a schedule's steps, each written once as a local of ``__init__``: value ->
+        #: its name; ``pending`` the (name, expression) not yet written out
+        self.steps: dict[Any, str] = {}
+        self.pending: list[tuple[str, Doc | Pair | str]] = []
+        self.taken: set[str] = set()
 
     # -- modules ----------------------------------------------------------------
 
@@ -319,26 +324,51 @@ class Literals:
         if type(v).__name__ == "SourceLoc":
             return repr(str(v))  # where an error points: the file's line, as text
         if isinstance(v, tuple) and hasattr(v, "_fields"):
-            return Doc(f"{self.bundle.require(type(v))}(", [self.value(x) for x in v], ")")
+            return self._named_tuple(v)
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             fields = [f for f in dataclasses.fields(v) if f.init and not _default(f, v)]
             return Doc(f"{self.bundle.require(type(v))}(",
                        [_kv(f.name, self.value(getattr(v, f.name)), eq=True) for f in fields], ")")
-        if isinstance(v, tuple):
-            return Doc("(", [self.value(x) for x in v], ")", single_comma=True)
-        if isinstance(v, list):
-            return Doc("[", [self.value(x) for x in v], "]")
+        if isinstance(v, (tuple, list)):
+            elems = [self.value(x) for x in v]
+            atoms = all(isinstance(i, str) for i in elems)  # names, numbers: packed
+            if isinstance(v, list):
+                return Doc("[", elems, "]", fill=atoms)
+            return Doc("(", elems, ")", single_comma=True, fill=atoms)
         if isinstance(v, dict):
             return Doc("{", [_kv(_flat(self.value(k)), self.value(x)) for k, x in v.items()], "}")
         if isinstance(v, (set, frozenset)):
-            items: list[Doc | Pair | str] = sorted((self.value(x) for x in v), key=_flat)
-            if not items:
+            members = sorted((self.value(x) for x in v), key=_flat)
+            if not members:
                 return f"{type(v).__name__}()"
-            return Doc(f"{type(v).__name__}({{", items, "})")
+            return Doc(f"{type(v).__name__}({{", members, "})")
         if callable(v):
             return self._callable(v)
         msg = f"cannot write a value of type {type(v).__name__} into a standalone file"
         raise TypeError(msg)
+
+    def _named_tuple(self, v: Any) -> Doc | str:
+        """``Name(a, b)`` when short and plain, else ``Name(field=...)``; a schedule's
+        ``Step`` is a local named after its node (its loops list it several times)."""
+        name = self.bundle.require(type(v))
+        scalar = all(x is None or isinstance(x, (bool, int, float, str)) for x in v)
+        is_step = type(v).__name__ == "Step" and _local(type(v).__module__)
+        if is_step or (scalar and len(v) <= 3):
+            doc = Doc(f"{name}(", [self.value(x) for x in v], ")")
+        else:
+            doc = Doc(f"{name}(", [_kv(f, self.value(x), eq=True)
+                                   for f, x in zip(v._fields, v, strict=True)], ")")
+        if not is_step:
+            return doc
+        if v not in self.steps:
+            base = "step_" + "".join(c if c.isalnum() else "_" for c in str(v[0]))
+            var = base
+            while var in self.taken or var in self.bundle.names:
+                var += "_"
+            self.taken.add(var)
+            self.steps[v] = var
+            self.pending.append((var, doc))
+        return self.steps[v]
 
     def _callable(self, v: Any) -> str:
         import torch.nn.functional as F
