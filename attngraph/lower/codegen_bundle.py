@@ -26,9 +26,20 @@ import builtins
 import importlib
 import inspect
 import sys
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any
+
+from attngraph.lower.codegen_source import (
+    Scope,
+    binding,
+    def_source,
+    import_source,
+    is_local,
+    module_text,
+    module_tree,
+    offsets,
+    top_package,
+)
 
 __all__ = ["Bundle"]
 
@@ -63,15 +74,6 @@ _KEEP_DUNDERS = frozenset({"__call__", "__iter__", "__len__", "__getitem__", "__
                            "__setitem__", "__delitem__", "__str__", "__repr__", "__post_init__"})
 
 
-def _top(module: str) -> str:
-    return module.split(".")[0]
-
-
-def _local(module: str) -> bool:
-    """Code of this module is bundled rather than imported (attngraph's own)."""
-    return _top(module) == "attngraph"
-
-
 @dataclass
 class _Def:
     """One bundled top-level definition: its text (UTF-8) and the edits to apply."""
@@ -90,119 +92,6 @@ class _Def:
             text = repl() if callable(repl) else repl
             out = out[:start] + text.encode() + out[end:]
         return out.decode()
-
-
-def _offsets(src: bytes) -> list[int]:
-    starts = [0]
-    for i, ch in enumerate(src):
-        if ch == 10:
-            starts.append(i + 1)
-    return starts
-
-
-class _Scope(ast.NodeVisitor):
-    """Free names of a definition (loads not bound in an enclosing function), split
-    into those evaluated at run time and those inside annotations."""
-
-    def __init__(self) -> None:
-        self.free: list[ast.Name] = []
-        self.annotations: list[ast.expr] = []
-        self.attrs: set[str] = set()
-        self.imports: list[ast.ImportFrom | ast.Import] = []
-
-    def run(self, node: ast.AST, bound: frozenset[str]) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            self._function(node, bound)
-        elif isinstance(node, ast.ClassDef):
-            for d in node.decorator_list:
-                self.expr(d, bound)
-            for b in node.bases:
-                self.expr(b, bound)
-            for k in node.keywords:
-                self.expr(k.value, bound)
-            for stmt in node.body:
-                self.run(stmt, bound)
-        elif isinstance(node, ast.AnnAssign):
-            self.annotations.append(node.annotation)
-            if node.value is not None:
-                self.expr(node.value, bound)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            self.imports.append(node)
-        else:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                      ast.ClassDef, ast.AnnAssign, ast.Import, ast.ImportFrom)):
-                    self.run(child, bound)
-                elif isinstance(child, ast.expr):
-                    self.expr(child, bound)
-                else:
-                    self.run(child, bound)
-
-    def expr(self, node: ast.AST, bound: frozenset[str]) -> None:
-        for sub in _walk_expr(node):
-            if isinstance(sub, ast.Lambda):
-                self._function(sub, bound)
-            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) \
-                    and sub.id not in bound:
-                self.free.append(sub)
-            elif isinstance(sub, ast.Attribute):
-                self.attrs.add(sub.attr)
-
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
-                  bound: frozenset[str]) -> None:
-        a = node.args
-        args = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
-        for d in [*a.defaults, *(d for d in a.kw_defaults if d is not None)]:
-            self.expr(d, bound)
-        if not isinstance(node, ast.Lambda):
-            for dec in node.decorator_list:
-                self.expr(dec, bound)
-            self.annotations += [x.annotation for x in args if x.annotation is not None]
-            if node.returns is not None:
-                self.annotations.append(node.returns)
-        inner = bound | {x.arg for x in args} | _stores(node)
-        body = node.body if isinstance(node.body, list) else [node.body]
-        for stmt in body:
-            if isinstance(stmt, ast.expr):
-                self.expr(stmt, inner)
-            else:
-                self.run(stmt, inner)
-
-
-def _walk_expr(node: ast.AST) -> list[ast.AST]:
-    """The nodes of an expression, without descending into lambdas."""
-    out: list[ast.AST] = []
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        out.append(n)
-        if isinstance(n, ast.Lambda):
-            continue
-        todo.extend(ast.iter_child_nodes(n))
-    return out
-
-
-def _stores(fn: ast.AST) -> set[str]:
-    """Names a function binds (not descending into nested functions' bodies)."""
-    out: set[str] = set()
-    todo = list(ast.iter_child_nodes(fn))
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            out.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-            continue
-        elif isinstance(n, ast.Lambda):
-            continue
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            out |= {(x.asname or x.name).split(".")[0] for x in n.names}
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out.add(n.name)
-        elif isinstance(n, ast.arg):
-            continue
-        todo.extend(ast.iter_child_nodes(n))
-    return out
 
 
 class Bundle:
@@ -273,7 +162,7 @@ class Bundle:
         if getattr(obj, "__name__", None) in ("AttnGraphError", "LoweringError") \
                 and mod == "attngraph.errors":
             return self._error_classes(obj.__name__)
-        if not _local(mod):
+        if not is_local(mod):
             name = getattr(obj, "__name__", None)
             if not isinstance(name, str):
                 msg = f"cannot write {obj!r} into a standalone file"
@@ -282,7 +171,7 @@ class Bundle:
         name = self._claim(obj.__name__, obj, mod)
         self._done[id(obj)] = name
         self._objs.append(obj)
-        source = _def_source(obj)
+        source = def_source(obj)
         self._add(name, obj.__name__, source, mod, obj)
         return name
 
@@ -304,14 +193,14 @@ class Bundle:
         if name not in mod.__dict__:
             return None
         value = mod.__dict__[name]
-        tree = _module_tree(module)
-        how = _binding(tree, name)
+        tree = module_tree(module)
+        how = binding(tree, name)
         if isinstance(how, (ast.Import, ast.ImportFrom)):
-            src = _import_source(how, name, module)
-            if src is not None and not _local(src[0]):
+            src = import_source(how, name, module)
+            if src is not None and not is_local(src[0]):
                 return self.add_import(*src)
         if inspect.ismodule(value):
-            if _local(value.__name__):
+            if is_local(value.__name__):
                 return None
             return self.add_import(value.__name__, None, name)
         if inspect.isclass(value) or inspect.isfunction(value):
@@ -327,7 +216,7 @@ class Bundle:
         bound = self._claim(name, key, module)
         self._done[id(value)] = bound
         self._objs.append(value)
-        text = ast.get_source_segment(_module_text(module), stmt) or ""
+        text = ast.get_source_segment(module_text(module), stmt) or ""
         self._add(bound, name, text, module, None)
         return bound
 
@@ -339,7 +228,7 @@ class Bundle:
         tree = ast.parse(source)
         stmt = tree.body[0]
         d = _Def(bound, raw, module=module)
-        starts = _offsets(raw)
+        starts = offsets(raw)
 
         def pos(line: int, col: int) -> int:
             return starts[line - 1] + col
@@ -348,7 +237,7 @@ class Bundle:
             head = raw[:raw.index(b"\n")] if b"\n" in raw else raw
             at = head.find(own.encode())
             d.edits.append((at, at + len(own.encode()), bound))
-        scope = _Scope()
+        scope = Scope()
         drop_init = isinstance(stmt, ast.ClassDef) and obj is not None and \
             self.configured(obj)
         if isinstance(stmt, ast.ClassDef):
@@ -359,17 +248,17 @@ class Bundle:
         self.defs.append(d)
         self._revive()
 
-    def _class(self, stmt: ast.ClassDef, obj: Any, d: _Def, scope: _Scope,
+    def _class(self, stmt: ast.ClassDef, obj: Any, d: _Def, scope: Scope,
                pos: Any, drop_init: bool) -> None:
         """A class: header and fields always; methods kept when called (or roots)."""
-        head = _Scope()
+        head = Scope()
         for dec in stmt.decorator_list:
             head.expr(dec, frozenset())
         for b in stmt.bases:
             head.expr(b, frozenset())
         scope.free += head.free
         scope.attrs |= head.attrs
-        bases_have_init = any(self.configured(b) and _local(b.__module__)
+        bases_have_init = any(self.configured(b) and is_local(b.__module__)
                               for b in obj.__bases__) if obj is not None else False
         body = stmt.body
         doc = body[0] if body and isinstance(body[0], ast.Expr) and \
@@ -387,7 +276,7 @@ class Bundle:
                 if item.name == "__init__" and drop_init:
                     d.edits.append((start, end, ""))
                     continue
-                sub = _Scope()
+                sub = Scope()
                 sub.run(item, frozenset())
                 root = item.name == "forward" or item.name in _KEEP_DUNDERS or \
                     item.name in self._attrs or not drop_init
@@ -411,11 +300,11 @@ class Bundle:
             self.add_import("typing", "Any", "Any")
             self.add_import("torch", "Tensor", "Tensor")
 
-    def _link(self, d: _Def, scope: _Scope, module: str, pos: Any) -> None:
+    def _link(self, d: _Def, scope: Scope, module: str, pos: Any) -> None:
         """Resolve the free names of kept code; schedule the annotation edits."""
         self._attrs |= scope.attrs
         for imp in scope.imports:  # a lazy import inside a function
-            if isinstance(imp, ast.ImportFrom) and imp.module and _local(imp.module):
+            if isinstance(imp, ast.ImportFrom) and imp.module and is_local(imp.module):
                 # the bundled copies are module-level names: bind the local ones to
                 # them where they were renamed
                 start, end = pos(imp.lineno, imp.col_offset), pos(imp.end_lineno,
@@ -450,7 +339,7 @@ class Bundle:
                     d.optional.remove(item)
                     d.edits = [e for e in d.edits
                                if not (isinstance(e[2], _Dropped) and e[2].name == name)]
-                    starts = _offsets(d.source)
+                    starts = offsets(d.source)
                     self._link(d, sub, d.module, lambda ln, c, s=starts: s[ln - 1] + c)
                     changed = True
 
@@ -459,7 +348,7 @@ class Bundle:
         sections: dict[bool, tuple[list[str], dict[str, list[str]]]] = {
             True: ([], {}), False: ([], {})}
         for module, name, alias in self.imports:
-            plain, froms = sections[_top(module) in sys.stdlib_module_names]
+            plain, froms = sections[top_package(module) in sys.stdlib_module_names]
             if name is None:
                 plain.append(f"import {module}" + (f" as {alias}" if alias != module else ""))
             else:
@@ -518,10 +407,10 @@ class _Annotation:
                 continue
             mod = sys.modules[self.module]
             value = mod.__dict__.get(n.id)
-            how = _binding(_module_tree(self.module), n.id)
-            src = _import_source(how, n.id, self.module) if isinstance(
+            how = binding(module_tree(self.module), n.id)
+            src = import_source(how, n.id, self.module) if isinstance(
                 how, (ast.Import, ast.ImportFrom)) else None
-            if src is not None and not _local(src[0]):
+            if src is not None and not is_local(src[0]):
                 self.bundle.add_import(*src)
                 continue
             if value is not None and id(value) in self.bundle._done:
@@ -537,73 +426,3 @@ def _defined(bundle: Bundle, name: str) -> bool:
     """``name`` is a definition or import of the file (not a reserved one)."""
     v = bundle.names.get(name)
     return not (isinstance(v, tuple) and v and v[0] == "reserved")
-
-
-_TREES: dict[str, ast.Module] = {}
-_TEXTS: dict[str, str] = {}
-
-
-def _module_text(module: str) -> str:
-    if module not in _TEXTS:
-        _TEXTS[module] = inspect.getsource(sys.modules[module])
-    return _TEXTS[module]
-
-
-def _def_source(obj: Any) -> str:
-    """The source of a top-level class or function, decorators included (read from
-    its module's parsed text: faster than ``inspect.getsource`` for classes)."""
-    stmt = _binding(_module_tree(obj.__module__), obj.__name__)
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-            and stmt.end_lineno is not None:
-        lines = _module_text(obj.__module__).splitlines(keepends=True)
-        first = stmt.decorator_list[0].lineno if stmt.decorator_list else stmt.lineno
-        return "".join(lines[first - 1:stmt.end_lineno])
-    return textwrap.dedent(inspect.getsource(obj))
-
-
-def _module_tree(module: str) -> ast.Module:
-    if module not in _TREES:
-        _TREES[module] = ast.parse(_module_text(module))
-    return _TREES[module]
-
-
-def _binding(tree: ast.Module, name: str) -> ast.stmt | None:
-    """The module-level statement that binds ``name`` (imports under
-    ``TYPE_CHECKING`` excluded: they never run)."""
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and stmt.name == name:
-            return stmt
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for a in stmt.names:
-                if (a.asname or a.name.split(".")[0]) == name:
-                    return stmt
-        if isinstance(stmt, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-            return stmt
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
-                and stmt.target.id == name:
-            return stmt
-        if isinstance(stmt, ast.Try):
-            for sub in stmt.body:
-                if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(
-                        (a.asname or a.name) == name for a in sub.names):
-                    return sub
-    return None
-
-
-def _import_source(stmt: ast.Import | ast.ImportFrom, name: str,
-                   module: str) -> tuple[str, str | None, str] | None:
-    """(module, name or None, alias) of the import that binds ``name``."""
-    for a in stmt.names:
-        bound = a.asname or a.name.split(".")[0]
-        if bound != name:
-            continue
-        if isinstance(stmt, ast.Import):
-            return (a.name, None, bound) if a.asname else (a.name.split(".")[0], None, bound)
-        base = stmt.module or ""
-        if stmt.level:
-            pkg = module.rsplit(".", stmt.level)[0]
-            base = f"{pkg}.{base}" if base else pkg
-        return base, a.name, bound
-    return None

@@ -28,7 +28,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attngraph.lower.codegen_bundle import Bundle, _local
+from attngraph.lower.codegen_bundle import Bundle
+from attngraph.lower.codegen_source import is_local
 
 __all__ = ["Doc", "Literals", "Pair", "ref", "render"]
 
@@ -352,7 +353,7 @@ class Literals:
         ``Step`` is a local named after its node (its loops list it several times)."""
         name = self.bundle.require(type(v))
         scalar = all(x is None or isinstance(x, (bool, int, float, str)) for x in v)
-        is_step = type(v).__name__ == "Step" and _local(type(v).__module__)
+        is_step = type(v).__name__ == "Step" and is_local(type(v).__module__)
         if is_step or (scalar and len(v) <= 3):
             doc = Doc(f"{name}(", [self.value(x) for x in v], ")")
         else:
