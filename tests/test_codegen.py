@@ -195,11 +195,12 @@ def test_export_command_writes_model_code(tmp_path: Path,
     assert res.output == _doc_block("attngraph export specs/multihead_attention.yaml", "text")
 
 
-def test_the_docs_excerpt_is_the_exported_code(catalog: tuple[Path, dict]) -> None:
-    """Each part of the excerpt in docs/export-python.md (parts split at ``...``) is
-    text of the exported multihead_attention file."""
-    code = catalog[1]["multihead_attention"][2]
-    block = _doc_block("<!-- excerpt: multihead_attention -->", "python")
+@pytest.mark.parametrize("spec", ["multihead_attention", "bahdanau_translation"])
+def test_the_docs_excerpt_is_the_exported_code(catalog: tuple[Path, dict], spec: str) -> None:
+    """Each part of an excerpt in docs/export-python.md (parts split at ``...``) is
+    text of the exported file of its spec (the top-level class; a loop's body)."""
+    code = catalog[1][spec][2]
+    block = _doc_block(f"<!-- excerpt: {spec} -->", "python")
     parts = "".join(line if line.strip() != "..." else "\0"
                     for line in block.splitlines(keepends=True)).split("\0")
     assert len(parts) >= 2

@@ -23,9 +23,10 @@ copies), and the IR-reading ``__init__`` is replaced by literal constructor
 arguments written by :class:`~attngraph.lower.codegen_values.Literals` from the
 compiled instance. So a new kind exports without a code emitter of its own, and
 the exported numbers are those of the compiled model by construction. The bodies
-of ``block``, ``repeat`` and ``loop`` nodes (a loop's steps are a Python ``for``
-loop in the bundled ``Loop.forward``) run their precomputed schedule through the
-bundled ``GraphModule``; only the top-level forward is unrolled into statements.
+of ``block``, ``map``, ``repeat`` and ``loop`` nodes are written out too
+(:mod:`attngraph.lower.codegen_body`): one statement per body node, in a subclass of
+the bundled ``Loop`` (or ``Block``...), whose own logic (the Python ``for`` loop over
+the steps, carries, feeds, stages) is the bundled code as written.
 
 The file's parameters are empty (``torch.empty``): it holds code, not weights.
 Buffers the state dict does not hold (rotary angles, ALiBi slopes) are written out.
@@ -40,76 +41,21 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from attngraph.errors import LoweringError
+from attngraph.lower.codegen_body import body_classes
 from attngraph.lower.codegen_bundle import Bundle
+from attngraph.lower.codegen_text import WIDTH, class_name, comment, shape, wrap, yaml_line
 from attngraph.lower.codegen_values import Doc, Literals, Pair, ref, render
 
 if TYPE_CHECKING:
-    from attngraph.ir.graph import Graph, Node, TensorType
+    from attngraph.ir.graph import Graph
     from attngraph.lower.module import AttnModel, Step
 
 __all__ = ["class_name", "python_source"]
-
-_WIDTH = 100
-
-
-def class_name(name: str) -> str:
-    """The spec's name as a class name: ``multihead_attention`` -> ``MultiheadAttention``.
-
-    >>> class_name("multihead_attention"), class_name("2d-conv")
-    ('MultiheadAttention', 'Model2dConv')
-    """
-    parts = [p for p in "".join(c if c.isalnum() else "_" for c in name).split("_") if p]
-    out = "".join(p[:1].upper() + p[1:] for p in parts) or "Model"
-    return out if out.isidentifier() else f"Model{out}"
-
 
 def _configured(cls: type) -> bool:
     """Built from literal arguments: a module class of attngraph's (not a container)."""
     return issubclass(cls, nn.Module) and not issubclass(
         cls, (nn.ModuleDict, nn.ModuleList, nn.Sequential))
-
-
-def _shape(t: TensorType) -> str:
-    """``(B, h, N, d)``: a runtime tensor's axes."""
-    dims = ["B", *([str(t.heads)] if t.heads else []), *(str(d) for d in t.dims)]
-    return "(" + ", ".join(dims) + ")"
-
-
-def _yaml_line(node: Node[Any]) -> str | None:
-    """``file:line: the line as written`` for a node with a known source line."""
-    loc = node.loc
-    if loc.text is None or loc.line <= 0:
-        return None
-    lines = loc.text.splitlines()
-    if loc.line > len(lines):
-        return None
-    text = " ".join(lines[loc.line - 1].split())
-    if not text.startswith(f"{node.id}:"):  # a node written over several lines
-        for back in range(loc.line - 1, max(0, loc.line - 6), -1):
-            head = " ".join(lines[back - 1].split())
-            if head.startswith(f"{node.id}:"):
-                return f"line {back}: {head} {text}"
-    return f"line {loc.line}: {text}"
-
-
-def _wrap(text: str, first: int, indent: int) -> str:
-    """Text for a docstring: escaped, wrapped to the width (the first line starts
-    ``first`` columns in, the others ``indent``)."""
-    import textwrap
-
-    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    lines = textwrap.wrap(text, _WIDTH - indent - 3, initial_indent=" " * (first - indent),
-                          break_long_words=False, break_on_hyphens=False)
-    lines[0] = lines[0].lstrip()
-    return ("\n" + " " * indent).join(lines)
-
-
-def _comment(text: str, indent: int) -> str:
-    pad = " " * indent
-    room = _WIDTH - indent - 2
-    if len(text) > room:
-        text = text[:room - 3] + "..."
-    return f"{pad}# {text}\n"
 
 
 class _Names:
@@ -190,7 +136,8 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     bundle.add_import("torch", "nn", "nn")
     bundle.add_import("torch", "Tensor", "Tensor")
     runtime_name = bundle.require(runtime)
-    literals = Literals(model, bundle)
+    classes = body_classes(model, graph, bundle, runtime_name, linear_group)
+    literals = Literals(model, bundle, classes=classes)
     built: list[tuple[str, str, Doc | Pair | str]] = []
     #: per node, the schedule steps its expression names (written before it)
     pending: list[tuple[str, list[tuple[str, Any]]]] = []
@@ -221,7 +168,7 @@ def _header(graph: Graph, top: str, sig: Any) -> str:
     names = ", ".join(sig.parameters)
     outs = ", ".join(name for name, _ in graph.outputs)
     title = getattr(graph, "title", None) or graph.name
-    first = _wrap(f"{title}: the PyTorch module of spec {graph.name!r}, standalone.", 3, 0)
+    first = wrap(f"{title}: the PyTorch module of spec {graph.name!r}, standalone.", 3, 0)
     return (f'"""{first}\n\n'
             "Written by ``attngraph export --format python`` (or ``model.code``). It imports\n"
             "torch only. Its parameters are empty: load the compiled model's state dict,\n"
@@ -239,7 +186,7 @@ def _header(graph: Graph, top: str, sig: Any) -> str:
 def _class_doc(graph: Graph) -> str:
     summary = " ".join(str(getattr(graph, "summary", "") or "").split())
     text = f"The model of spec {graph.name!r}" + (f": {summary}" if summary else ".")
-    return f'    """{_wrap(text, 7, 4)}"""\n\n'
+    return f'    """{wrap(text, 7, 4)}"""\n\n'
 
 
 def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair | str]],
@@ -248,29 +195,29 @@ def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair
            "        self.nodes = nn.ModuleDict()\n"]
     for nid, key, expr in built:
         node = graph.node(nid)
-        where = _yaml_line(node)
+        where = yaml_line(node)
         out.append("\n" if len(out) > 3 else "")
         hoisted = [steps for steps in pending if steps[0] == key]
         if hoisted and hoisted[0][1]:
-            out.append(_comment(f"the steps of {nid}'s body: node, kind, inputs (role, value, "
+            out.append(comment(f"the steps of {nid}'s body: node, kind, inputs (role, value, "
                                 "detach), module key", 8))
             for var, step in hoisted[0][1]:
-                out.append(f"        {var} = " + render(step, 8, _WIDTH, lead=len(var) + 3)
+                out.append(f"        {var} = " + render(step, 8, WIDTH, lead=len(var) + 3)
                            + "\n")
         if where:
-            out.append(_comment(where, 8))
+            out.append(comment(where, 8))
         target = _node_ref(key)
         alias = [f for f in literals.fixups if f[0] == f"nodes.{key}"]
         if expr == "None" and alias:  # share: the owner's module, in the node's place
             literals.fixups.remove(alias[0])
             expr = alias[0][1]
-        out.append(f"        {target} = " + render(expr, 8, _WIDTH, lead=len(target) + 3) + "\n")
+        out.append(f"        {target} = " + render(expr, 8, WIDTH, lead=len(target) + 3) + "\n")
     if literals.fixups:
         out.append("        # shared modules and parameters (share:, tie:) and references\n")
         for path, value in literals.fixups:
             parent, _, last = path.rpartition(".")
             target = ref(path)
-            text = render(value, 8, _WIDTH, lead=len(target) + 3) if isinstance(
+            text = render(value, 8, WIDTH, lead=len(target) + 3) if isinstance(
                 value, (Doc, Pair)) else value
             if target.endswith(f".{last}") and target.startswith("self.") and \
                     "getattr" not in target:
@@ -298,7 +245,7 @@ def _forward(model: AttnModel, graph: Graph, sig: Any, runtime: str, group: str 
     params = [f"{n}: Tensor | None = None" if p.default is None else f"{n}: Tensor"
               for n, p in sig.parameters.items()]
     head = "    def forward(self, " + ", ".join(params) + ") -> dict[str, Tensor]:\n"
-    if len(head) > _WIDTH + 1:
+    if len(head) > WIDTH + 1:
         head = ("    def forward(\n" + "".join(f"        {p},\n" for p in ["self", *params])
                 + "    ) -> dict[str, Tensor]:\n")
     outs = ", ".join(name for name, _ in graph.outputs)
@@ -310,7 +257,7 @@ def _forward(model: AttnModel, graph: Graph, sig: Any, runtime: str, group: str 
     lines.append("            self.aux = rt.finish()\n")
     ret = Doc("return {", [Pair(f"{name!r}: ", names.of[k] + (".detach()" if det else ""))
                            for name, k, det in model.out_keys], "}")
-    lines.append("        " + render(ret, 8, _WIDTH) + "\n")
+    lines.append("        " + render(ret, 8, WIDTH) + "\n")
     return "".join(lines)
 
 
@@ -330,7 +277,7 @@ def _bind_inputs(model: AttnModel, runtime: str, reads: set[str]) -> list[str]:
         kw.append(f"dtype=next(self.{which}()).dtype")
     if first is not None:
         kw.append(f"device={first}.device")
-    out = ["        rt = " + render(Doc(f"{runtime}(", list(kw), ")"), 8, _WIDTH, lead=5) + "\n"]
+    out = ["        rt = " + render(Doc(f"{runtime}(", list(kw), ")"), 8, WIDTH, lead=5) + "\n"]
     masks = [a for a in args if a.port == "mask"]
     if masks:
         out.append("        # padding masks (True = a real item), by the length they mask\n")
@@ -364,39 +311,38 @@ def _statement(st: Step, model: AttnModel, graph: Graph, names: _Names, reads: s
     """The lines of one scheduled node (or stacked group of linears)."""
     node = graph.node(st.node)
     out = ["\n"]
-    where = _yaml_line(node)
+    where = yaml_line(node)
     if where:
-        out.append(_comment(where, 8))
+        out.append(comment(where, 8))
     x = Doc("{", [Pair(f"{inp.role!r}: ", names.of[inp.key] + (".detach()" if inp.detach
                                                                   else ""))
                   for inp in st.inputs], "}")
     members = model.groups.get(st.node)
     if members and group is not None:
         mods = Doc("[", [Doc("(", [repr(m), _node_ref(_key(m))], ")") for m in members], "]")
-        out.append(_comment(f"{', '.join(members)}: one matmul over their stacked weights", 8))
+        out.append(comment(f"{', '.join(members)}: one matmul over their stacked weights", 8))
         call = Doc(f"{group}(", [mods, x, "rt"], ")")
-        out.append("        grouped = " + render(call, 8, _WIDTH, lead=10) + "\n")
+        out.append("        grouped = " + render(call, 8, WIDTH, lead=10) + "\n")
         for m in members:
             var = names.new(m)
-            shape = _shape(graph.node(m).types[""])
-            out.append(f"        {var} = grouped[{m!r}]  # {shape}\n")
+            out.append(f"        {var} = grouped[{m!r}]  # {shape(graph.node(m).types[''])}\n")
         return out
     call = Doc(f"{_node_ref(st.key)}(", [x, "rt"], ")")
     ports = list(node.types)
     if ports == [""]:
         var = names.new(st.node)
-        shape = f"  # {_shape(node.types[''])}"
-        text = render(call, 8, _WIDTH, lead=len(var) + 3, tail=len(shape))
-        out.append(f"        {var} = {text}{shape if chr(10) not in text else ''}\n")
+        note = f"  # {shape(node.types[''])}"
+        text = render(call, 8, WIDTH, lead=len(var) + 3, tail=len(note))
+        out.append(f"        {var} = {text}{note}\n")
         return out
     res = names.new(f"{st.node}_out")
-    out.append(f"        {res} = " + render(call, 8, _WIDTH, lead=len(res) + 3) + "\n")
+    out.append(f"        {res} = " + render(call, 8, WIDTH, lead=len(res) + 3) + "\n")
     for port in ports:
         k = f"{st.node}.{port}" if port else st.node
         if k not in reads:
             continue
         var = names.new(k)
-        out.append(f"        {var} = {res}[{port!r}]  # {_shape(node.types[port])}\n")
+        out.append(f"        {var} = {res}[{port!r}]  # {shape(node.types[port])}\n")
     return out
 
 

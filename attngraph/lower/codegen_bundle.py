@@ -136,6 +136,14 @@ class Bundle:
         self.names[alt] = obj
         return alt
 
+    def claim(self, name: str) -> str:
+        """A free file-level name for generated code: ``name``, else one like it."""
+        return self._claim(name, ("generated", name), "generated")
+
+    def add_def(self, name: str, source: str) -> None:
+        """Append generated code (after what it uses, already added)."""
+        self.defs.append(_Def(name, source.encode()))
+
     def add_import(self, module: str, name: str | None, alias: str) -> str:
         """An import line (``from module import name as alias`` or ``import module as
         alias``); returns the name it binds."""

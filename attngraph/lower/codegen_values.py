@@ -143,8 +143,11 @@ class Literals:
     every module and parameter); names come from and go into ``bundle``.
     """
 
-    def __init__(self, model: nn.Module, bundle: Bundle) -> None:
+    def __init__(self, model: nn.Module, bundle: Bundle, *,
+                 classes: dict[str, str] | None = None) -> None:
         self.bundle = bundle
+        #: the class to build the module at a path with, where not its own
+        self.classes = classes or {}
         self.home: dict[int, str] = {}
         for name, m in model.named_modules():
             self.home.setdefault(id(m), name)
@@ -236,7 +239,7 @@ class Literals:
     def _configured(self, m: nn.Module, path: str) -> Doc:
         """A lowering class's instance, built by keyword: attributes, parameters,
         submodules, then buffers (``buffers={name: (tensor, persistent)}``)."""
-        name = self.bundle.require(type(m))
+        name = self.classes.get(path) or self.bundle.require(type(m))
         items: list[Doc | Pair | str] = []
         for k, v in m.__dict__.items():
             if k in _BASE:
