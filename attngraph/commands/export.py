@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from attngraph.cli import main, run_stage, spec_argument, write_output
@@ -70,16 +72,16 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
     click.echo(f"run it: torch.export.load('{output}').module()({args})")
 
 
-def _write_python(model: object, output: str) -> None:
+def _write_python(model: Any, output: str) -> None:
     """Write ``model.code`` to ``output`` and say how to run it."""
     from pathlib import Path
 
     from attngraph.lower.codegen import class_name
 
-    write_output(output, model.code)  # type: ignore[attr-defined]
-    graph = model.graph  # type: ignore[attr-defined]
+    write_output(output, model.code)
+    graph = model.graph
     cls = class_name(graph.name)
-    args = ", ".join(model.binder.signature().parameters)  # type: ignore[attr-defined]
+    args = ", ".join(model.binder.signature().parameters)
     click.echo(f"wrote {output}: PyTorch module {cls} of {graph.name} (python; imports torch "
                "only, parameters empty)")
     click.echo(f"run it: from {Path(output).stem} import {cls}; model = {cls}(); "
