@@ -78,30 +78,43 @@ def _module(nid: str) -> str:
     return plain if plain == f"self.nodes.{nid}" else f"self.nodes[{nid!r}]"
 
 
+def _staged(m: Any) -> bool:
+    """A loop runs its body a stage at a time; a block, map or repeat round runs all
+    of it (``run``: the whole plan) each time."""
+    return any(c.__name__ == "Loop" for c in type(m).__mro__)
+
+
 def _exec_source(m: Any, g: Graph, runtime: str, group: str | None) -> str:
-    """The generated ``_exec`` of one body: its nodes in order, guarded by the stage."""
+    """The generated ``_exec`` of one body: its nodes in order (in a loop, each run
+    when the stage holds it)."""
+    staged = _staged(m)
     lines = [
         "    def _exec(self, schedule: list[Any], vals: dict[str, Tensor], rt: "
         f"{runtime},\n",
         "              drop: tuple[tuple[str, ...], ...] = ()) -> None:\n",
-        '        """Run the nodes of ``schedule`` (a stage of the body) on ``vals``."""\n',
-        "        todo = {st.node for st in schedule}\n",
+        '        """Run the nodes of ``schedule`` (a stage of the body) on ``vals``."""\n'
+        if staged else '        """Run the body\'s nodes on ``vals`` (``schedule`` is all of '
+        'them)."""\n',
     ]
+    if staged:
+        lines.append("        todo = {st.node for st in schedule}\n")
+    pad = " " * (12 if staged else 8)
     for st in m.plan:
         node = g.node(st.node)
-        lines.append(f"        if {st.node!r} in todo:\n")
+        if staged:
+            lines.append(f"        if {st.node!r} in todo:\n")
         where = yaml_line(node)
         if where:
-            lines.append(comment(where, 12))
+            lines.append(comment(where, len(pad)))
         x = Doc("{", [Pair(f"{inp.role!r}: ", _value(inp.key, inp.detach))
                       for inp in st.inputs], "}")
         members = m.groups.get(st.node)
         if members and group is not None:
             lines.append(comment(f"{', '.join(members)}: one matmul over their stacked "
-                                 "weights", 12))
+                                 "weights", len(pad)))
             mods = Doc("[", [Doc("(", [repr(k), _module(k)], ")") for k in members], "]")
             call = Doc(f"{group}(", [mods, x, "rt"], ")")
-            lines.append("            vals.update(" + render(call, 12, WIDTH, lead=12, tail=1)
+            lines.append(f"{pad}vals.update(" + render(call, len(pad), WIDTH, lead=12, tail=1)
                          + ")\n")
             continue
         call = Doc(f"{_module(st.node)}(", [x, "rt"], ")")
@@ -109,14 +122,14 @@ def _exec_source(m: Any, g: Graph, runtime: str, group: str | None) -> str:
         if ports == [""]:
             target = f"vals[{st.node!r}]"
             note = f"  # {shape(node.types[''])}"
-            text = render(call, 12, WIDTH, lead=len(target) + 3, tail=len(note))
-            lines.append(f"            {target} = {text}{note}\n")
+            text = render(call, len(pad), WIDTH, lead=len(target) + 3, tail=len(note))
+            lines.append(f"{pad}{target} = {text}{note}\n")
             continue
-        text = render(call, 12, WIDTH, lead=6)
-        lines.append(f"            out = {text}\n")
+        text = render(call, len(pad), WIDTH, lead=6)
+        lines.append(f"{pad}out = {text}\n")
         lines.append(comment("ports: " + ", ".join(f"{p or repr(p)} {shape(t)}"
-                                                   for p, t in node.types.items()), 12))
-        lines.append(f"            vals.update({{f'{st.node}.{{p}}' if p else {st.node!r}: v "
+                                                   for p, t in node.types.items()), len(pad)))
+        lines.append(f"{pad}vals.update({{f'{st.node}.{{p}}' if p else {st.node!r}: v "
                      "for p, v in out.items()})\n")
     return "".join(lines)
 
@@ -139,8 +152,10 @@ def body_classes(model: nn.Module, graph: Graph, bundle: Bundle, runtime: str,
         name = bundle.claim(class_name(str(getattr(m, "graph_name", "")) or "body") + suffix)
         bundle.add_import("typing", "Any", "Any")
         bundle.add_import("torch", "Tensor", "Tensor")
+        what = "run when\n    the loop's stage (``schedule``) holds it" if _staged(m) else \
+            "in order"
         doc = (f'    """The body {getattr(m, "graph_name", "")!r} as code: each node one '
-               "statement, run when\n    the stage (``schedule``) holds it.\"\"\"\n\n")
+               f'statement, {what}."""\n\n')
         bundle.add_def(name, f"class {name}({base}):\n{doc}{body}")
         made[(base, body)] = name
         out[path] = name

@@ -242,7 +242,9 @@ class Literals:
         name = self.classes.get(path) or self.bundle.require(type(m))
         items: list[Doc | Pair | str] = []
         for k, v in m.__dict__.items():
-            if k in _BASE:
+            if k in _BASE or (k == "_locs" and path in self.classes):
+                # (a body's node locations serve only the interpreter's errors; the
+                # generated class runs the body itself)
                 continue
             try:
                 items.append(_kv(k, self.value(v), eq=True))
@@ -261,8 +263,11 @@ class Literals:
                 self.fixups.append((f"{path}.{k}", ref(self.home[id(p)])))
             else:
                 items.append(_kv(k, self.parameter(p), eq=True))
-        for k, child in self._children(m, path):
-            items.append(_kv(k, child, eq=True))
+        kids = [_kv(k, child, eq=True) for k, child in self._children(m, path)]
+        if any(isinstance(c, (nn.ModuleDict, nn.ModuleList)) for c in m._modules.values()):
+            items = kids + items  # what a block holds first, its schedule after
+        else:
+            items += kids
         if m._buffers:
             bufs = [_kv(repr(k), Doc("(", [self.buffer(b, k not in m._non_persistent_buffers_set),
                                            str(k not in m._non_persistent_buffers_set)], ")"))
