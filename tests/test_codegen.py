@@ -285,6 +285,46 @@ def test_the_file_trains_like_the_compiled_model(spec: str) -> None:
         del sys.modules[name]
 
 
+CLASH = """attngraph: 1
+name: clash
+dims: {vocab: 20, d: 8}
+inputs:
+  rt: {type: tokens, vocab: vocab}
+  torch: {type: tokens, vocab: vocab, length: M}
+nodes:
+  x: {kind: items, from: rt, embed: d}
+  grouped: {kind: keys, from: x}
+  q: {kind: queries, from: x}
+  y: {kind: items, from: torch, embed: d}
+outputs: {k: grouped, q: q, y: y, m: torch.mask}
+"""
+
+
+def test_inputs_named_like_forwards_own_variables() -> None:
+    """Inputs named ``rt`` and ``torch`` and a node named ``grouped`` keep their names
+    in the signature; forward's own variables step aside; a mask port read as an
+    output is all True when the mask is not given, as in the compiled model."""
+    model = attngraph.compile(loads_spec(CLASH), seed=0).eval()
+    code = model.code
+    assert "def forward(\n        self,\n        rt: Tensor,\n        torch: Tensor," in code
+    mod = _load(code, "clash_export")
+    try:
+        ours = mod.Clash()
+        ours.load_state_dict(model.state_dict())
+        ours.eval()
+        rt, tk = torch.randint(0, 20, (2, 5)), torch.randint(0, 20, (2, 3))
+        for masks in ({}, {"rt_mask": torch.tensor([[True] * 5, [True, True, False, False,
+                                                                 False]])}):
+            with torch.no_grad():
+                got, want = ours(rt, tk, **masks), model(rt, tk, **masks)
+            assert list(got) == list(want)
+            for k in want:
+                assert torch.equal(got[k], want[k]), k
+        assert bool(got["m"].all())
+    finally:
+        del sys.modules["clash_export"]
+
+
 def test_a_node_that_cannot_be_written_is_a_located_error() -> None:
     """A node module holding a value with no literal form: one LoweringError naming the
     node, at its line, with a hint, not a traceback from inside the generator."""

@@ -64,10 +64,20 @@ class _Names:
     def __init__(self, taken: set[str]) -> None:
         self.taken = set(taken)
         self.of: dict[str, str] = {}
+        #: the name of a stacked group's results
+        self.grouped = "grouped"
 
     def bind(self, key: str, name: str) -> None:
         self.of[key] = name
         self.taken.add(name)
+
+    def fresh(self, base: str) -> str:
+        """A new name like ``base`` for a variable of forward's own (``rt``)."""
+        name = base
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name
 
     def new(self, key: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in key.replace(".", "_"))
@@ -232,12 +242,14 @@ def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair
 def _forward(model: AttnModel, graph: Graph, sig: Any, runtime: str, group: str | None,
              bundle: Bundle) -> str:
     args = list(sig.parameters)
-    used = {runtime, "torch", "self", "rt", "grouped"} | ({group} if group else set())
+    used = {runtime, "self"} | ({group} if group else set())
     clash = sorted(set(args) & used)
     if clash:
         msg = f"input '{clash[0]}' has a name the exported forward uses"
         raise LoweringError(msg, None, "rename the input to export the model as Python")
     names = _Names(set(bundle.names) | set(args) | used | set(keyword.kwlist))
+    rt = names.fresh("rt")
+    names.grouped = names.fresh("grouped")
     binder = model.binder
     for a in binder.args:
         names.bind(f"{a.input}.{a.port}" if a.port else a.input, a.name)
@@ -250,18 +262,19 @@ def _forward(model: AttnModel, graph: Graph, sig: Any, runtime: str, group: str 
                 + "    ) -> dict[str, Tensor]:\n")
     outs = ", ".join(name for name, _ in graph.outputs)
     lines = [head, f'        """{", ".join(args)} -> {{{outs}}}."""\n']
-    lines += _bind_inputs(model, runtime, reads)
+    lines += _bind_inputs(model, runtime, reads, rt)
     for st in model.plan:
-        lines += _statement(st, model, graph, names, reads, group)
-    lines.append("        if rt.aux or rt.steps:  # per-node extras, stacked over loop steps\n")
-    lines.append("            self.aux = rt.finish()\n")
+        lines += _statement(st, model, graph, names, reads, group, rt)
+    lines.append(f"        if {rt}.aux or {rt}.steps:  # per-node extras, stacked over loop "
+                 "steps\n")
+    lines.append(f"            self.aux = {rt}.finish()\n")
     ret = Doc("return {", [Pair(f"{name!r}: ", names.of[k] + (".detach()" if det else ""))
                            for name, k, det in model.out_keys], "}")
     lines.append("        " + render(ret, 8, WIDTH) + "\n")
     return "".join(lines)
 
 
-def _bind_inputs(model: AttnModel, runtime: str, reads: set[str]) -> list[str]:
+def _bind_inputs(model: AttnModel, runtime: str, reads: set[str], rt: str) -> list[str]:
     """The runtime state: batch, dtype and device of the inputs, padding masks."""
     args = model.binder.args
     first = next(a for a in args if not a.port).name if args else None
@@ -277,7 +290,8 @@ def _bind_inputs(model: AttnModel, runtime: str, reads: set[str]) -> list[str]:
         kw.append(f"dtype=next(self.{which}()).dtype")
     if first is not None:
         kw.append(f"device={first}.device")
-    out = ["        rt = " + render(Doc(f"{runtime}(", list(kw), ")"), 8, WIDTH, lead=5) + "\n"]
+    out = [f"        {rt} = " + render(Doc(f"{runtime}(", list(kw), ")"), 8, WIDTH,
+                                          lead=len(rt) + 3) + "\n"]
     masks = [a for a in args if a.port == "mask"]
     if masks:
         out.append("        # padding masks (True = a real item), by the length they mask\n")
@@ -287,27 +301,27 @@ def _bind_inputs(model: AttnModel, runtime: str, reads: set[str]) -> list[str]:
         fill = f"{a.input}.mask" in reads
         if fill:
             out.append(f"        if {a.name} is None:\n")
-            out.append(f"            {a.name} = torch.ones({x}.shape[:{1 + a.t.rank}], "
-                       f"dtype=torch.bool, device={x}.device)\n")
+            out.append(f"            {a.name} = {x}.new_ones({x}.shape[:{1 + a.t.rank}], "
+                       "dtype=bool)\n")
             out.append("        else:\n")
             pad = "            "
         else:
             out.append(f"        if {a.name} is not None:\n")
             pad = "            "
         if a.t.rank == 2:  # nested tokens: a sentence is real when a word of it is
-            out.append(f"{pad}rt.masks[{str(a.t.dims[0])!r}] = {a.name}.any(-1)\n")
-            out.append(f"{pad}rt.masks[{str(a.t.dims[1])!r}] = {a.name}\n")
+            out.append(f"{pad}{rt}.masks[{str(a.t.dims[0])!r}] = {a.name}.any(-1)\n")
+            out.append(f"{pad}{rt}.masks[{str(a.t.dims[1])!r}] = {a.name}\n")
         else:
             sym = str(a.t.dims[0])
-            op = f"rt.masks.setdefault({sym!r}, {a.name})" if sym in seen else \
-                f"rt.masks[{sym!r}] = {a.name}"
+            op = f"{rt}.masks.setdefault({sym!r}, {a.name})" if sym in seen else \
+                f"{rt}.masks[{sym!r}] = {a.name}"
             out.append(f"{pad}{op}\n")
             seen.add(sym)
     return out
 
 
 def _statement(st: Step, model: AttnModel, graph: Graph, names: _Names, reads: set[str],
-               group: str | None) -> list[str]:
+               group: str | None, rt: str) -> list[str]:
     """The lines of one scheduled node (or stacked group of linears)."""
     node = graph.node(st.node)
     out = ["\n"]
@@ -321,13 +335,16 @@ def _statement(st: Step, model: AttnModel, graph: Graph, names: _Names, reads: s
     if members and group is not None:
         mods = Doc("[", [Doc("(", [repr(m), _node_ref(_key(m))], ")") for m in members], "]")
         out.append(comment(f"{', '.join(members)}: one matmul over their stacked weights", 8))
-        call = Doc(f"{group}(", [mods, x, "rt"], ")")
-        out.append("        grouped = " + render(call, 8, WIDTH, lead=10) + "\n")
+        call = Doc(f"{group}(", [mods, x, rt], ")")
+        grouped = names.grouped
+        out.append(f"        {grouped} = " + render(call, 8, WIDTH, lead=len(grouped) + 3)
+                   + "\n")
         for m in members:
             var = names.new(m)
-            out.append(f"        {var} = grouped[{m!r}]  # {shape(graph.node(m).types[''])}\n")
+            out.append(f"        {var} = {grouped}[{m!r}]  # "
+                       f"{shape(graph.node(m).types[''])}\n")
         return out
-    call = Doc(f"{_node_ref(st.key)}(", [x, "rt"], ")")
+    call = Doc(f"{_node_ref(st.key)}(", [x, rt], ")")
     ports = list(node.types)
     if ports == [""]:
         var = names.new(st.node)
