@@ -339,6 +339,37 @@ def test_a_node_that_cannot_be_written_is_a_located_error() -> None:
     assert "pt2" in (d.hint or "")
 
 
+def test_a_node_class_without_source_is_a_located_error() -> None:
+    """A node module whose class has no readable source (made at run time, as in a
+    notebook): one LoweringError naming the node at its line, not a traceback."""
+    model = attngraph.compile(ROOT / "specs" / "multihead_attention.yaml", seed=0)
+    ns: dict[str, Any] = {}
+    exec("import torch\nclass Ghost(torch.nn.Module):\n"  # noqa: S102
+         "    def forward(self, x, rt):\n        return x['scores']\n", ns)
+    ns["Ghost"].__module__ = "attngraph.lower.ghost"
+    model.nodes["p"].__class__ = ns["Ghost"]
+    with pytest.raises(LoweringError) as e:
+        _ = model.code
+    d = e.value.diagnostics[0]
+    assert d.message.startswith("node 'p' (softmax) cannot be exported as Python")
+    assert d.loc.line == 25
+
+
+def test_an_input_named_by_a_keyword_is_refused_at_its_line() -> None:
+    """An input forward cannot take as a Python parameter (``lambda``): one located
+    error saying so."""
+    text = SHARED.replace("  tok: {type: tokens, vocab: vocab}\n",
+                          "  tok: {type: tokens, vocab: vocab}\n  lambda: {type: vector, dim: d}\n")
+    model = attngraph.compile(loads_spec(text), seed=0)
+    with pytest.raises(LoweringError) as e:
+        _ = model.code
+    d = e.value.diagnostics[0]
+    assert d.message == ("input 'lambda': its name is a Python keyword, which forward "
+                         "cannot take")
+    assert d.loc.line == 6
+    assert "rename the input" in (d.hint or "")
+
+
 @pytest.mark.slow
 def test_every_mechanism_file_equals_the_compiled_model_without_attngraph(
         tmp_path: Path) -> None:

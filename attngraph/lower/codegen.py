@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 
 __all__ = ["class_name", "python_source"]
 
+#: what writing a node can fail with: a value without a literal form (TypeError), a
+#: class or function whose source cannot be read (OSError: defined in a notebook or
+#: ``__main__``; SyntaxError, KeyError: a module not loaded from a file)
+_UNWRITABLE = (TypeError, OSError, SyntaxError, KeyError)
+
+
 def _configured(cls: type) -> bool:
     """Built from literal arguments: a module class of attngraph's (not a container)."""
     return issubclass(cls, nn.Module) and not issubclass(
@@ -136,8 +142,11 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     graph: Graph = model.graph
     sig = model.binder.signature()
     if sig is None:
-        msg = f"{graph.name}: an input name is a Python keyword; forward cannot take it"
-        raise LoweringError(msg, graph.inputs[0].loc if graph.inputs else None,
+        bad = next((n for n in graph.inputs if keyword.iskeyword(n.id)
+                    or not n.id.isidentifier()), None)
+        name = bad.id if bad is not None else "?"
+        msg = f"input '{name}': its name is a Python keyword, which forward cannot take"
+        raise LoweringError(msg, bad.loc if bad is not None else None,
                             "rename the input to export the model as Python")
     top = class_name(graph.name)
     bundle = Bundle(configured=_configured)
@@ -146,7 +155,11 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     bundle.add_import("torch", "nn", "nn")
     bundle.add_import("torch", "Tensor", "Tensor")
     runtime_name = bundle.require(runtime)
-    classes = body_classes(model, graph, bundle, runtime_name, linear_group)
+    try:
+        classes = body_classes(model, graph, bundle, runtime_name, linear_group)
+    except _UNWRITABLE as exc:
+        msg = f"{graph.name}: a block or loop body cannot be exported as Python: {exc}"
+        raise LoweringError(msg, None, "export it as pt2 instead") from exc
     literals = Literals(model, bundle, classes=classes)
     built: list[tuple[str, str, Doc | Pair | str]] = []
     #: per node, the schedule steps its expression names (written before it)
@@ -159,7 +172,7 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
             expr = literals.module(mod, f"nodes.{key}")
             pending.append((key, literals.pending))
             literals.pending = []
-        except TypeError as exc:
+        except _UNWRITABLE as exc:  # a value with no literal form; code with no source
             node = graph.node(nid)
             msg = f"node '{nid}' ({node.kind}) cannot be exported as Python: {exc}"
             raise LoweringError(msg, node.loc, "export it as pt2 instead") from exc
