@@ -43,8 +43,18 @@ from torch import nn
 from attngraph.errors import LoweringError
 from attngraph.lower.codegen_body import body_classes
 from attngraph.lower.codegen_bundle import Bundle
-from attngraph.lower.codegen_text import WIDTH, class_name, comment, shape, wrap, yaml_line
-from attngraph.lower.codegen_values import Doc, Literals, Pair, ref, render
+from attngraph.lower.codegen_text import (
+    WIDTH,
+    Doc,
+    Pair,
+    class_name,
+    comment,
+    render,
+    shape,
+    wrap,
+    yaml_line,
+)
+from attngraph.lower.codegen_values import Literals, ref
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph

@@ -14,8 +14,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attngraph.lower.codegen_text import WIDTH, class_name, comment, shape, yaml_line
-from attngraph.lower.codegen_values import Doc, Pair, ref, render
+from attngraph.lower.codegen_text import (
+    WIDTH,
+    Doc,
+    Pair,
+    class_name,
+    comment,
+    render,
+    shape,
+    yaml_line,
+)
+from attngraph.lower.codegen_values import ref
 
 if TYPE_CHECKING:
     from torch import nn

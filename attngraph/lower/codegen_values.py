@@ -11,8 +11,8 @@ or parameter met a second time (``share``, ``tie``) and a module held outside th
 module tree (a ``prepare`` node's owner) become statements run after construction
 (:attr:`Literals.fixups`), so the state dict keys are those of the compiled model.
 
-Expressions are :class:`Doc` trees, rendered on one line when they fit and one
-item per line otherwise (:func:`render`).
+Expressions are :class:`~attngraph.lower.codegen_text.Doc` trees, rendered on one
+line when they fit and one item per line otherwise.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import dataclasses
 import inspect
 import keyword
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -30,8 +28,9 @@ from torch import Tensor, nn
 
 from attngraph.lower.codegen_bundle import Bundle
 from attngraph.lower.codegen_source import is_local
+from attngraph.lower.codegen_text import Doc, Pair, flat
 
-__all__ = ["Doc", "Literals", "Pair", "ref", "render"]
+__all__ = ["Literals", "ref"]
 
 #: Attributes every nn.Module has (not the node's own).
 _BASE = frozenset(nn.Module().__dict__) | {"training"}
@@ -39,73 +38,6 @@ _BASE = frozenset(nn.Module().__dict__) | {"training"}
 _UNSAFE = frozenset(dir(nn.ModuleDict()))
 #: Largest tensor written out as a literal (a buffer the state dict does not hold).
 MAX_LITERAL = 65536
-
-
-@dataclass
-class Doc:
-    """A bracketed list of items: ``open item, item close``; ``fill`` packs items
-    (numbers) into lines rather than one per line."""
-
-    open: str
-    items: Sequence[Doc | Pair | str]
-    close: str
-    fill: bool = False
-    single_comma: bool = False  # a one-item tuple: (x,)
-
-
-@dataclass
-class Pair:
-    """``key=value`` or ``key: value``: the value breaks as if the key were not there."""
-
-    key: str
-    value: Doc | Pair | str
-
-
-def _flat(d: Doc | Pair | str) -> str:
-    if isinstance(d, str):
-        return d
-    if isinstance(d, Pair):
-        return d.key + _flat(d.value)
-    inner = ", ".join(_flat(i) for i in d.items)
-    if d.single_comma and len(d.items) == 1:
-        inner += ","
-    return d.open + inner + d.close
-
-
-def render(d: Doc | Pair | str, indent: int = 0, width: int = 100, *, tail: int = 0,
-           lead: int = 0) -> str:
-    """``d`` as code starting at column ``indent``: on one line when it fits (with
-    ``tail`` more characters after it), else its items one per line.
-
-    >>> render(Doc("f(", ["1", "x=2"], ")"))
-    'f(1, x=2)'
-    >>> print(render(Doc("f(", ["a" * 40, "b" * 40], ")"), width=60))
-    f(
-        aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,
-        bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb,
-    )
-    """
-    if isinstance(d, Pair):
-        return d.key + render(d.value, indent, width, tail=tail, lead=lead + len(d.key))
-    flat = _flat(d)
-    if isinstance(d, str) or indent + lead + len(flat) + tail <= width or not d.items:
-        return flat
-    pad = " " * (indent + 4)
-    if d.fill:
-        lines: list[str] = []
-        cur = ""
-        for item in d.items:
-            s = _flat(item) + ","
-            if cur and len(pad) + len(cur) + 1 + len(s) > width:
-                lines.append(cur)
-                cur = s
-            else:
-                cur = f"{cur} {s}" if cur else s
-        lines.append(cur)
-        body = "".join(f"{pad}{line}\n" for line in lines)
-    else:
-        body = "".join(f"{pad}{render(i, indent + 4, width, tail=1)},\n" for i in d.items)
-    return d.open + "\n" + body + " " * indent + d.close
 
 
 def _safe(part: str) -> bool:
@@ -345,9 +277,9 @@ class Literals:
                 return Doc("[", elems, "]", fill=atoms)
             return Doc("(", elems, ")", single_comma=True, fill=atoms)
         if isinstance(v, dict):
-            return Doc("{", [_kv(_flat(self.value(k)), self.value(x)) for k, x in v.items()], "}")
+            return Doc("{", [_kv(flat(self.value(k)), self.value(x)) for k, x in v.items()], "}")
         if isinstance(v, (set, frozenset)):
-            members = sorted((self.value(x) for x in v), key=_flat)
+            members = sorted((self.value(x) for x in v), key=flat)
             if not members:
                 return f"{type(v).__name__}()"
             return Doc(f"{type(v).__name__}({{", members, "})")
