@@ -6,7 +6,10 @@ in the module of this package with its family's name (``attention``, ``scorers``
 :mod:`attngraph.lower.module` holds the rule interface and the module that walks
 the schedule, ``inputs`` the binding and checking of forward's arguments, ``names``
 the dict of node modules keyed by id; ``masks``, ``banded`` and ``normalisers`` the
-shared numerics.
+shared numerics. ``codegen`` writes ``model.code``, the model as a standalone PyTorch
+file (``codegen_bundle`` and ``codegen_source`` copy the lowering code it runs,
+``codegen_values`` the literal arguments of its modules, ``codegen_body`` the bodies of
+blocks and loops, ``codegen_text`` the layout).
 """
 
 from __future__ import annotations

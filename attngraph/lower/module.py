@@ -467,6 +467,16 @@ class AttnModel(GraphModule):
         replica._install_forward()
         return replica
 
+    @property
+    def code(self) -> str:
+        """The source of a standalone PyTorch file that computes what this model does:
+        one class per concept the spec uses and a straight-line ``forward``, importing
+        torch only; its parameters take this model's state dict (see
+        :mod:`attngraph.lower.codegen`; ``attngraph export --format python`` writes it)."""
+        from attngraph.lower.codegen import python_source
+
+        return python_source(self, runtime=Runtime, linear_group=_run_linear_group)
+
     def _positional_inputs(self, args: tuple[Tensor | None, ...],
                            inputs: dict[str, Tensor | None]) -> dict[str, Tensor | None]:
         """The positional arguments by name (the signature's order), with the others."""

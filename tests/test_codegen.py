@@ -1,0 +1,379 @@
+"""``model.code`` and ``attngraph export --format python``: a standalone PyTorch file
+that imports torch only, takes the compiled model's state dict, and returns what the
+compiled model returns (to 1e-6, eval mode) in a process where attngraph cannot be
+imported."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+
+import attngraph  # noqa: E402
+from attngraph.cli import main  # noqa: E402
+from attngraph.errors import LoweringError  # noqa: E402
+from attngraph.lower.codegen import class_name  # noqa: E402
+from attngraph.lower.examples import random_inputs  # noqa: E402
+from attngraph.pipeline import loads_spec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.yaml"))
+MECHANISMS = sorted((ROOT / "mechanisms").glob("*.yaml"))
+
+#: imports every exported file in a process where attngraph cannot be imported, runs
+#: it on the saved inputs with the saved state dict (strictly: every name matches),
+#: and saves its outputs next to it
+RUNNER = """
+import importlib, sys
+sys.modules["attngraph"] = None  # any import of attngraph now fails
+try:
+    import attngraph.lower
+except ImportError:
+    pass
+else:
+    raise SystemExit("attngraph is importable")
+import torch
+folder = sys.argv[1]
+sys.path.insert(0, folder)
+for name in sys.argv[2:]:
+    data = torch.load(f"{folder}/{name}.pt")
+    model = getattr(importlib.import_module(name), data["cls"])()
+    model.load_state_dict(data["state"])
+    model.eval()
+    with torch.no_grad():
+        out = model(**data["inputs"])
+    torch.save(out, f"{folder}/{name}.out.pt")
+"""
+
+
+def masked_inputs(model: Any, *, batch: int = 3, length: int = 6,
+                  seed: int = 0) -> dict[str, Any]:
+    """Random inputs of the model's types, with a padding mask for every input that
+    takes one: example 0 full, example 1 two items shorter, example 2 half as long
+    (positions into a padded input point at its real items)."""
+    inputs = random_inputs(model.graph, batch=batch, length=length,
+                           generator=torch.Generator().manual_seed(seed))
+    for a in model.binder.args:
+        if a.port != "mask" or a.t.rank != 1:
+            continue
+        n = inputs[a.input].shape[1]
+        lengths = torch.tensor([n, max(1, n - 2), max(1, n // 2)][:batch])
+        inputs[a.name] = torch.arange(n)[None, :] < lengths[:, None]
+    for a in model.binder.args:  # positions point at real items of their input
+        items = inputs.get(f"{a.of}_mask") if a.of is not None else None
+        if items is not None:
+            inputs[a.input] = inputs[a.input] % items.sum(-1)[:, None]
+    return inputs
+
+
+def _export_all(paths: list[Path], folder: Path) -> dict[str, tuple[Any, dict, str]]:
+    """Write each spec's file (``model.code``) and its state dict and inputs; run them
+    all in one process without attngraph. Returns name -> (model, wanted outputs, code)."""
+    made: dict[str, tuple[Any, dict, str]] = {}
+    for path in paths:
+        name = path.stem
+        model = attngraph.compile(path, seed=0).eval()
+        code = model.code
+        (folder / f"{name}.py").write_text(code, encoding="utf-8")
+        inputs = masked_inputs(model)
+        with torch.no_grad():
+            want = model(**inputs)
+        torch.save({"state": model.state_dict(), "inputs": inputs,
+                    "cls": class_name(model.graph.name)}, folder / f"{name}.pt")
+        made[name] = (model, want, code)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-I", "-c", RUNNER, str(folder), *made],
+                         capture_output=True, text=True, timeout=600, env=env, check=False,
+                         cwd=folder)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return made
+
+
+def _assert_same_outputs(folder: Path, made: dict[str, tuple[Any, dict, str]]) -> None:
+    for name, (_, want, _) in made.items():
+        got = torch.load(folder / f"{name}.out.pt")
+        assert list(got) == list(want), name
+        for k in want:
+            assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, (name, k)
+            torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=0,
+                                       msg=lambda m, n=name, o=k: f"{n}.{o}: {m}")
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("codegen")
+    return folder, _export_all(SPECS, folder)
+
+
+def test_every_catalog_file_equals_the_compiled_model_without_attngraph(
+        catalog: tuple[Path, dict]) -> None:
+    """For each of the 16 catalog specs, the exported file, run where attngraph cannot
+    be imported with the compiled model's state dict (loaded strictly: the parameter
+    names are the same), returns the same outputs on padded inputs to 1e-6."""
+    folder, made = catalog
+    assert len(made) == len(SPECS) == 16
+    _assert_same_outputs(folder, made)
+
+
+def test_files_import_torch_only_and_are_ruff_clean(catalog: tuple[Path, dict]) -> None:
+    """Every exported file parses, imports torch and the standard library only, and
+    passes ruff with the project's rules (imports sorted, lines <= 100, no undefined
+    names)."""
+    folder, made = catalog
+    for name, (_, _, code) in made.items():
+        tree = ast.parse(code)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                tops = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                tops = {(node.module or "").split(".")[0]}
+            else:
+                continue
+            assert tops <= {"torch", "__future__", *sys.stdlib_module_names}, (name, tops)
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
+                           str(ROOT / "pyproject.toml"), *(str(folder / f"{n}.py")
+                                                            for n in made)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert ruff.returncode == 0, ruff.stdout[-3000:]
+
+
+def test_forward_is_one_statement_per_node_with_shape_comments(
+        catalog: tuple[Path, dict]) -> None:
+    """The top-level forward of multihead_attention: each node's statement is named
+    after its id, under its YAML line, with its output shape; k and v share one matmul
+    (the compiled model's stacked linear); the outputs are returned by name."""
+    _, made = catalog
+    code = made["multihead_attention"][2]
+    forward = code[code.index("    def forward(self, tokens: Tensor"):]
+    for line in [
+        "        # line 24: score: {kind: scorer, fn: scaled_dot, query: q, key: k, label: e}\n"
+        "        score = self.nodes.score({'query': q, 'key': k}, rt)  # (B, 4, 1, N)\n",
+        "        p = self.nodes.p({'scores': score}, rt)  # (B, 4, 1, N)\n",
+        "        k = grouped['k']  # (B, 4, N, 8)\n",
+        "        v = grouped['v']  # (B, 4, N, 8)\n",
+        "        z = self.nodes.z({'weights': p, 'values': v}, rt)  # (B, 1, 32)\n",
+        "        return {'logits': logits, 'attention': p}\n",
+    ]:
+        assert line in forward, line
+    assert "class MultiheadAttention(nn.Module):" in code
+    assert "def forward(self, tokens: Tensor, tokens_mask: Tensor | None = None)" in code
+    # one class per concept the spec uses, with the lowering code's own shape comments
+    for cls in ("class Proj(NodeModule):", "class ScaledDot(Dot):",
+                "class Softmax(NodeModule):", "class Readout(_ReadoutOut):"):
+        assert cls in code, cls
+
+
+DOC = ROOT / "docs" / "export-python.md"
+
+
+def _doc_block(marker: str, fence: str) -> str:
+    """The fenced block of docs/export-python.md after ``marker`` (a line of it)."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(f"```{fence}\n", text.index(marker)) + len(fence) + 4
+    return text[start:text.index("```", start)]
+
+
+def test_export_command_writes_model_code(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`attngraph export SPEC --format python -o FILE` writes exactly ``model.code`` of
+    the compiled spec and prints what docs/export-python.md shows."""
+    spec = ROOT / "specs" / "multihead_attention.yaml"
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["export", str(spec), "--format", "python", "-o", "mha.py"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "mha.py").read_text(encoding="utf-8") == \
+        attngraph.compile(spec, seed=0).code
+    assert res.output == _doc_block("attngraph export specs/multihead_attention.yaml", "text")
+
+
+@pytest.mark.parametrize("spec", ["multihead_attention", "bahdanau_translation"])
+def test_the_docs_excerpt_is_the_exported_code(catalog: tuple[Path, dict], spec: str) -> None:
+    """Each part of an excerpt in docs/export-python.md (parts split at ``...``) is
+    text of the exported file of its spec (the top-level class; a loop's body)."""
+    code = catalog[1][spec][2]
+    block = _doc_block(f"<!-- excerpt: {spec} -->", "python")
+    parts = "".join(line if line.strip() != "..." else "\0"
+                    for line in block.splitlines(keepends=True)).split("\0")
+    assert len(parts) >= 2
+    for part in parts:
+        assert part in code, part[:200]
+
+
+def _load(code: str, name: str) -> types.ModuleType:
+    """The file as a module of this process (registered: dataclasses look it up)."""
+    mod = types.ModuleType(name)
+    sys.modules[name] = mod
+    try:
+        exec(compile(code, f"{name}.py", "exec"), mod.__dict__)  # noqa: S102
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+SHARED = """attngraph: 1
+name: shared_tied
+dims: {vocab: 30, d: 8}
+inputs:
+  tok: {type: tokens, vocab: vocab}
+  other: {type: tokens, vocab: vocab, length: M}
+nodes:
+  x:  {kind: items, from: tok, embed: d}
+  keys: {kind: keys, from: x}
+  q:  {kind: queries, from: x}
+  y: {kind: items, from: other, embed: d, share: x}
+  out: {kind: linear, from: q, out: vocab, tie: x}
+outputs: {o: out, y: y, k: keys}
+"""
+
+
+def test_shared_and_tied_parameters_stay_shared() -> None:
+    """A node with ``share`` is its owner's module and a ``tie``d linear's weight is the
+    embedding table, in the file as in the compiled model; a node id that names a
+    ModuleDict attribute (``keys``) keeps its escaped key; the outputs are equal."""
+    model = attngraph.compile(loads_spec(SHARED), seed=0).eval()
+    mod = _load(model.code, "shared_tied_export")
+    try:
+        ours = mod.SharedTied()
+        ours.load_state_dict(model.state_dict())
+        ours.eval()
+        assert list(ours.state_dict()) == list(model.state_dict())
+        assert ours.nodes.y is ours.nodes.x
+        assert ours.nodes.out.weight is ours.nodes.x.embed.weight
+        tok = torch.randint(0, 30, (2, 5))
+        other = torch.randint(0, 30, (2, 3))
+        with torch.no_grad():
+            got, want = ours(tok, other), model(tok, other)
+        for k in want:
+            torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=0)
+    finally:
+        del sys.modules["shared_tied_export"]
+
+
+@pytest.mark.parametrize("spec", ["transformer_encoder", "bahdanau_translation"])
+def test_the_file_trains_like_the_compiled_model(spec: str) -> None:
+    """In training mode (a loop then teacher-forces its fed-back tokens) the file's
+    outputs and the gradients of every parameter equal the compiled model's to 1e-6
+    (the specs hold no dropout, so training mode is deterministic)."""
+    model = attngraph.compile(ROOT / "specs" / f"{spec}.yaml", seed=0).train()
+    name = f"{spec}_train_export"
+    mod = _load(model.code, name)
+    try:
+        ours = getattr(mod, class_name(model.graph.name))()
+        ours.load_state_dict(model.state_dict())
+        ours.train()
+        inputs = masked_inputs(model)
+        got, want = ours(**inputs), model(**inputs)
+        for k in want:
+            torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=0)
+        sum(v.float().square().sum() for v in got.values()).backward()
+        sum(v.float().square().sum() for v in want.values()).backward()
+        theirs = dict(model.named_parameters())
+        for pname, p in ours.named_parameters():
+            assert p.grad is not None, pname
+            torch.testing.assert_close(p.grad, theirs[pname].grad, atol=1e-6, rtol=0)
+    finally:
+        del sys.modules[name]
+
+
+CLASH = """attngraph: 1
+name: clash
+dims: {vocab: 20, d: 8}
+inputs:
+  rt: {type: tokens, vocab: vocab}
+  torch: {type: tokens, vocab: vocab, length: M}
+nodes:
+  x: {kind: items, from: rt, embed: d}
+  grouped: {kind: keys, from: x}
+  q: {kind: queries, from: x}
+  y: {kind: items, from: torch, embed: d}
+outputs: {k: grouped, q: q, y: y, m: torch.mask}
+"""
+
+
+def test_inputs_named_like_forwards_own_variables() -> None:
+    """Inputs named ``rt`` and ``torch`` and a node named ``grouped`` keep their names
+    in the signature; forward's own variables step aside; a mask port read as an
+    output is all True when the mask is not given, as in the compiled model."""
+    model = attngraph.compile(loads_spec(CLASH), seed=0).eval()
+    code = model.code
+    assert "def forward(\n        self,\n        rt: Tensor,\n        torch: Tensor," in code
+    mod = _load(code, "clash_export")
+    try:
+        ours = mod.Clash()
+        ours.load_state_dict(model.state_dict())
+        ours.eval()
+        rt, tk = torch.randint(0, 20, (2, 5)), torch.randint(0, 20, (2, 3))
+        for masks in ({}, {"rt_mask": torch.tensor([[True] * 5, [True, True, False, False,
+                                                                 False]])}):
+            with torch.no_grad():
+                got, want = ours(rt, tk, **masks), model(rt, tk, **masks)
+            assert list(got) == list(want)
+            for k in want:
+                assert torch.equal(got[k], want[k]), k
+        assert bool(got["m"].all())
+    finally:
+        del sys.modules["clash_export"]
+
+
+def test_a_node_that_cannot_be_written_is_a_located_error() -> None:
+    """A node module holding a value with no literal form: one LoweringError naming the
+    node, at its line, with a hint, not a traceback from inside the generator."""
+    model = attngraph.compile(ROOT / "specs" / "multihead_attention.yaml", seed=0)
+    model.nodes["score"].opaque = object()
+    with pytest.raises(LoweringError) as e:
+        _ = model.code
+    d = e.value.diagnostics[0]
+    assert "node 'score' (scorer) cannot be exported as Python" in d.message
+    assert "object" in d.message
+    assert d.loc.line == 24
+    assert "pt2" in (d.hint or "")
+
+
+def test_a_node_class_without_source_is_a_located_error() -> None:
+    """A node module whose class has no readable source (made at run time, as in a
+    notebook): one LoweringError naming the node at its line, not a traceback."""
+    model = attngraph.compile(ROOT / "specs" / "multihead_attention.yaml", seed=0)
+    ns: dict[str, Any] = {}
+    exec("import torch\nclass Ghost(torch.nn.Module):\n"  # noqa: S102
+         "    def forward(self, x, rt):\n        return x['scores']\n", ns)
+    ns["Ghost"].__module__ = "attngraph.lower.ghost"
+    model.nodes["p"].__class__ = ns["Ghost"]
+    with pytest.raises(LoweringError) as e:
+        _ = model.code
+    d = e.value.diagnostics[0]
+    assert d.message.startswith("node 'p' (softmax) cannot be exported as Python")
+    assert d.loc.line == 25
+
+
+def test_an_input_named_by_a_keyword_is_refused_at_its_line() -> None:
+    """An input forward cannot take as a Python parameter (``lambda``): one located
+    error saying so."""
+    text = SHARED.replace("  tok: {type: tokens, vocab: vocab}\n",
+                          "  tok: {type: tokens, vocab: vocab}\n  lambda: {type: vector, dim: d}\n")
+    model = attngraph.compile(loads_spec(text), seed=0)
+    with pytest.raises(LoweringError) as e:
+        _ = model.code
+    d = e.value.diagnostics[0]
+    assert d.message == ("input 'lambda': its name is a Python keyword, which forward "
+                         "cannot take")
+    assert d.loc.line == 6
+    assert "rename the input" in (d.hint or "")
+
+
+@pytest.mark.slow
+def test_every_mechanism_file_equals_the_compiled_model_without_attngraph(
+        tmp_path: Path) -> None:
+    """The same property for the 21 mechanisms (sharing, tying, loops, hard attention,
+    rotary and ALiBi buffers the state dict does not hold)."""
+    made = _export_all(MECHANISMS, tmp_path)
+    _assert_same_outputs(tmp_path, made)
