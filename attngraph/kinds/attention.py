@@ -87,7 +87,8 @@ class MaskSpec(Model):
     window: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
     """Query i attends only to items j with ``|i - j| <= window`` (needs scores ``[M, N]``)."""
     adjacency: Ref | None = None
-    """A graph input (or a bool ``[N, N]`` value): query i attends only to its neighbours j."""
+    """A graph input (or a bool ``[N, N]`` value): query i attends only to the nodes j with
+    ``adjacency[i, j]``, its in-neighbours (edges j → i)."""
     self_loops: bool = True
     """adjacency: each node also attends to itself, whether or not the graph has the loop."""
 
@@ -127,7 +128,8 @@ class FeatureMapSpec(NodeModel):
 
 
 class ReadoutSpec(NodeModel):
-    """z = Σ_i p_i v_i: values read with weights; heads merged by ``combine``."""
+    """z = Σ_i p_i v_i: values read with weights; heads merged by ``combine``; then an optional
+    ``out``, ``offset`` and ``act``."""
 
     kind: Literal["readout"]
     weights: Ref
@@ -146,6 +148,11 @@ class ReadoutSpec(NodeModel):
     eps: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 1e-8
     """normalize: the ε added to every real item's weight, so that a query no item chose reads the
     plain mean."""
+    offset: bool = False
+    """Add a learned vector b to the result after the heads merge: z + b (the bias of a graph
+    attention layer, GAT's and ``GATConv``'s); not with ``out``, whose own ``bias`` does this."""
+    act: Literal["none", "elu", "relu", "tanh", "leaky_relu"] = "none"
+    """The activation applied last, after ``out`` or ``offset`` (GAT's ELU between layers)."""
 
 
 def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
@@ -410,8 +417,14 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if w.heads and s.combine == "concat":
         d *= w.heads
     if s.out is not None:
+        if s.offset:
+            ctx.fail("offset adds a learned vector after the heads merge, but 'out' projects "
+                     "the result with its own bias", "offset",
+                     "drop 'offset' (out's bias: true does the same), or drop 'out'")
         ctx.params += d * s.out + (s.out if s.bias else 0)
         d = s.out
+    if s.offset:
+        ctx.params += d
     return {"": TensorType((*w.dims[:-1], d))}
 
 

@@ -5,6 +5,7 @@ fusion pass. Scorers are lowered in :mod:`attngraph.lower.scorers`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -233,17 +234,28 @@ class _ReadoutOut(NodeModule):
         return self.out(z) if self.out is not None else z
 
 
+#: the activations a readout may end with (``act``)
+READOUT_ACTS: dict[str, Callable[[Tensor], Tensor]] = {
+    "elu": F.elu, "relu": F.relu, "tanh": torch.tanh, "leaky_relu": F.leaky_relu}
+
+
 class Readout(_ReadoutOut):
-    """z = Σ_i p_i v_i per query, heads merged by ``combine``, optional ``out``."""
+    """z = Σ_i p_i v_i per query, heads merged by ``combine``, optional ``out``, then
+    ``offset`` (z + b) and ``act``."""
 
     def __init__(self, ctx: LowerCtx, d: int) -> None:
         super().__init__(ctx, d, ctx.t("weights").heads)
+        s = ctx.spec
         self.wtype = ctx.t("weights")
-        self.normalize = bool(ctx.spec.normalize)
-        self.eps = float(ctx.spec.eps)
+        self.normalize = bool(s.normalize)
+        self.eps = float(s.eps)
+        d_out = int(ctx.node.types[""].dims[-1])
+        # zeros, as GATConv starts its bias
+        self.offset = nn.Parameter(torch.zeros(d_out)) if s.offset else None
+        self.act = s.act
         #: one weight vector per row, no heads, nothing after the sum (a decoder's context)
         self.plain = (self.wtype.rank == 1 and not self.heads and not self.normalize
-                      and self.out is None)
+                      and self.out is None and self.offset is None and self.act == "none")
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
@@ -264,7 +276,10 @@ class Readout(_ReadoutOut):
             z = (w.unsqueeze(-2) @ v).squeeze(-2)  # (B, [h,] d)
         else:
             z = w @ v  # (B, [h,] M, d)
-        return self.finish(z)
+        z = self.finish(z)  # (B, [M,] d)
+        if self.offset is not None:
+            z = z + self.offset
+        return z if self.act == "none" else READOUT_ACTS[self.act](z)
 
 
 def lower_readout(ctx: LowerCtx) -> NodeModule:

@@ -23,7 +23,7 @@ from attngraph.kinds.attention import FusedAttentionSpec
 from attngraph.passes.base import Pass
 from attngraph.passes.shape_inference import infer_shapes
 
-__all__ = ["Link", "ATTENTION", "FUSE_ATTENTION", "fuse_attention", "match_chain"]
+__all__ = ["Link", "ATTENTION", "FUSE_ATTENTION", "fuse_attention", "match_chain", "plain_readout"]
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,19 @@ def _scaled_dot(n: Node[Any]) -> bool:
     return s.fn == "scaled_dot" and s.pairs == "all" and learned is None and has_query
 
 
+def plain_readout(n: Node[Any]) -> bool:
+    """A readout that only sums and merges heads (``out`` allowed): no renormalising, no
+    offset or activation after it, which the fused nodes do not do."""
+    s = n.spec
+    return not s.normalize and not s.offset and s.act == "none"
+
+
 #: scaled-dot scorer -> softmax over the items (not sparsemax...) -> plain readout
 ATTENTION = (
     Link("scorer", where=_scaled_dot),
     Link("softmax", via="scores",
          where=lambda n: n.spec.fn == "softmax" and n.spec.axis == "items"),
-    Link("readout", via="weights", where=lambda n: not n.spec.normalize),
+    Link("readout", via="weights", where=plain_readout),
 )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds.attention import LinearAttentionSpec
 from attngraph.passes.base import Pass
-from attngraph.passes.fuse_attention import Link, infers_again, match_chain
+from attngraph.passes.fuse_attention import Link, infers_again, match_chain, plain_readout
 
 __all__ = ["LINEAR_ATTENTION", "linear_attention"]
 
@@ -46,7 +46,7 @@ def _sum(n: Node[Any]) -> bool:
 KERNEL = (
     Link("scorer", where=_kernel_scorer),
     Link("softmax", via="scores", where=_sum),
-    Link("readout", via="weights", where=lambda n: not n.spec.normalize),
+    Link("readout", via="weights", where=plain_readout),
 )
 
 
