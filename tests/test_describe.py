@@ -38,8 +38,8 @@ CATALOG = {
         ('z', ('soft', 'content', 'external', 'global', 'single-head', 'not recurrent', 'explicit'), 'O(N·d) with d = 48'),
     ],
     'graph_attention': [
-        ('agg1', ('soft', 'content', 'self', 'local', 'single-head', 'not recurrent', 'explicit'), 'O(N²·d) with d = 16'),
-        ('agg2', ('soft', 'content', 'self', 'local', 'single-head', 'not recurrent', 'implicit'), 'O(N²·d) with d = 16'),
+        ('h', ('soft', 'content', 'self', 'local', 'multi-head', 'not recurrent', 'explicit'), 'O(N²·d) with d = 32'),
+        ('logits', ('soft', 'content', 'self', 'local', 'multi-head', 'not recurrent', 'implicit'), 'O(N²·d) with d = 4'),
     ],
     'image_self_attention': [
         ('y', ('soft', 'content', 'self', 'global', 'multi-head', 'not recurrent', 'explicit'), 'O(N²·d) with d = 48, N = 36'),
