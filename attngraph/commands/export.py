@@ -26,10 +26,11 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
                allow_large: bool) -> None:
     """Export SPEC's compiled model (eval mode, fresh weights of --seed) to FILE.
 
-    The batch and every symbolic length (N, T, ...) are left dynamic where the model
-    allows: a recurrence run by steps (an rnn over items, a loop) fixes the lengths
-    at --length. The command says which. Load the program with
-    ``torch.export.load(FILE).module()`` and call it with the inputs by name.
+    The batch and every symbolic length (N, T, ...) are left dynamic (a loop or an
+    rnn over items runs its step through torch's scan, so its length is dynamic too);
+    the command checks the program at another batch and lengths and says which stayed
+    dynamic. Load the program with ``torch.export.load(FILE).module()`` and call it
+    with the inputs in the model's order.
     """
     import io
 
@@ -51,8 +52,7 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
     if symbols:
         names = ", ".join(symbols)
         what.append(f"lengths {names} dynamic" if done.lengths_dynamic else
-                    f"lengths {names} fixed at {length} (a recurrence runs by steps "
-                    "while exporting)")
+                    f"lengths {names} fixed at {length} (torch.export specialised them)")
     args = ", ".join(done.example)
     click.echo(f"wrote {output}: torch.export program of {graph.name} ({fmt}); "
                + "; ".join(what))

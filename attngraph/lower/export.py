@@ -3,9 +3,11 @@
 :func:`export_program` traces the model in eval mode on random inputs of the
 declared types, marking the batch axis and every axis of a symbolic length
 (``N``, ``T``, ...) ``Dim.AUTO``: torch.export keeps each one dynamic unless the model
-fixes it, and never fails for that. It then says, per axis, which stayed dynamic:
-a model that runs a recurrence by steps (an ``rnn`` over items, a ``loop``) fixes
-the length it was traced at, since a Python loop over the items unrolls.
+fixes it, and never fails for that. It then runs the program at another batch and
+other lengths to say which stayed dynamic. A recurrence (a ``loop`` over a length,
+an ``rnn`` over items) runs its step through torch's ``scan`` while exporting
+(:mod:`attngraph.lower.scan`), so its length stays dynamic: a Python loop over
+the items would unroll at the traced length.
 
 The saved program (``torch.export.save``) loads with ``torch.export.load`` and runs
 without attngraph.
@@ -56,7 +58,7 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
 
     Every batch axis and every axis of a symbolic length is marked ``Dim.AUTO``; the
     program is then run at another batch and other lengths to learn which stayed
-    dynamic (a recurrence run by steps fixes the lengths: its guards refuse others).
+    dynamic (its guards refuse the sizes it specialised).
 
     Raises
     ------
