@@ -11,11 +11,19 @@ the items would unroll at the traced length.
 
 The saved program (``torch.export.save``) loads with ``torch.export.load`` and runs
 without attngraph.
+
+:func:`export_onnx` converts that program to ONNX with torch's exporter
+(``torch.onnx.export(..., dynamo=True)``; a scan becomes an ONNX ``Scan``), so the
+ONNX model keeps the same dynamic axes. It needs the ``onnx`` and ``onnxscript``
+packages (``pip install 'attngraph[onnx]'``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +33,7 @@ from torch import Tensor
 from attngraph.errors import LoweringError
 from attngraph.lower.examples import random_inputs
 
-__all__ = ["Exported", "export_program"]
+__all__ = ["Exported", "export_onnx", "export_program"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +106,85 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
     batched = lengths or _runs(program, same)
     example = {k: example[k] for k in order if k in example}
     return Exported(program, example, batched, lengths, length)
+
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """A logger's warnings silenced for a while (the exporter's notes on optional
+    packages it does not need here, such as torchvision)."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+@contextlib.contextmanager
+def _frozen(model: Any) -> Iterator[None]:
+    """The parameters without ``requires_grad`` for a while (then as they were): an
+    inference program, whose scans torch's ONNX decompositions can retrace."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    try:
+        for p, _ in flags:
+            p.requires_grad_(False)
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+
+
+def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
+                seed: int = 0) -> tuple[bytes, Exported]:
+    """Export ``model`` to ONNX with dynamic batch and lengths.
+
+    The model is exported by :func:`export_program` (parameters frozen for the
+    while), and the program converted by ``torch.onnx.export(program, dynamo=True)``.
+    The ONNX inputs are named like the model's (in its order), its outputs like the
+    spec's outputs.
+
+    Returns
+    -------
+    bytes, Exported
+        The serialised ONNX model, and the torch.export program it came from (which
+        axes are dynamic).
+
+    Raises
+    ------
+    LoweringError
+        When ``onnx``/``onnxscript`` are missing, or the exporter fails (torch's
+        message, with the operator it could not convert).
+    """
+    try:
+        import onnx  # noqa: F401 - torch's exporter needs both; say so up front
+        import onnxscript  # noqa: F401
+    except ImportError as exc:
+        msg = f"ONNX export needs the '{exc.name}' package, which is not installed"
+        raise LoweringError(msg, None, "pip install 'attngraph[onnx]' (onnx and "
+                            "onnxscript)") from None
+    graph = model.graph
+    with _frozen(model):
+        done = export_program(model, batch=batch, length=length, seed=seed)
+        outputs = [name for name, _ in graph.outputs]
+        try:
+            with warnings.catch_warnings(), _quiet("torch.onnx"):
+                warnings.simplefilter("ignore")
+                program = torch.onnx.export(done.program, (), dynamo=True, verbose=False,
+                                            input_names=list(done.example),
+                                            output_names=outputs)
+        except Exception as exc:  # noqa: BLE001 - torch's exporter: report it at the spec
+            text = str(exc).strip()
+            cause = exc.__cause__
+            while cause is not None and cause.__cause__ is not None:
+                cause = cause.__cause__
+            why = f" ({type(cause).__name__}: {str(cause).splitlines()[0]})" \
+                if cause is not None and str(cause).strip() else ""
+            first = text.splitlines()[0] if text else type(exc).__name__
+            msg = f"torch.onnx could not convert {graph.name}: {first}{why}"
+            raise LoweringError(msg, None, "the torch.export program (--format pt2) "
+                                "runs; report the spec with this message") from None
+    if program is None:  # the exporter returns None only when given a file to write
+        msg = f"torch.onnx returned no program for {graph.name}"
+        raise LoweringError(msg, None, "report the spec")
+    return program.model_proto.SerializeToString(), done
