@@ -81,7 +81,7 @@ class Map(GraphModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
         first = x[self.bind[0][0]]
-        b, s = int(first.shape[0]), int(first.shape[1])
+        b, s = first.shape[0], first.shape[1]  # (not int(): symbols while exporting)
         flat = {name: x[role].reshape(b * s, *x[role].shape[2:]) for role, name in self.bind}
         inner = {sym: m.reshape(b * s, *m.shape[2:]) for sym, m in rt.masks.items()
                  if m.dim() == 3}
