@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,6 +109,54 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
     return Exported(program, example, batched, lengths, length)
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and its causes, outermost first."""
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and len(out) < 20:
+        out.append(cur)
+        cur = cur.__cause__
+    return out
+
+
+def _culprit(graph: Any, program: Any, text: str) -> tuple[str, Any] | None:
+    """The spec node (``"a" in block 'c1'``, its location) whose module made the
+    program node named in torch's "Error when translating node %name"."""
+    found = re.search(r"translating node %(\w+)", text)
+    if found is None:
+        return None
+    fx = next((n for n in program.graph.nodes if n.name == found.group(1)), None)
+    stack = fx.meta.get("nn_module_stack") if fx is not None else None
+    if not stack:
+        return None
+    parts = str(list(stack.values())[-1][0]).split(".")  # nodes.c1.nodes.a
+    ids = tuple(parts[i + 1].lstrip("@") for i, p in enumerate(parts[:-1]) if p == "nodes")
+    for path, node in graph.walk():
+        if ids and path == ids[:-1] and node.id == ids[-1]:
+            where = f" (in {', '.join(repr(p) for p in path)})" if path else ""
+            return f"node '{node.id}'{where}", node.loc
+    return None
+
+
+def _onnx_error(graph: Any, program: Any, exc: BaseException) -> LoweringError:
+    """torch's conversion failure as one error: the spec node that made the operator
+    torch could not convert (when known), the operator, and the innermost reason."""
+    chain = _chain(exc)
+    text = "\n".join(str(e) for e in chain)
+    reason = next((str(e).strip().splitlines()[0] for e in reversed(chain)
+                   if str(e).strip()), type(exc).__name__)
+    op = re.search(r"target=(torch\.ops\.[\w.]+)", text)
+    what = f" ({op.group(1).removeprefix('torch.ops.')})" if op else ""
+    who = _culprit(graph, program, text)
+    hint = ("the torch.export program (--format pt2) runs; ONNX needs another form of "
+            "this node, or torch's exporter a conversion for it")
+    if who is None:
+        msg = f"torch.onnx could not convert {graph.name}: {reason}{what}"
+        return LoweringError(msg, None, hint)
+    msg = f"torch.onnx could not convert {who[0]} of {graph.name}: {reason}{what}"
+    return LoweringError(msg, who[1], hint)
+
+
 @contextlib.contextmanager
 def _quiet(logger: str) -> Iterator[None]:
     """A logger's warnings silenced for a while (the exporter's notes on optional
@@ -173,17 +222,8 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
                 program = torch.onnx.export(done.program, (), dynamo=True, verbose=False,
                                             input_names=list(done.example),
                                             output_names=outputs)
-        except Exception as exc:  # noqa: BLE001 - torch's exporter: report it at the spec
-            text = str(exc).strip()
-            cause = exc.__cause__
-            while cause is not None and cause.__cause__ is not None:
-                cause = cause.__cause__
-            why = f" ({type(cause).__name__}: {str(cause).splitlines()[0]})" \
-                if cause is not None and str(cause).strip() else ""
-            first = text.splitlines()[0] if text else type(exc).__name__
-            msg = f"torch.onnx could not convert {graph.name}: {first}{why}"
-            raise LoweringError(msg, None, "the torch.export program (--format pt2) "
-                                "runs; report the spec with this message") from None
+        except Exception as exc:  # noqa: BLE001 - torch's exporter: report it at the node
+            raise _onnx_error(graph, done.program, exc) from None
     if program is None:  # the exporter returns None only when given a file to write
         msg = f"torch.onnx returned no program for {graph.name}"
         raise LoweringError(msg, None, "report the spec")
