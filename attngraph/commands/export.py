@@ -1,26 +1,29 @@
-"""``attngraph export SPEC -o FILE``: the compiled model as a file that runs without attngraph."""
+"""``attngraph export SPEC|RUN -o FILE``: the compiled model as a file that runs without
+attngraph (a torch.export program, an ONNX model, or the model's PyTorch source)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
-from attngraph.cli import main, run_stage, spec_argument, write_output
+from attngraph.cli import main, run_stage, write_output
 from attngraph.commands.compile import MAX_BATCH, MAX_LENGTH, MAX_SEED
 
 
 @main.command("export")
-@spec_argument
+@click.argument("spec", metavar="SPEC|RUN", type=click.Path())
 @click.option("-o", "--output", required=True, metavar="FILE",
-              help="Where to write the program (e.g. model.pt2, model.py).")
-@click.option("--format", "fmt", type=click.Choice(["pt2", "python"]), default="pt2",
+              help="Where to write it (e.g. model.pt2, model.onnx, model.py).")
+@click.option("--format", "fmt", type=click.Choice(["pt2", "onnx", "python"]), default="pt2",
               show_default=True,
-              help="pt2: a torch.export program (torch.export.load reads it). python: a "
-                   "readable PyTorch module file that imports torch only, without weights "
-                   "(it loads the compiled model's state dict).")
+              help="pt2: a torch.export program (torch.export.load reads it); onnx: an "
+                   "ONNX model (onnxruntime runs it; needs pip install 'attngraph[onnx]'); "
+                   "python: a readable PyTorch module file that imports torch only, without "
+                   "weights (it loads the compiled model's state dict).")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
-              help="Initialisation seed (0 to 2**63-1).")
+              help="Initialisation seed of a SPEC's fresh weights (0 to 2**63-1).")
 @click.option("--batch", type=click.IntRange(2, MAX_BATCH), default=2, show_default=True,
               help=f"Batch of the example the program is traced on (2 to {MAX_BATCH}).")
 @click.option("--length", type=click.IntRange(2, MAX_LENGTH), default=8, show_default=True,
@@ -29,12 +32,15 @@ from attngraph.commands.compile import MAX_BATCH, MAX_LENGTH, MAX_SEED
 @run_stage
 def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: int,
                allow_large: bool) -> None:
-    """Export SPEC's compiled model (eval mode, fresh weights of --seed) to FILE.
+    """Export SPEC's compiled model (eval mode, fresh weights of --seed), or the trained
+    model of RUN (a directory written by ``attngraph train``), to FILE.
 
-    The batch and every symbolic length (N, T, ...) are left dynamic where the model
-    allows: a recurrence run by steps (an rnn over items, a loop) fixes the lengths
-    at --length. The command says which. Load the program with
-    ``torch.export.load(FILE).module()`` and call it with the inputs by name.
+    The batch and every symbolic length (N, T, ...) are left dynamic (a loop or an
+    rnn over items runs its step through torch's scan, so its length is dynamic too);
+    the command checks the program at another batch and lengths and says which stayed
+    dynamic. Load a pt2 program with ``torch.export.load(FILE).module()`` and call it
+    with the inputs in the model's order; run an ONNX model with onnxruntime, its
+    inputs and outputs named like the spec's.
 
     With --format python, FILE is the model's PyTorch source instead (what
     ``model.code`` shows): one class per concept, a forward with one statement per
@@ -45,37 +51,66 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
 
     import torch
 
-    from attngraph.lower import compile as lower
-    from attngraph.lower.export import export_program
-    from attngraph.pipeline import load_spec
+    from attngraph.lower.export import export_onnx, export_program
 
-    graph = load_spec(spec, allow_large=allow_large, batch=batch, length=length)
-    model = lower(graph, seed=seed)
+    graph, model, weights = _model(spec, seed=seed, batch=batch, length=length,
+                                   allow_large=allow_large)
     if fmt == "python":
         _write_python(model, output)
         return
-    done = export_program(model, batch=batch, length=length, seed=seed)
-    buf = io.BytesIO()
-    torch.export.save(done.program, buf)
-    write_output(output, buf.getvalue())
+    if fmt == "onnx":
+        data, done = export_onnx(model, batch=batch, length=length, seed=seed)
+        what_it_is = "ONNX model"
+        feeds = ", ".join(f"'{k}': ..." for k in done.example)
+        run = f"onnxruntime.InferenceSession('{output}').run(None, {{{feeds}}})"
+    else:
+        done = export_program(model, batch=batch, length=length, seed=seed)
+        buf = io.BytesIO()
+        torch.export.save(done.program, buf)
+        data = buf.getvalue()
+        what_it_is = "torch.export program"
+        run = f"torch.export.load('{output}').module()({', '.join(done.example)})"
+    write_output(output, data)
     symbols = sorted({d for n in graph.inputs for t in n.types.values() for d in t.dims
                       if isinstance(d, str)})
     what = ["batch " + ("dynamic" if done.batch_dynamic else f"fixed at {batch}")]
     if symbols:
         names = ", ".join(symbols)
         what.append(f"lengths {names} dynamic" if done.lengths_dynamic else
-                    f"lengths {names} fixed at {length} (a recurrence runs by steps "
-                    "while exporting)")
-    args = ", ".join(done.example)
-    click.echo(f"wrote {output}: torch.export program of {graph.name} ({fmt}); "
+                    f"lengths {names} fixed at {length} (torch.export specialised them)")
+    click.echo(f"wrote {output}: {what_it_is} of {graph.name} ({fmt}, {weights}); "
                + "; ".join(what))
-    click.echo(f"run it: torch.export.load('{output}').module()({args})")
+    click.echo(f"run it: {run}")
+
+
+def _model(spec: str, *, seed: int, batch: int, length: int,
+           allow_large: bool) -> tuple[Any, Any, str]:
+    """The graph and model to export, and whose weights they hold.
+
+    A directory is a run: its spec is the text stored in its checkpoint (checked
+    against its hash by :func:`attngraph.load_run`), its weights the trained ones.
+    """
+    from attngraph.lower import compile as lower
+    from attngraph.pipeline import load_spec, loads_spec
+
+    if not Path(spec).is_dir():
+        graph = load_spec(spec, allow_large=allow_large, batch=batch, length=length)
+        return graph, lower(graph, seed=seed), f"fresh weights of seed {seed}"
+    from attngraph.train.checkpoints import load_checkpoint
+    from attngraph.train.runs import load_run
+
+    trained = load_run(spec)
+    ckpt = load_checkpoint(Path(spec))
+    # the run's spec was accepted when it trained: its size is not checked again
+    graph = loads_spec(ckpt.spec_text, ckpt.spec_file, allow_large=True, batch=batch,
+                       length=length)
+    model = lower(graph, seed=0)
+    model.load_state_dict(trained.model.state_dict())
+    return graph, model.eval(), f"the weights trained in {spec}"
 
 
 def _write_python(model: Any, output: str) -> None:
     """Write ``model.code`` to ``output`` and say how to run it."""
-    from pathlib import Path
-
     from attngraph.lower.codegen import class_name
 
     write_output(output, model.code)
@@ -88,4 +123,4 @@ def _write_python(model: Any, output: str) -> None:
                "model.load_state_dict(state_dict); model.eval(); "
                f"model({args})")
     click.echo("  (state_dict: torch.save(attngraph.compile(SPEC, seed=...).state_dict(), "
-               "...) or a trained run's)")
+               "...) or a trained run's: attngraph.load_run(RUN).model.state_dict())")

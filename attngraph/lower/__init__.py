@@ -48,6 +48,7 @@ def compile(  # noqa: A001 - the public name the contract gives
     allow_large: bool = False,
     fuse: bool = True,
     optimize: Pipeline | None = None,
+    block: str | None = None,
 ) -> Any:
     """Lower a spec to a trainable ``torch.nn.Module``.
 
@@ -68,11 +69,16 @@ def compile(  # noqa: A001 - the public name the contract gives
     optimize : Pipeline, optional
         Those passes (default :data:`attngraph.passes.OPTIMIZE`), e.g. one that
         prints the IR after a pass.
+    block : str, optional
+        Compile only this block of the spec (its ``blocks:`` name), typed as the
+        spec uses it: a :class:`~attngraph.lower.layer.BlockLayer` to use as a layer
+        of a bigger model.
 
     Returns
     -------
     AttnModel
-        ``model(**inputs)`` returns a dict of the declared outputs.
+        ``model(**inputs)`` returns a dict of the declared outputs (with ``block``,
+        a ``BlockLayer``: the block's output, or a dict of its outputs).
 
     Raises
     ------
@@ -88,8 +94,16 @@ def compile(  # noqa: A001 - the public name the contract gives
         from attngraph.passes import OPTIMIZE
 
         graph = (optimize or OPTIMIZE)(graph)
+
+    def build() -> Any:
+        if block is None:
+            return AttnModel(graph)
+        from attngraph.lower.layer import BlockLayer
+
+        return BlockLayer(graph, block)
+
     if seed is None:
-        return AttnModel(graph)
+        return build()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return AttnModel(graph)
+        return build()

@@ -3,17 +3,28 @@
 :func:`export_program` traces the model in eval mode on random inputs of the
 declared types, marking the batch axis and every axis of a symbolic length
 (``N``, ``T``, ...) ``Dim.AUTO``: torch.export keeps each one dynamic unless the model
-fixes it, and never fails for that. It then says, per axis, which stayed dynamic:
-a model that runs a recurrence by steps (an ``rnn`` over items, a ``loop``) fixes
-the length it was traced at, since a Python loop over the items unrolls.
+fixes it, and never fails for that. It then runs the program at another batch and
+other lengths to say which stayed dynamic. A recurrence (a ``loop`` over a length,
+an ``rnn`` over items) runs its step through torch's ``scan`` while exporting
+(:mod:`attngraph.lower.scan`), so its length stays dynamic: a Python loop over
+the items would unroll at the traced length.
 
 The saved program (``torch.export.save``) loads with ``torch.export.load`` and runs
 without attngraph.
+
+:func:`export_onnx` converts that program to ONNX with torch's exporter
+(``torch.onnx.export(..., dynamo=True)``; a scan becomes an ONNX ``Scan``), so the
+ONNX model keeps the same dynamic axes. It needs the ``onnx`` and ``onnxscript``
+packages (``pip install 'attngraph[onnx]'``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +34,7 @@ from torch import Tensor
 from attngraph.errors import LoweringError
 from attngraph.lower.examples import random_inputs
 
-__all__ = ["Exported", "export_program"]
+__all__ = ["Exported", "export_onnx", "export_program"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,7 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
 
     Every batch axis and every axis of a symbolic length is marked ``Dim.AUTO``; the
     program is then run at another batch and other lengths to learn which stayed
-    dynamic (a recurrence run by steps fixes the lengths: its guards refuse others).
+    dynamic (its guards refuse the sizes it specialised).
 
     Raises
     ------
@@ -96,3 +107,124 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
     batched = lengths or _runs(program, same)
     example = {k: example[k] for k in order if k in example}
     return Exported(program, example, batched, lengths, length)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and its causes, outermost first."""
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and len(out) < 20:
+        out.append(cur)
+        cur = cur.__cause__
+    return out
+
+
+def _culprit(graph: Any, program: Any, text: str) -> tuple[str, Any] | None:
+    """The spec node (``"a" in block 'c1'``, its location) whose module made the
+    program node named in torch's "Error when translating node %name"."""
+    found = re.search(r"translating node %(\w+)", text)
+    if found is None:
+        return None
+    fx = next((n for n in program.graph.nodes if n.name == found.group(1)), None)
+    stack = fx.meta.get("nn_module_stack") if fx is not None else None
+    if not stack:
+        return None
+    parts = str(list(stack.values())[-1][0]).split(".")  # nodes.c1.nodes.a
+    ids = tuple(parts[i + 1].lstrip("@") for i, p in enumerate(parts[:-1]) if p == "nodes")
+    for path, node in graph.walk():
+        if ids and path == ids[:-1] and node.id == ids[-1]:
+            where = f" (in {', '.join(repr(p) for p in path)})" if path else ""
+            return f"node '{node.id}'{where}", node.loc
+    return None
+
+
+def _onnx_error(graph: Any, program: Any, exc: BaseException) -> LoweringError:
+    """torch's conversion failure as one error: the spec node that made the operator
+    torch could not convert (when known), the operator, and the innermost reason."""
+    chain = _chain(exc)
+    text = "\n".join(str(e) for e in chain)
+    reason = next((str(e).strip().splitlines()[0] for e in reversed(chain)
+                   if str(e).strip()), type(exc).__name__)
+    op = re.search(r"target=(torch\.ops\.[\w.]+)", text)
+    what = f" ({op.group(1).removeprefix('torch.ops.')})" if op else ""
+    who = _culprit(graph, program, text)
+    hint = ("the torch.export program (--format pt2) runs; ONNX needs another form of "
+            "this node, or torch's exporter a conversion for it")
+    if who is None:
+        msg = f"torch.onnx could not convert {graph.name}: {reason}{what}"
+        return LoweringError(msg, None, hint)
+    msg = f"torch.onnx could not convert {who[0]} of {graph.name}: {reason}{what}"
+    return LoweringError(msg, who[1], hint)
+
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """A logger's warnings silenced for a while (the exporter's notes on optional
+    packages it does not need here, such as torchvision)."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+@contextlib.contextmanager
+def _frozen(model: Any) -> Iterator[None]:
+    """The parameters without ``requires_grad`` for a while (then as they were): an
+    inference program, whose scans torch's ONNX decompositions can retrace."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    try:
+        for p, _ in flags:
+            p.requires_grad_(False)
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+
+
+def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
+                seed: int = 0) -> tuple[bytes, Exported]:
+    """Export ``model`` to ONNX with dynamic batch and lengths.
+
+    The model is exported by :func:`export_program` (parameters frozen for the
+    while), and the program converted by ``torch.onnx.export(program, dynamo=True)``.
+    The ONNX inputs are named like the model's (in its order), its outputs like the
+    spec's outputs.
+
+    Returns
+    -------
+    bytes, Exported
+        The serialised ONNX model, and the torch.export program it came from (which
+        axes are dynamic).
+
+    Raises
+    ------
+    LoweringError
+        When ``onnx``/``onnxscript`` are missing, or the exporter fails (torch's
+        message, with the operator it could not convert).
+    """
+    try:
+        import onnx  # noqa: F401 - torch's exporter needs both; say so up front
+        import onnxscript  # noqa: F401
+    except ImportError as exc:
+        msg = f"ONNX export needs the '{exc.name}' package, which is not installed"
+        raise LoweringError(msg, None, "pip install 'attngraph[onnx]' (onnx and "
+                            "onnxscript)") from None
+    graph = model.graph
+    with _frozen(model):
+        done = export_program(model, batch=batch, length=length, seed=seed)
+        outputs = [name for name, _ in graph.outputs]
+        try:
+            with warnings.catch_warnings(), _quiet("torch.onnx"):
+                warnings.simplefilter("ignore")
+                program = torch.onnx.export(done.program, (), dynamo=True, verbose=False,
+                                            input_names=list(done.example),
+                                            output_names=outputs)
+        except Exception as exc:  # noqa: BLE001 - torch's exporter: report it at the node
+            raise _onnx_error(graph, done.program, exc) from None
+    if program is None:  # the exporter returns None only when given a file to write
+        msg = f"torch.onnx returned no program for {graph.name}"
+        raise LoweringError(msg, None, "report the spec")
+    return program.model_proto.SerializeToString(), done

@@ -15,7 +15,9 @@ The masked rows go through ``pack_padded_sequence`` (lengths from the mask; padd
 is trailing, which the forward checks enforce). ``torch.compile`` traces neither
 packing (data-dependent sizes) nor ``nn.GRU``/``nn.LSTM``, so while compiling the
 same weights run step by step with the same semantics (:meth:`Rnn._stepwise`), with
-or without a mask; both are tested equal.
+or without a mask; both are tested equal. While exporting, that step runs through
+torch's ``scan`` (:func:`attngraph.lower.scan.rnn_scan`), so that the number of items
+stays dynamic in the program.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
+from attngraph.lower.scan import rnn_scan
 
 
-def _cell(cell: str, x: Tensor, h: Tensor, c: Tensor | None, w_ih: Tensor, w_hh: Tensor,
+def cell_step(cell: str, x: Tensor, h: Tensor, c: Tensor | None, w_ih: Tensor, w_hh: Tensor,
           b_ih: Tensor, b_hh: Tensor) -> tuple[Tensor, Tensor | None]:
     """One GRU or LSTM step with PyTorch's gate layout."""
     gi = x @ w_ih.T + b_ih
@@ -133,7 +136,10 @@ class Rnn(NodeModule):
         h0 = self._h0(x, v.shape[0], v)
         c0 = self._h0(x, v.shape[0], v, "init_cell") if self.kind == "lstm" else None
         mask = padding_mask(rt, self.t.with_dims(self.t.dims[0]))
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_exporting():
+            # one step in the program, run over a dynamic number of items
+            out, last, cn = rnn_scan(self.rnn, cell_step, v, h0, c0, mask)
+        elif torch.compiler.is_compiling():
             # dynamo traces neither nn.GRU/nn.LSTM nor packing: the same weights, by step
             out, last, cn = self._stepwise(v, h0, c0, mask)
         elif mask is None:
@@ -218,7 +224,8 @@ class Rnn(NodeModule):
                                      batch_first=True, total_length=v.shape[1])
         last = hn.index_select(1, back)[-self.dirs:]  # (dirs, B, h)
         cn = None if cn is None else cn.index_select(1, back)[-self.dirs:]
-        if bool(empty.any()):
+        # (while tracing, always: the branch would be recorded for the traced rows)
+        if torch.jit.is_tracing() or bool(empty.any()):
             e = empty.to(v.device)
             out = out.masked_fill(e[:, None, None], 0.0)  # (B, N, h·dirs)
             last = torch.where(e[None, :, None], h0[-self.dirs:], last)
@@ -248,7 +255,7 @@ class Rnn(NodeModule):
                 ys: list[Tensor] = [h] * n
                 order = range(n - 1, -1, -1) if d else range(n)
                 for i in order:
-                    h2, c2 = _cell(self.kind, layer_in[:, i], h, c, *w)
+                    h2, c2 = cell_step(self.kind, layer_in[:, i], h, c, *w)
                     if keep is None:
                         h, c = h2, c2
                         ys[i] = h

@@ -36,8 +36,10 @@ from typing import NamedTuple, cast
 import torch
 from torch import Tensor, nn
 
+from attngraph.errors import LoweringError
 from attngraph.ir.graph import Graph
 from attngraph.lower.module import GraphModule, LowerCtx, NodeModule, Runtime, Step, last_uses
+from attngraph.lower.scan import loop_scan
 from attngraph.passes.hoist import ancestors
 
 
@@ -83,7 +85,7 @@ class Map(GraphModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
         first = x[self.bind[0][0]]
-        b, s = int(first.shape[0]), int(first.shape[1])
+        b, s = first.shape[0], first.shape[1]  # (not int(): symbols while exporting)
         flat = {name: x[role].reshape(b * s, *x[role].shape[2:]) for role, name in self.bind}
         inner = {sym: m.reshape(b * s, *m.shape[2:]) for sym, m in rt.masks.items()
                  if m.dim() == 3}
@@ -193,6 +195,7 @@ class Loop(GraphModule):
         super().__init__(body)
         s = ctx.spec
         self.steps = s.steps if isinstance(s.steps, int) else None
+        self.node_id, self.loc = ctx.node.id, ctx.node.where("steps")
         self.inputs_ = list(s.inputs)
         self.carry = [Carry(c, f"carry.{c}.init" if c_spec.init is not None else None,
                             int(c_spec.zeros or 0), c_spec.next,
@@ -249,12 +252,43 @@ class Loop(GraphModule):
         if self.once:
             self._exec(self.once, fixed, rt)
         early = self._before(stages, x, steps, rt) if stages.before else {}
-        # feeds known in advance, one tensor per step; the others are fed back
+        # feeds known in advance, (B, T, ...) each; the others are fed back
         for f in self.feed:
             if f.source is not None and (f.feedback is None
                                          or (f.teacher_forcing and self.training)):
-                early[f.name] = self._fed_all(f, x, steps, rt).unbind(1)
+                early[f.name] = self._fed_all(f, x, steps, rt)
         fed_back = [f for f in self.feed if f.name not in early]
+        if self.steps is None and torch.jit.is_tracing():
+            self._refuse_trace()
+        if self.steps is None and torch.compiler.is_exporting():
+            # one step in the program, run over a dynamic number of steps
+            res, records, state = loop_scan(self, stages, fixed, state, early, fed_back,
+                                            x["steps"], rt)
+        else:
+            res, records = self._steps(stages, fixed, state, early, fed_back, steps, rt)
+        if stages.after:
+            res.update(self._after(stages, records, steps, rt))
+        for name, value in state.items():
+            res[f"final_{name}"] = value
+        res[""] = res[self.out_keys[0][0]]  # the default port: the first body output
+        return res
+
+    def _refuse_trace(self) -> None:
+        """jit.trace would unroll the steps at the traced length: say so, not a program
+        that is silently wrong at any other length."""
+        msg = (f"loop '{self.node_id}' runs one step per item of its steps input: "
+               "torch.jit.trace would record the traced number of steps and give wrong "
+               "results at any other length")
+        raise LoweringError(msg, self.loc, "export with torch.export (attngraph export "
+                            "SPEC --format pt2), which keeps the number of steps dynamic")
+
+    def _steps(self, stages: Stages, fixed: dict[str, Tensor], state: dict[str, Tensor],
+               early: dict[str, Tensor], fed_back: list[Feed], steps: int,
+               rt: Runtime) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """The steps as a Python loop (updating ``state``): the stacked per-step outputs,
+        and the values the ``after`` stage reads, (B, T, ...)."""
+        b = rt.batch
+        seqs = {k: v.unbind(1) for k, v in early.items()}
         stacks: dict[str, list[Tensor]] = {name: [] for name, _, _ in stages.per_step}
         records: dict[str, list[Tensor]] = {k: [] for k in stages.record}
         nexts = [(c.name, *self.keys[c.next]) for c in self.carry]
@@ -262,7 +296,7 @@ class Loop(GraphModule):
         for t in range(steps):
             prev = vals
             vals = {**fixed, **state}
-            for k, seq in early.items():
+            for k, seq in seqs.items():
                 vals[k] = seq[t]
             for f in fed_back:  # the argmax of the previous step's output
                 if t == 0:
@@ -277,13 +311,8 @@ class Loop(GraphModule):
                 stacks[name].append(vals[key].detach() if det else vals[key])
             for k, rows in records.items():
                 rows.append(vals[k])
-        res = {k: self._stacked(k, v) for k, v in stacks.items()}
-        if stages.after:
-            res.update(self._after(stages, records, steps, rt))
-        for name, value in state.items():
-            res[f"final_{name}"] = value
-        res[""] = res[self.out_keys[0][0]]  # the default port: the first body output
-        return res
+        return ({k: self._stacked(k, v) for k, v in stacks.items()},
+                {k: torch.stack(v, 1) for k, v in records.items()})
 
     def _fed_all(self, f: Feed, x: dict[str, Tensor], steps: int, rt: Runtime) -> Tensor:
         """Feed ``f`` at every step, (B, T, ...): its input, or the input shifted right
@@ -300,22 +329,23 @@ class Loop(GraphModule):
         return replace(rt, masks=masks, batch=rt.batch * steps)
 
     def _before(self, stages: Stages, x: dict[str, Tensor], steps: int,
-                rt: Runtime) -> dict[str, tuple[Tensor, ...]]:
+                rt: Runtime) -> dict[str, Tensor]:
         """The early nodes, run once on every step's feeds as one batch; their outputs
-        (and nothing else) come back as one tensor per step."""
+        (and nothing else) come back stacked over the steps, (B, T, ...)."""
         b = rt.batch
         feeds = {f.name: f for f in self.feed}
         vals = {k: self._fed_all(feeds[k], x, steps, rt).flatten(0, 1) for k in stages.feeds}
         self._exec(stages.before, vals, self._scaled(rt, steps))
-        return {k: v.reshape(b, steps, *v.shape[1:]).unbind(1)
+        return {k: v.reshape(b, steps, *v.shape[1:])
                 for k, v in vals.items() if k not in stages.feeds}
 
-    def _after(self, stages: Stages, records: dict[str, list[Tensor]], steps: int,
+    def _after(self, stages: Stages, records: dict[str, Tensor], steps: int,
                rt: Runtime) -> dict[str, Tensor]:
-        """The late nodes, run once on every step's values as one batch of B·T rows;
-        their outputs come back stacked over the steps like the others."""
+        """The late nodes, run once on every step's values (``records``, (B, T, ...)) as
+        one batch of B·T rows; their outputs come back stacked over the steps like the
+        others."""
         b = rt.batch
-        vals = {k: torch.stack(v, 1).flatten(0, 1) for k, v in records.items()}  # (B·T, ...)
+        vals = {k: v.flatten(0, 1) for k, v in records.items()}  # (B·T, ...)
         self._exec(stages.after, vals, self._scaled(rt, steps))
         res = {}
         for k, (key, det) in self.keys.items():
