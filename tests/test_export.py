@@ -127,8 +127,8 @@ def test_every_mechanism_exports_with_dynamic_batch_and_lengths(path: Path) -> N
 
 
 def test_a_trained_run_exports_with_its_trained_weights(tmp_path: Path) -> None:
-    """``export RUN`` writes the run's trained model: the program (pt2) and the python
-    file with the run's state dict give the reloaded run's outputs, not fresh ones."""
+    """``export RUN`` writes the run's trained model: the program gives the reloaded
+    run's outputs, not those of fresh weights."""
     run_dir = tmp_path / "run"
     res = CliRunner().invoke(main, ["train", str(ROOT / "specs" / "global_attention.yaml"),
                                     "--out", str(run_dir), "--steps", "3", "--quiet"])

@@ -51,7 +51,8 @@ def test_onnx_runs_in_onnxruntime_at_a_new_batch_and_length(tmp_path: Path) -> N
     spec's names."""
     said, got, want, names = _export_and_run(ROOT / "specs" / "global_attention.yaml",
                                              tmp_path, batch=5, lengths=(13,))
-    assert "ONNX model of global_attention (onnx); batch dynamic; lengths N dynamic" in said
+    assert ("ONNX model of global_attention (onnx, fresh weights of seed 0); batch dynamic; "
+            "lengths N dynamic") in said
     assert names == ["tokens"]
     for value, (k, ref) in zip(got, want.items(), strict=True):
         assert value.shape == tuple(ref.shape), k
