@@ -181,7 +181,7 @@ def _builtin_specs() -> Path:
               "catalog that comes with attngraph].")
 @run_stage
 def catalog(spec_dir: str | None) -> None:
-    """List the catalog: one line per spec (name, title, axes, task, application area)."""
+    """List the catalog: one line per spec (name, title, axes, application area, task)."""
     from attngraph.cli import echo_error
     from attngraph.errors import AttnGraphError
     from attngraph.pipeline import load_spec
@@ -204,9 +204,9 @@ def catalog(spec_dir: str | None) -> None:
         area = TASKS[task].area if task in TASKS else ""
         rows.append((g.name, g.title or "", _axes_summary(g), task, area or "-"))
     if rows:
-        wn, wt, wa, wk = (max(len(r[i]) for r in rows) for i in range(4))
+        wn, wt, wa, wr = (max(len(r[i]) for r in rows) for i in (0, 1, 2, 4))
         for name, title, axes, task, area in rows:
-            click.echo(f"{name:<{wn}}  {title:<{wt}}  {axes:<{wa}}  {task:<{wk}}  {area}")
+            click.echo(f"{name:<{wn}}  {title:<{wt}}  {axes:<{wa}}  {area:<{wr}}  {task}")
     if bad:
         click.echo(f"{bad} of {len(files)} specs have errors", err=True)
         raise SystemExit(1)
