@@ -19,10 +19,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from loops_more import HandPointerSort, HandSpeech
 from torch import Tensor, nn
 
 __all__ = ["catalog", "TWINS", "copy_into", "HandBahdanau", "HandBahdanauAfter", "HandLuong",
-           "HandLuongLocalP", "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard"]
+           "HandLuongLocalP", "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard",
+           "HandSpeech", "HandPointerSort"]
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -384,4 +386,5 @@ TWINS: dict[str, type[nn.Module]] = {
     "bahdanau_translation": HandBahdanau, "luong_translation": HandLuong,
     "luong_local_p": HandLuongLocalP, "memory_network": HandMemoryNetwork,
     "glimpse_soft": HandGlimpseSoft, "glimpse_hard": HandGlimpseHard,
+    "speech_recognition": HandSpeech, "pointer_sort": HandPointerSort,
 }

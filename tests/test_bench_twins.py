@@ -26,6 +26,9 @@ CASES = {
     "memory_network": ({"e": 6, "hs": 10, "slots": 7, "width": 5}, (16, 6, 10, 7, 5)),
     "glimpse_soft": ({"d": 12}, (12, 10)),
     "glimpse_hard": ({"gd": 12, "hs": 10}, (12, 10, 10)),
+    "speech_recognition": ({"vocab": 8, "feat": 6, "e": 5, "h": 7, "s": 9, "filters": 3,
+                            "width": 3}, (8, 6, 5, 7, 9, 3, 3)),
+    "pointer_sort": ({"vocab": 16, "d": 6, "hidden": 7}, (16, 6, 7)),
 }
 
 
@@ -35,6 +38,12 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
                 "target": torch.randint(1, 12, (3, 4), generator=gen)}
     if name == "memory_network":
         return {"seq": torch.randint(0, 16, (3, 6), generator=gen)}
+    if name == "speech_recognition":
+        return {"frames": torch.randn(3, 7, 6, generator=gen),
+                "target": torch.randint(1, 8, (3, 4), generator=gen)}
+    if name == "pointer_sort":
+        return {"source": torch.randint(1, 16, (3, 5), generator=gen),
+                "target": torch.randint(0, 5, (3, 5), generator=gen)}
     return {"image": torch.rand(3, 1, 32, 32, generator=gen)}
 
 

@@ -50,3 +50,24 @@ def test_bad_specs_do_not_stop_the_listing(tmp_path: Path) -> None:
     assert "Traceback" not in out
     assert out.rstrip().endswith(f"{4 if hasattr(os, 'mkfifo') else 3} of "
                                  f"{6 if hasattr(os, 'mkfifo') else 5} specs have errors")
+
+
+def test_catalog_names_each_specs_task_and_application_area() -> None:
+    """Every line ends with the task's application area, then the spec's task, and
+    the catalog covers language modeling, speech recognition and algorithm learning."""
+    import re
+
+    from attngraph.pipeline import load_spec
+    from attngraph.train.tasks import TASKS
+
+    r = CliRunner().invoke(main, ["catalog", "--dir", str(SPECS)])
+    assert r.exit_code == 0, r.output
+    lines = {line.split()[0]: line for line in r.output.splitlines() if line.strip()}
+    areas = set()
+    for path in SPECS.glob("*.yaml"):
+        task = load_spec(path).train.task
+        area = TASKS[task].area
+        line = lines[path.stem]
+        assert re.search(rf"  {re.escape(area)} +{re.escape(task)}$", line), line
+        areas.add(area)
+    assert {"language modeling", "speech recognition", "algorithm learning"} <= areas

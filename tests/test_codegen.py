@@ -116,11 +116,11 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 
 def test_every_catalog_file_equals_the_compiled_model_without_attngraph(
         catalog: tuple[Path, dict]) -> None:
-    """For each of the 16 catalog specs, the exported file, run where attngraph cannot
+    """For each catalog spec, the exported file, run where attngraph cannot
     be imported with the compiled model's state dict (loaded strictly: the parameter
     names are the same), returns the same outputs on padded inputs to 1e-6."""
     folder, made = catalog
-    assert len(made) == len(SPECS) == 16
+    assert len(made) == len(SPECS) >= 19
     _assert_same_outputs(folder, made)
 
 

@@ -31,6 +31,9 @@ def _run(path: Path, dtype: Any, device: str = "cpu") -> tuple[dict, dict]:
     for n in graph.inputs:
         if "mask" in n.types:  # ragged trailing padding, one full row
             inputs[f"{n.id}_mask"] = torch.arange(6)[None, :] < torch.tensor([6, 4, 2])[:, None]
+    for n in graph.inputs:  # positions point at real items of their input
+        if n.spec.type == "positions":
+            inputs[n.id] = inputs[n.id] % inputs[f"{n.spec.of}_mask"].sum(-1)[:, None]
     other = copy.deepcopy(model).to(device=device, dtype=dtype)
     cast = {k: (v.to(dtype) if v.is_floating_point() else v).to(device) for k, v in inputs.items()}
     with torch.no_grad():

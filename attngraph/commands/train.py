@@ -181,10 +181,11 @@ def _builtin_specs() -> Path:
               "catalog that comes with attngraph].")
 @run_stage
 def catalog(spec_dir: str | None) -> None:
-    """List the catalog: one line per spec (name, title, axes, task)."""
+    """List the catalog: one line per spec (name, title, axes, application area, task)."""
     from attngraph.cli import echo_error
     from attngraph.errors import AttnGraphError
     from attngraph.pipeline import load_spec
+    from attngraph.train.tasks import TASKS
 
     folder = Path(spec_dir) if spec_dir is not None else _builtin_specs()
     files = sorted(folder.glob("*.yaml"))
@@ -200,13 +201,12 @@ def catalog(spec_dir: str | None) -> None:
             bad += 1
             continue
         task = g.train.task if g.train is not None else "-"
-        rows.append((g.name, g.title or "", _axes_summary(g), task))
+        area = TASKS[task].area if task in TASKS else ""
+        rows.append((g.name, g.title or "", _axes_summary(g), task, area or "-"))
     if rows:
-        wn = max(len(r[0]) for r in rows)
-        wt = max(len(r[1]) for r in rows)
-        wa = max(len(r[2]) for r in rows)
-        for name, title, axes, task in rows:
-            click.echo(f"{name:<{wn}}  {title:<{wt}}  {axes:<{wa}}  {task}")
+        wn, wt, wa, wr = (max(len(r[i]) for r in rows) for i in (0, 1, 2, 4))
+        for name, title, axes, task, area in rows:
+            click.echo(f"{name:<{wn}}  {title:<{wt}}  {axes:<{wa}}  {area:<{wr}}  {task}")
     if bad:
         click.echo(f"{bad} of {len(files)} specs have errors", err=True)
         raise SystemExit(1)

@@ -8,7 +8,10 @@ stated target, the metrics reached and the CPU seconds the training took.
 ``docs/training-results.md`` (the docs generator calls it).
 
 Run ``python -m attngraph.train.results`` to measure and rewrite both files
-(several minutes); ``--table`` only prints the table of the stored file.
+(several minutes); given spec files, it measures only those and replaces their
+rows; ``SPEC... --seeds 1 2`` measures them at more seeds, stored beside the rows and
+shown in a second table (:func:`seeds_table`) with each figure's spread;
+``--table`` only prints the tables of the stored file.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ROOT", "RESULTS_JSON", "RESULTS_MD", "measure_one", "measure",
-           "write_results", "results_table", "main"]
+__all__ = ["ROOT", "RESULTS_JSON", "RESULTS_MD", "SEED_SPREAD", "measure_one", "measure",
+           "write_results", "merge_rows", "results_table", "seeds_table", "page", "main"]
 
 #: The repository root (the catalog is ``ROOT / "specs"``).
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +33,9 @@ RESULTS_JSON = ROOT / "docs" / "training-results.json"
 RESULTS_MD = ROOT / "docs" / "training-results.md"
 #: Extra models measured beside the catalog: the no-attention baseline of glimpse_hard.
 BASELINES = (ROOT / "tests" / "data" / "glimpse_hard_baseline.yaml",)
+#: How far a target figure may fall between seeds 0, 1 and 2 (the slow test
+#: ``tests/test_catalog_seeds.py`` asserts it for the specs measured at several seeds).
+SEED_SPREAD = 0.1
 
 
 def measure_one(path: str | Path, *, seed: int = 0) -> dict[str, Any]:
@@ -84,12 +90,43 @@ def measure(paths: Iterable[str | Path] | None = None, *, seed: int = 0,
     return rows
 
 
-def write_results(rows: Sequence[dict[str, Any]], path: Path = RESULTS_JSON) -> None:
-    """Store the measurements as JSON (one object with a ``rows`` list)."""
+def write_results(rows: Sequence[dict[str, Any]], path: Path = RESULTS_JSON,
+                  seeds: dict[str, dict[str, dict[str, float]]] | None = None) -> None:
+    """Store the measurements as JSON (one object with a ``rows`` list).
+
+    ``seeds`` (spec -> seed -> figures reached) is stored beside them when given.
+    """
     total = round(sum(r["cpu_s"] for r in rows), 1)
-    payload = {"seed": rows[0]["seed"] if rows else 0, "torch_threads": 1,
-               "total_cpu_s": total, "rows": list(rows)}
+    payload: dict[str, Any] = {"seed": rows[0]["seed"] if rows else 0, "torch_threads": 1,
+                               "total_cpu_s": total, "rows": list(rows)}
+    if seeds:
+        payload["seeds"] = seeds
     path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+
+
+def merge_rows(old: Sequence[dict[str, Any]],
+               new: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` with the rows of ``new`` replacing those of the same spec.
+
+    Catalog specs come first, sorted by name, then the baselines.
+
+    Examples
+    --------
+    >>> rows = merge_rows([{"spec": "b", "cpu_s": 1}, {"spec": "glimpse_hard_baseline"}],
+    ...                   [{"spec": "a", "cpu_s": 2}, {"spec": "b", "cpu_s": 3}])
+    >>> [(r["spec"], r.get("cpu_s")) for r in rows]
+    [('a', 2), ('b', 3), ('glimpse_hard_baseline', None)]
+    """
+    by_name = {r["spec"]: r for r in old} | {r["spec"]: r for r in new}
+    base = [p.stem for p in BASELINES]
+    return sorted(by_name.values(), key=lambda r: (r["spec"] in base, r["spec"]))
+
+
+def _stored(path: Path = RESULTS_JSON) -> dict[str, Any]:
+    if not path.is_file():
+        return {"rows": []}
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def _fmt(metrics: dict[str, float]) -> str:
@@ -134,6 +171,44 @@ def results_table(path: str | Path = RESULTS_JSON) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seeds_table(path: str | Path = RESULTS_JSON) -> str:
+    """The markdown table of the specs measured at several seeds, or "".
+
+    One row per spec and target metric: its target, the figure at each seed,
+    and the spread (largest minus smallest).
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> row = {"spec": "s", "task": "t", "steps": 1, "target": {"accuracy": 0.9},
+    ...        "reached": {"accuracy": 0.95}, "met": True, "cpu_s": 1.0, "seed": 0}
+    >>> seeds = {"s": {"1": {"accuracy": 0.93}, "2": {"accuracy": 0.97}}}
+    >>> _ = f.write_text(json.dumps({"rows": [row], "seeds": seeds}))
+    >>> print(seeds_table(f).splitlines()[2])
+    | s | accuracy | 0.9 | 0.95 | 0.93 | 0.97 | 0.04 |
+    """
+    data = _stored(Path(path))
+    seeds = data.get("seeds") or {}
+    if not seeds:
+        return ""
+    rows = {r["spec"]: r for r in data["rows"]}
+    lines = ["| spec | metric | target | seed 0 | seed 1 | seed 2 | spread |",
+             "|---|---|---|---|---|---|---|"]
+    for spec in sorted(seeds):
+        row = rows.get(spec)
+        if row is None:
+            continue
+        for metric, want in row["target"].items():
+            got = [row["reached"].get(metric)] + [seeds[spec].get(s, {}).get(metric)
+                                                 for s in ("1", "2")]
+            known = [g for g in got if g is not None]
+            spread = round(max(known) - min(known), 3) if known else 0.0
+            cells = " | ".join("-" if g is None else f"{g:g}" for g in got)
+            lines.append(f"| {spec} | {metric} | {want:g} | {cells} | {spread:g} |")
+    return "\n".join(lines) + "\n"
+
+
 _PAGE = """# Training results
 
 What every catalog spec reaches when trained with its own `train:` section
@@ -174,20 +249,63 @@ location. At seeds 1 and 2 glimpse_hard reaches 0.828 and 0.871, its baseline
 """
 
 
+_SEEDS_PAGE = """
+## Across seeds
+
+The specs below are also trained at seeds 1 and 2 (`python -m
+attngraph.train.results specs/<name>.yaml --seeds 1 2`); the slow test
+`tests/test_catalog_seeds.py` asserts that each meets its target at every
+seed and that each target figure's spread over the three seeds is at most
+{spread:g}. It trains each of them three times: {cpu:g} CPU seconds at seed 0
+(above), about three times that in all.
+
+"""
+
+
+def page() -> str:
+    """The whole markdown page of the stored results."""
+    text = _PAGE + results_table()
+    more = seeds_table()
+    if more:
+        data = _stored()
+        cpu = sum(r["cpu_s"] for r in data["rows"] if r["spec"] in data.get("seeds", {}))
+        text += _SEEDS_PAGE.format(spread=SEED_SPREAD, cpu=round(cpu, 1)) + more
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Measure the catalog and rewrite the JSON and markdown files, or print the table."""
+    """Measure the catalog (or the specs given) and rewrite the JSON and markdown files.
+
+    Given spec files, their rows replace the stored ones; with ``--seeds``, the
+    specs are measured at those seeds instead and stored beside the rows.
+    ``--table`` only prints the stored tables.
+    """
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m attngraph.train.results")
     ap.add_argument("specs", nargs="*", help="spec files (default: the whole catalog)")
-    ap.add_argument("--table", action="store_true", help="only print the stored table")
+    ap.add_argument("--table", action="store_true", help="only print the stored tables")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="measure the specs given at these seeds (e.g. 1 2)")
     args = ap.parse_args(argv)
     if not args.table:
-        rows = measure(args.specs or None, seed=args.seed, echo=True)
-        write_results(rows)
-        RESULTS_MD.write_text(_PAGE + results_table(), encoding="utf-8")
+        stored = _stored()
+        seeds: dict[str, dict[str, dict[str, float]]] = stored.get("seeds") or {}
+        if args.seeds:
+            if not args.specs:
+                ap.error("--seeds needs the spec files to measure")
+            for s in args.seeds:
+                for r in measure(args.specs, seed=s, echo=True):
+                    seeds.setdefault(r["spec"], {})[str(s)] = r["reached"]
+            rows = stored["rows"]
+        else:
+            rows = measure(args.specs or None, seed=args.seed, echo=True)
+            rows = merge_rows(stored["rows"], rows) if args.specs else rows
+        write_results(rows, seeds=seeds)
+        RESULTS_MD.write_text(page(), encoding="utf-8")
     print(results_table(), end="")
+    print(seeds_table(), end="")
     return 0
 
 

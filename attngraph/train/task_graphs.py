@@ -40,6 +40,7 @@ class Karate(Task):
     """
 
     provides = {"graph": "graph"}
+    area = "graph modeling"
     defaults = {"train_per_class": 4}
 
     def check(self) -> None:
@@ -76,6 +77,7 @@ class StochasticBlockModel(Task):
     """
 
     provides = {"graph": "graph"}
+    area = "graph modeling"
     defaults = {"nodes": 40, "blocks": 2, "p_in": 0.3, "p_out": 0.02, "dim": 16,
                 "signal": 0.7, "train_per_class": 4}
 

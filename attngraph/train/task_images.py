@@ -39,6 +39,7 @@ class ClutteredDigits(Task):
     """
 
     provides = {"image": "image"}
+    area = "image classification in clutter"
     metrics = ("accuracy", "glimpse_hit", "tile_peak")
     defaults = {"canvas": 32, "clutter": 4, "fragment": 4, "grid": 1}
 

@@ -23,6 +23,7 @@ class Needle(Task):
 
     provides = {"tokens": "tokens"}
     metrics = ("accuracy", "attention_peak")
+    area = "document classification"
     defaults = {"vocab": 32, "classes": 4, "length": 12, "needle_at": -1}
 
     def check(self) -> None:
@@ -60,6 +61,7 @@ class _Seq2Seq(Task):
 
     provides = {"source": "tokens", "target": "labels"}
     metrics = ("token_accuracy", "sequence_accuracy", "alignment")
+    area = "text translation"
     defaults = {"vocab": 12, "length": 8}
 
     def check(self) -> None:
@@ -110,6 +112,8 @@ class Copy(_Seq2Seq):
 class Sorting(_Seq2Seq):
     """The target is the source sorted ascending."""
 
+    area = "algorithm learning"
+
     def transform(self, src: np.ndarray) -> np.ndarray:
         import numpy as np
 
@@ -133,6 +137,7 @@ class AssociativeRecall(Task):
     """
 
     provides = {"seq": "tokens"}
+    area = "memory recall"
     defaults = {"keys": 4, "values": 8, "pairs": 3}
 
     @property

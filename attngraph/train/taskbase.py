@@ -107,7 +107,8 @@ class Task:
     """A seeded source of batches.
 
     Subclasses set ``provides`` (batch field -> spec input type), ``target``,
-    ``metrics``, ``defaults`` (the options and their default values) and
+    ``metrics``, ``defaults`` (the options and their default values), ``area``
+    (the application area it stands for, listed by ``attngraph catalog``) and
     implement :meth:`sample`.
 
     Parameters
@@ -122,6 +123,7 @@ class Task:
     provides: ClassVar[Mapping[str, str]] = {}
     target: ClassVar[str] = "target"
     metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
+    area: ClassVar[str] = ""
     defaults: ClassVar[Mapping[str, int | float | bool | str]] = {}
 
     def __init__(self, *, seed: int = 0, **options: Any) -> None:

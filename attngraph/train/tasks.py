@@ -21,8 +21,9 @@ This module imports every built-in task module and the metrics, so that
 :func:`get_task` and :func:`compute_metrics` always find them; the
 :class:`~attngraph.train.taskbase.Task` base class and the registries live in
 :mod:`attngraph.train.taskbase` (re-exported here), the tasks in
-``task_sequences``, ``task_images`` and ``task_graphs``, the metrics in
-:mod:`attngraph.train.metrics`.
+``task_sequences``, ``task_images``, ``task_graphs``, ``task_language``,
+``task_speech`` and ``task_algorithms``, the metrics in
+:mod:`attngraph.train.metrics` and beside the tasks that define them.
 
 Examples
 --------
@@ -42,7 +43,15 @@ from attngraph.errors import SourceLoc, TrainingError, did_you_mean
 from attngraph.registry import RegistryError
 
 # the built-in tasks and metrics register themselves on import
-from attngraph.train import metrics, task_graphs, task_images, task_sequences  # noqa: F401
+from attngraph.train import (  # noqa: F401
+    metrics,
+    task_algorithms,
+    task_graphs,
+    task_images,
+    task_language,
+    task_sequences,
+    task_speech,
+)
 from attngraph.train.speclocs import relocated, spec_loc
 from attngraph.train.taskbase import (
     BOS,

@@ -1,0 +1,113 @@
+"""Hand-written PyTorch twins of the catalog's speech recogniser and pointer network.
+
+Like the twins in :mod:`loops`: the same parameters (up to a transpose) and the
+same computation as the compiled spec, written as the papers' equations in a
+plain loop, with the encoder-side projection of the score computed once.
+:mod:`loops` lists them in its ``TWINS``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["HandSpeech", "HandPointerSort"]
+
+
+def _vector(n: int) -> nn.Parameter:
+    return nn.Parameter(torch.empty(n).uniform_(-n ** -0.5, n ** -0.5))
+
+
+class HandSpeech(nn.Module):
+    """Bi-GRU encoder; GRUCell decoder with location-aware attention (Chorowski et
+    al. 2015): f = F * α_{i-1}, e = vᵀ tanh(W s + b + U h_j + V f_j); teacher forcing."""
+
+    def __init__(self, vocab: int, feat: int, e: int, h: int, s: int, filters: int,
+                 width: int) -> None:
+        super().__init__()
+        self.enc = nn.GRU(feat, h, batch_first=True, bidirectional=True)
+        self.y_emb = nn.Embedding(vocab, e)
+        self.F = nn.Conv1d(1, filters, width, padding=width // 2, bias=False)
+        self.W = nn.Linear(s, s)  # W s + b
+        self.U = nn.Linear(2 * h, s, bias=False)
+        self.V = nn.Linear(filters, s, bias=False)
+        self.v = _vector(s)
+        self.cell = nn.GRUCell(e + 2 * h, s)
+        self.out = nn.Linear(s + 2 * h, vocab)
+        self.s = s
+
+    def forward(self, frames: Tensor, target: Tensor) -> dict[str, Tensor]:
+        h, _ = self.enc(frames)  # (B, N, 2h)
+        uh = self.U(h)  # (B, N, s), once
+        b, steps = target.shape
+        state = h.new_zeros(b, self.s)
+        prev = h.new_zeros(b, h.shape[1])  # α_0 = 0
+        y = self.y_emb(torch.cat([target.new_zeros(b, 1), target[:, :-1]], 1))
+        logits, alphas = [], []
+        for t in range(steps):
+            f = self.F(prev.unsqueeze(1)).transpose(1, 2)  # (B, N, filters)
+            e = torch.tanh(self.W(state).unsqueeze(1) + uh + self.V(f)) @ self.v  # (B, N)
+            alpha = torch.softmax(e, -1)
+            c = (alpha.unsqueeze(1) @ h).squeeze(1)  # (B, 2h)
+            state = self.cell(torch.cat([y[:, t], c], -1), state)
+            logits.append(self.out(torch.cat([state, c], -1)))
+            alphas.append(alpha)
+            prev = alpha
+        return {"logits": torch.stack(logits, 1), "attention": torch.stack(alphas, 1)}
+
+    #: twin parameter -> (spec parameter, transposed)
+    names = {
+        "enc.*": ("nodes.enc.rnn.*", False),
+        "y_emb.weight": ("nodes.dec.nodes.y_emb.weight", False),
+        "F.weight": ("nodes.dec.nodes.f.conv.weight", False),
+        "W.weight": ("nodes.dec.nodes.score.W", True),
+        "W.bias": ("nodes.dec.nodes.score.b", False),
+        "U.weight": ("nodes.dec.nodes.score.U", True),
+        "V.weight": ("nodes.dec.nodes.score.V", True),
+        "v": ("nodes.dec.nodes.score.v", False),
+        "cell.*": ("nodes.dec.nodes.next.cell.*", False),
+        "out.*": ("nodes.dec.nodes.logits.*", False),
+    }
+
+
+class HandPointerSort(nn.Module):
+    """LSTM encoder; LSTMCell decoder from its last states, first fed a learned start
+    vector, then the embedded number the target points at; the pointer scores
+    u_j = vᵀ tanh(W d + b + U e_j) are the logits (Vinyals et al. 2015)."""
+
+    def __init__(self, vocab: int, d: int, hidden: int) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.enc = nn.LSTM(d, hidden, batch_first=True)
+        self.go = nn.Parameter(torch.randn(1, d))
+        self.cell = nn.LSTMCell(d, hidden)
+        self.W = nn.Linear(hidden, hidden)  # W d + b
+        self.U = nn.Linear(hidden, hidden, bias=False)
+        self.v = _vector(hidden)
+
+    def forward(self, source: Tensor, target: Tensor) -> dict[str, Tensor]:
+        x = self.emb(source)  # (B, N, d)
+        e, (h, c) = self.enc(x)
+        h, c = h[0], c[0]
+        ue = self.U(e)  # (B, N, hidden), once
+        rows = torch.arange(x.shape[0])
+        inp = self.go.expand(x.shape[0], -1)
+        scores, pointers = [], []
+        for t in range(target.shape[1]):
+            h, c = self.cell(inp, (h, c))
+            u = torch.tanh(self.W(h).unsqueeze(1) + ue) @ self.v  # (B, N)
+            scores.append(u)
+            pointers.append(torch.softmax(u, -1))
+            inp = x[rows, target[:, t]]  # the number the target points at
+        return {"logits": torch.stack(scores, 1), "attention": torch.stack(pointers, 1)}
+
+    names = {
+        "emb.weight": ("nodes.x.embed.weight", False),
+        "enc.*": ("nodes.enc.rnn.*", False),
+        "go": ("nodes.go.weight", False),
+        "cell.*": ("nodes.dec.nodes.dec.cell.*", False),
+        "W.weight": ("nodes.dec.nodes.u.W", True),
+        "W.bias": ("nodes.dec.nodes.u.b", False),
+        "U.weight": ("nodes.dec.nodes.u.U", True),
+        "v": ("nodes.dec.nodes.u.v", False),
+    }
