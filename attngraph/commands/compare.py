@@ -36,6 +36,9 @@ def _seeds(_ctx: Any, _param: Any, value: str) -> list[int]:
               help="Seeds, comma-separated: one run per variant and seed.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Training steps of every run [default: each spec's own].")
+@click.option("--eval-every", type=click.IntRange(min=0), default=0,
+              help="Test metrics every this many steps [default: steps/5]; finer gives "
+              "finer learning curves and steps to target.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default="runs/compare",
               show_default=True, help="Folder of the runs (OUT/VARIANT/seedK/), the "
               "tables and the pictures.")
@@ -47,7 +50,7 @@ def _seeds(_ctx: Any, _param: Any, value: str) -> list[int]:
 @click.option("--verbose", is_flag=True, help="Show each run's progress lines on stderr.")
 @run_stage
 def compare(specs: tuple[str, ...], sets: tuple[str, ...], varies: tuple[str, ...],
-            seeds: list[int], steps: int | None, out: str, example: int,
+            seeds: list[int], steps: int | None, eval_every: int, out: str, example: int,
             overwrite: bool, verbose: bool) -> None:
     """Train SPECS (or one spec under --vary) over --seeds and compare them.
 
@@ -69,7 +72,7 @@ def compare(specs: tuple[str, ...], sets: tuple[str, ...], varies: tuple[str, ..
     overrides = [parse_set(s) for s in sets]
     variables = [parse_vary(v) for v in varies]
     cmp = run_compare(list(specs), seeds=seeds, out=out, sets=overrides, varies=variables,
-                      steps=steps, overwrite=overwrite,
+                      steps=steps, eval_every=eval_every, overwrite=overwrite,
                       stream=sys.stderr if verbose else None,
                       note=lambda line: click.echo(line, err=True))
     for name, text in cmp.diffs.items():

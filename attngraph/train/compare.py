@@ -68,6 +68,8 @@ class Comparison:
     diffs: dict[str, str] = field(default_factory=dict)
     diffs_md: dict[str, str] = field(default_factory=dict)
     out: Path = Path()
+    #: each variant's own target (its spec's ``train.target``)
+    targets: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def stats(values: Sequence[float]) -> tuple[float, float]:
@@ -134,6 +136,8 @@ def _load(variant: Variant, out: Path) -> tuple[Graph, Path, bool]:
     try:
         text = read_text(variant.spec, 2_000_000)
         path, changed = write_variant(variant, text, variant.spec, out / variant.name)
+        if not variant.overrides:  # errors then point at the user's own file
+            path = Path(variant.spec)
         return load_spec(path, allow_large=True), path, changed
     except AttnGraphError as exc:
         if not variant.overrides:
@@ -164,7 +168,7 @@ def _check_task(graphs: list[tuple[Variant, Graph]]) -> tuple[str, dict[str, flo
 def compare(specs: Sequence[str], *, seeds: Sequence[int] = (0, 1, 2),
             out: str | Path = "runs/compare", sets: Sequence[Override] = (),
             varies: Sequence[Vary] = (), steps: int | None = None,
-            overwrite: bool = False, stream: Any = None,
+            eval_every: int = 0, overwrite: bool = False, stream: Any = None,
             note: Callable[[str], None] | None = None) -> Comparison:
     """Train every variant at every seed (or reuse its finished run); read them back.
 
@@ -181,6 +185,9 @@ def compare(specs: Sequence[str], *, seeds: Sequence[int] = (0, 1, 2),
         :mod:`attngraph.train.variants`).
     steps : int, optional
         Training steps of every run [default: each spec's own].
+    eval_every : int
+        Test metrics every this many steps (0: a fifth of the steps, as ``train``);
+        finer evaluation measures the steps to the target more finely.
     overwrite : bool
         Train afresh where a run is (moved aside first), instead of reusing it.
     stream : file, optional
@@ -218,22 +225,27 @@ def compare(specs: Sequence[str], *, seeds: Sequence[int] = (0, 1, 2),
     cmp = Comparison(task, target, [], vs, {}, out=root)
     base_v, base_g = loaded[0][0], loaded[0][1]
     for v, g, path, changed in loaded:
+        cmp.targets[v.name] = dict(g.train.target) if g.train is not None else {}
         if v is not base_v:
             d = replace(diff(base_g, g), a=base_v.name, b=v.name)
-            cmp.diffs[v.name], cmp.diffs_md[v.name] = render_diff(d), render_diff(d, "markdown")
+            # an override the IR diff does not show (an edge's detach) is named too
+            given = _given(base_v, v)
+            cmp.diffs[v.name] = given + render_diff(d)
+            cmp.diffs_md[v.name] = given.replace("\n", "\n\n") + render_diff(d, "markdown")
         runs = []
         for seed in seeds:
             rdir = root / v.name / f"seed{seed}"
             done = rdir / "summary.json"
             if done.is_file() and not overwrite and not changed:
                 r = read_run(rdir, seed, reused=True)
-                if steps is None or r.steps == steps:
+                if (steps is None or r.steps == steps) and _evaluated_every(r, eval_every):
                     runs.append(r)
                     if note is not None:
                         note(f"{v.name} seed {seed}: reused {rdir}")
                     continue
             cfg = RunConfig(spec=str(path), steps=steps, seed=seed, out=str(rdir),
-                            overwrite=overwrite or done.is_file(), quiet=True)
+                            overwrite=overwrite or done.is_file(), quiet=True,
+                            eval_every=eval_every)
             summary = run(cfg, stream=stream or io.StringIO())
             runs.append(read_run(rdir, seed))
             if note is not None:
@@ -244,6 +256,19 @@ def compare(specs: Sequence[str], *, seeds: Sequence[int] = (0, 1, 2),
     every = {m for rs in cmp.runs.values() for r in rs for m in r.metrics}
     cmp.metric_names = sorted(every, key=lambda m: (m not in target, m not in first, m))
     return cmp
+
+
+def _evaluated_every(r: SeedRun, every: int) -> bool:
+    """True when a finished run was evaluated as ``every`` asks (0: as train's default)."""
+    every = every or max(1, r.steps // 5)
+    want = sorted({*range(every, r.steps + 1, every), r.steps})
+    return [int(row["step"]) for row in r.curve] == want
+
+
+def _given(a: Variant, b: Variant) -> str:
+    """A line naming the overrides of ``b`` that ``a`` does not share, if any."""
+    labels = [o.label for o in b.overrides if o.label not in {x.label for x in a.overrides}]
+    return f"{b.name} sets {'; '.join(labels)}\n" if labels else ""
 
 
 def _to_target(r: SeedRun, target: dict[str, float]) -> int | None:
@@ -268,9 +293,11 @@ def table(cmp: Comparison) -> list[dict[str, Any]]:
             vals = [r.metrics[m] for r in rs if m in r.metrics]
             if vals:
                 row["metrics"][m] = list(stats(vals))
-        hits = [_to_target(r, cmp.target) for r in rs]
+        target = cmp.targets.get(v.name, cmp.target)
+        hits = [_to_target(r, target) for r in rs]
         reached = [h for h in hits if h is not None]
-        row["reached"] = f"{len(reached)}/{len(rs)}" if cmp.target else "-"
+        row["target"] = target
+        row["reached"] = f"{len(reached)}/{len(rs)}" if target else "-"
         row["steps_to_target"] = list(stats(reached)) if reached else None
         row["steps"] = list(stats([r.steps for r in rs]))
         row["seconds"] = list(stats([r.seconds for r in rs]))
@@ -287,14 +314,17 @@ def _pm(pair: Sequence[float] | None, digits: int = 3) -> str:
 def markdown(cmp: Comparison, rows: list[dict[str, Any]] | None = None) -> str:
     """The table as a markdown table (mean ± sd over the seeds)."""
     rows = rows if rows is not None else table(cmp)
-    target = cmp.target
+    # the targets in the header when every variant has the same, else in a column
+    one = all(t == cmp.target for t in cmp.targets.values())
+    target = cmp.target if one else {}
     head = ["variant", *(f"{m} (≥ {target[m]:g})" if m in target else m
                          for m in cmp.metric_names),
-            "reached", "steps to target", "steps", "seconds"]
+            *([] if one else ["target"]), "reached", "steps to target", "steps", "seconds"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [f"`{row['variant']}`",
                  *(_pm(row["metrics"].get(m)) for m in cmp.metric_names),
+                 *([] if one else [", ".join(f"{k} ≥ {x:g}" for k, x in row["target"].items())]),
                  row["reached"], _pm(row["steps_to_target"], 0), _pm(row["steps"], 0),
                  _pm(row["seconds"], 1)]
         lines.append("| " + " | ".join(cells) + " |")

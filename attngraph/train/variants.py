@@ -248,7 +248,7 @@ def variants(specs: list[str], sets: list[Override], varies: list[Vary]) -> list
     for name, spec in zip(names, specs, strict=True):
         combos = itertools.product(*(range(len(v.values)) for v in varies))
         for combo in combos:
-            parts = [f"{v.name}={v.values[i]}" for v, i in zip(varies, combo, strict=True)]
+            parts = [f"{v.name}={_slug(v.values[i])}" for v, i in zip(varies, combo, strict=True)]
             label = "_".join(parts)
             full = (f"{name}_{label}" if len(specs) > 1 else label) if parts else name
             extra = [o for v, i in zip(varies, combo, strict=True) for _, o in v.choices[i]]
