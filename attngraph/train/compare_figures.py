@@ -111,10 +111,13 @@ def attention(cmp: Comparison, path: Path, *, example: int = 0) -> tuple[Path, l
         msg = "no variant has an attention output to draw"
         raise TrainingError(msg, SourceLoc(str(cmp.variants[0].spec)),
                             "declare an output named attention (or weights, locations)")
-    fig, axes = plt.subplots(1, len(shots), figsize=(5.0 * len(shots), 4.6), squeeze=False)
+    images = [plt.imread(pic) for _, pic in shots]
+    tall = max(im.shape[0] / im.shape[1] for im in images)  # a words strip is low
+    fig, axes = plt.subplots(1, len(shots), figsize=(5.0 * len(shots), 5.0 * tall + 0.5),
+                             squeeze=False)
     try:
-        for ax, (name, pic) in zip(axes.flat, shots, strict=True):
-            ax.imshow(plt.imread(pic))
+        for ax, (name, _), image in zip(axes.flat, shots, images, strict=True):
+            ax.imshow(image)
             ax.set_title(f"{name} (seed {cmp.runs[name][0].seed}, example {example})",
                          fontsize=9)
             ax.axis("off")

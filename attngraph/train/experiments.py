@@ -70,7 +70,9 @@ EXPERIMENTS = (
         "expectation over the image's tiles, on the same cluttered digits: what does "
         "hard attention buy?",
         ("specs/glimpse_hard.yaml", "specs/glimpse_soft.yaml"),
-        about="Each spec trains for its own steps (the hard model's REINFORCE needs more)."),
+        about="Each spec trains for its own steps (the hard model's REINFORCE needs more) "
+        "towards its own target (accuracy 0.8 and 0.85): steps to target measure each "
+        "against its own bar, and accuracy is the figure both share."),
     Experiment(
         "location_vs_content", "Location vs content",
         "A learned score per position (location) against a content scorer, on the "
@@ -122,9 +124,15 @@ def reading(cmp: Comparison, rows: list[dict[str, Any]]) -> list[str]:
             lines.append(f"- **{m}**: no difference beyond the seeds' spread "
                          f"({ma:.3f} ± {sa:.3f} vs {mb:.3f} ± {sb:.3f}).")
     ta, tb = a["steps_to_target"], b["steps_to_target"]
-    speed = (f"steps to the target: {ta[0]:.0f} vs {tb[0]:.0f} (mean over the seeds that "
-             "reached it)" if ta and tb else "steps to the target: not reached by "
-             + " and ".join(f"`{r['variant']}`" for r in (a, b) if not r["steps_to_target"]))
+    if ta and tb:
+        apart = abs(ta[0] - tb[0]) > 2 * max(ta[1], tb[1])
+        faster = a["variant"] if ta[0] < tb[0] else b["variant"]
+        speed = (f"steps to the target: {ta[0]:.0f} ± {ta[1]:.0f} vs {tb[0]:.0f} ± {tb[1]:.0f} "
+                 "(over the seeds that reached it): "
+                 + (f"`{faster}` is faster" if apart else "no difference beyond the spread"))
+    else:
+        speed = "steps to the target: not reached by " + " and ".join(
+            f"`{r['variant']}`" for r in (a, b) if not r["steps_to_target"])
     lines.append(f"- **learning speed**: target reached by {a['reached']} vs {b['reached']} "
                  f"seeds; {speed}; seconds per run {a['seconds'][0]:.1f} vs {b['seconds'][0]:.1f}.")
     return lines
