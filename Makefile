@@ -11,14 +11,14 @@ TORCH ?= torch==2.13.0
 SRC := $(wildcard attngraph renderers)
 DOT_MISSING := attngraph: the Graphviz 'dot' program is missing; install it (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz) for svg/png/pdf diagrams
 
-.PHONY: help venv dot test demo docs bench fuzz lint clean
+.PHONY: help venv dot test demo docs experiments bench fuzz lint clean
 
 help:
 	@echo "make demo   set up, then check, draw and list the catalog, train one model, draw its attention, train on a data file and predict"
 	@echo "make test   set up, then run the tests and the doctests"
 	@echo "make venv   create $(VENV) ($(TORCH) first, then the project with [dev])"
 	@echo "make dot    install Graphviz 'dot' when root with apt-get, else say how"
-	@echo "make docs | bench | fuzz | lint | clean"
+	@echo "make docs | experiments | bench | fuzz | lint | clean"
 
 venv: $(VENV)/.stamp
 
@@ -66,6 +66,11 @@ demo: venv dot
 
 docs: venv dot
 	$(VENV)/bin/attngraph docs
+
+# docs/experiments.md from real runs of `attngraph compare` over 3 seeds (a few minutes
+# on 2 cores; finished runs in runs/experiments/ are reused). Not part of `make test`.
+experiments: venv
+	$(PY) -m attngraph.train.experiments
 
 bench: venv
 	$(PY) benchmarks/run.py
