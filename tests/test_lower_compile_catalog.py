@@ -26,7 +26,8 @@ def test_the_catalog_has_loops_and_policies_to_compile() -> None:
 
 
 def _masked(graph: attngraph.Graph, inputs: dict[str, torch.Tensor]) -> None:
-    """Pad the second example of every input with a variable length."""
+    """Pad the second example of every input with a variable length (positions into
+    such an input then point at its real items)."""
     for node in graph.inputs:
         t = node.types[""]
         if node.spec.type in ("tokens", "vectors") and t.dims and isinstance(t.dims[0], str):
@@ -34,6 +35,9 @@ def _masked(graph: attngraph.Graph, inputs: dict[str, torch.Tensor]) -> None:
             mask = torch.ones(2, n, dtype=torch.bool)
             mask[1, n - 2:] = False
             inputs[f"{node.id}_mask"] = mask
+    for node in graph.inputs:  # positions point at real items of their input
+        if node.spec.type == "positions" and f"{node.spec.of}_mask" in inputs:
+            inputs[node.id] = inputs[node.id] % inputs[f"{node.spec.of}_mask"].sum(-1)[:, None]
 
 
 @pytest.mark.slow
