@@ -101,8 +101,7 @@ def test_every_catalog_spec_exports_with_dynamic_batch_and_lengths(path: Path,
 
 MECHANISMS = sorted((ROOT / "mechanisms").glob("*.yaml"))
 #: mechanisms torch.export cannot trace yet, and why
-NOT_YET = {"transformer_encoder_decoder": "the fused causal attention passes is_causal="
-           "(causal and m > 0), a SymBool while exporting (attngraph/lower/attention.py)"}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.slow

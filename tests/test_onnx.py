@@ -118,7 +118,6 @@ MECHANISMS = sorted((ROOT / "mechanisms").glob("*.yaml"))
 #: mechanisms that do not reach onnxruntime yet, and why
 NOT_YET = {
     "perceiver": "torch's ONNX exporter converts 4-d fused attention only",
-    "transformer_encoder_decoder": "torch.export fails first (see tests/test_export.py)",
 }
 
 

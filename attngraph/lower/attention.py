@@ -320,7 +320,7 @@ class FusedAttention(_ReadoutOut):
                                  causal=self.causal, key_mask=pad)
         elif adjacency is None and pad is None and window is None:
             # no mask, or only the causal one: SDPA's own (fused) causal path
-            z = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal and m > 0,
+            z = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal and bool(m > 0),
                                                scale=self.scale)
         else:
             mask = attention_mask(
