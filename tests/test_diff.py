@@ -205,3 +205,14 @@ def test_formats_and_cli(tmp_path: Path) -> None:
     assert to_dict(d) == data
     assert "reach       differs  global vs local" in render_diff(d, "text")
     assert "| reach | global | local | differs |" in render_diff(d, "markdown")
+
+
+def test_a_stop_gradient_is_a_difference() -> None:
+    """Reading an input with ``detach: true`` (a stop-gradient) is a setting of the
+    reference: the node that reads it is listed as differing, by that input."""
+    detached = GLOBAL.replace("key: x}", "key: {ref: x, detach: true}}")
+    assert detached != GLOBAL
+    d = diff(loads_spec(items(GLOBAL, "a")), loads_spec(items(detached, "b")))
+    assert [(x, y, f) for x, y, f in d.changed] == [("s", "s", (("key.detach", False, True),))]
+    assert "s ↔ s: key.detach False vs True" in render_diff(d)
+    assert diff(loads_spec(items(detached, "a")), loads_spec(items(detached, "b"))).changed == ()

@@ -40,7 +40,7 @@ from typing import Any
 from attngraph.analysis.align import Alignment, align, node_fields
 from attngraph.analysis.axes import AXES, Site, find_sites
 from attngraph.analysis.scope import Origin
-from attngraph.ir.graph import Graph
+from attngraph.ir.graph import Graph, Node
 from attngraph.registry import Registry
 
 __all__ = ["Diff", "SiteDiff", "diff", "to_dict", "render_diff", "DIFF_FORMATS"]
@@ -142,6 +142,15 @@ def _node(g: Graph, q: str) -> Any:
     return g.node(parts[-1])
 
 
+def _detached(x: Node[Any], y: Node[Any]) -> list[tuple[str, Any, Any]]:
+    """The inputs one node reads with ``detach: true`` and its match does not
+    (a stop-gradient is a setting of the reference, not of the node)."""
+    da = {str(e.role): e.detach for e in x.inputs}
+    db = {str(e.role): e.detach for e in y.inputs}
+    return [(f"{r}.detach", da.get(r, False), db.get(r, False))
+            for r in sorted(set(da) & set(db)) if da[r] != db[r]]
+
+
 def diff(a: Graph, b: Graph) -> Diff:
     """Relate two inferred graphs.
 
@@ -172,6 +181,7 @@ def diff(a: Graph, b: Graph) -> Diff:
             for k in sorted(set(fa) | set(fb)):
                 if fa.get(k) != fb.get(k):
                     fields.append((k, fa.get(k), fb.get(k)))
+            fields.extend(_detached(nx_, ny))
         (changed if fields else same).append((x, y, tuple(fields)))
     def shown(g: Graph, qs: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(q for q in qs if not (_node(g, q).is_input and _node(g, q).spec is None))
