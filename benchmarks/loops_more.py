@@ -1,5 +1,5 @@
-"""Hand-written PyTorch twins of the catalog's speech recogniser, pointer network and
-captioner.
+"""Hand-written PyTorch twins of the catalog's speech recogniser, pointer network,
+captioner and recurrent attention model of several objects.
 
 Like the twins in :mod:`loops`: the same parameters (up to a transpose) and the
 same computation as the compiled spec, written as the papers' equations in a
@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["HandSpeech", "HandPointerSort", "HandCaption"]
+__all__ = ["HandSpeech", "HandPointerSort", "HandCaption", "HandObjects"]
 
 
 def _vector(n: int) -> nn.Parameter:
@@ -170,4 +170,58 @@ class HandCaption(nn.Module):
         "lh.weight": ("nodes.dec.nodes.lh.weight", False),
         "lz.weight": ("nodes.dec.nodes.lz.weight", False),
         "out.*": ("nodes.dec.nodes.logits.*", False),
+    }
+
+
+class HandObjects(nn.Module):
+    """DRAM with soft glimpses over a row of 8×8 tiles (Ba et al. 2015):
+    g_i = relu(W_what P x_i) ⊙ relu(W_where l_i); r²_0 = tanh(W_c mean g);
+    α = softmax(vᵀ tanh(W r² + b + U g_i)), U g once; r¹ = GRU(Σ α g), r² = GRU(r¹)."""
+
+    def __init__(self, classes: int, d: int, hs: int, att: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(64, d)
+        self.what = nn.Linear(d, d)
+        self.where = nn.Linear(2, d)
+        self.context = nn.Linear(d, hs)
+        self.W = nn.Linear(hs, att)  # W r² + b
+        self.U = nn.Linear(d, att, bias=False)
+        self.v = _vector(att)
+        self.core1 = nn.GRUCell(d, hs)
+        self.core2 = nn.GRUCell(hs, hs)
+        self.out = nn.Linear(hs, classes)
+        self.hs = hs
+
+    def forward(self, image: Tensor, target: Tensor) -> dict[str, Tensor]:
+        tiles = F.unfold(image, kernel_size=8, stride=8).transpose(1, 2)  # (B, L, 64)
+        rows, cols = image.shape[2] // 8, image.shape[3] // 8
+        # tile centres (x, y) in grid_sample's coordinates, row by row -> (L, 2)
+        x = (torch.arange(cols, dtype=image.dtype) * 8 + 4) / image.shape[3] * 2 - 1
+        y = (torch.arange(rows, dtype=image.dtype) * 8 + 4) / image.shape[2] * 2 - 1
+        centres = torch.stack([x.repeat(rows), y.repeat_interleave(cols)], -1)
+        g = torch.relu(self.what(self.proj(tiles))) * torch.relu(self.where(centres))
+        r1 = g.new_zeros(g.shape[0], self.hs)
+        r2 = torch.tanh(self.context(g.mean(1)))
+        ug = self.U(g)  # (B, L, att), once
+        logits, alphas = [], []
+        for _ in range(target.shape[1]):
+            alpha = torch.softmax(torch.tanh(self.W(r2).unsqueeze(1) + ug) @ self.v, -1)
+            r1 = self.core1((alpha.unsqueeze(1) @ g).squeeze(1), r1)
+            r2 = self.core2(r1, r2)
+            logits.append(self.out(r1))
+            alphas.append(alpha)
+        return {"logits": torch.stack(logits, 1), "attention": torch.stack(alphas, 1)}
+
+    names = {
+        "proj.*": ("nodes.what.proj.*", False),
+        "what.*": ("nodes.what_r.*", False),
+        "where.*": ("nodes.where.*", False),
+        "context.*": ("nodes.r2_0.*", False),
+        "W.weight": ("nodes.dram.nodes.score.W", True),
+        "W.bias": ("nodes.dram.nodes.score.b", False),
+        "U.weight": ("nodes.dram.nodes.score.U", True),
+        "v": ("nodes.dram.nodes.score.v", False),
+        "core1.*": ("nodes.dram.nodes.core1.cell.*", False),
+        "core2.*": ("nodes.dram.nodes.core2.cell.*", False),
+        "out.*": ("nodes.dram.nodes.logits.*", False),
     }

@@ -31,6 +31,7 @@ CASES = {
     "pointer_sort": ({"vocab": 16, "d": 6, "hidden": 7}, (16, 6, 7)),
     "caption_generation": ({"vocab": 12, "feat": 6, "embed": 5, "hidden": 7, "att": 4},
                            (12, 6, 5, 7, 4)),
+    "object_recognition": ({"d": 6, "hs": 7, "att": 4}, (10, 6, 7, 4)),
 }
 
 
@@ -49,6 +50,9 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
     if name == "caption_generation":
         return {"image": torch.rand(3, 1, 16, 24, generator=gen),
                 "target": torch.randint(1, 12, (3, 4), generator=gen)}
+    if name == "object_recognition":
+        return {"image": torch.rand(3, 1, 8, 40, generator=gen),
+                "target": torch.randint(0, 10, (3, 3), generator=gen)}
     return {"image": torch.rand(3, 1, 32, 32, generator=gen)}
 
 
