@@ -19,12 +19,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from loops_more import HandPointerSort, HandSpeech
+from loops_more import HandCaption, HandObjects, HandPointerSort, HandSpeech
 from torch import Tensor, nn
 
 __all__ = ["catalog", "TWINS", "copy_into", "HandBahdanau", "HandBahdanauAfter", "HandLuong",
            "HandLuongLocalP", "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard",
-           "HandSpeech", "HandPointerSort"]
+           "HandSpeech", "HandPointerSort", "HandCaption", "HandObjects"]
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -387,4 +387,5 @@ TWINS: dict[str, type[nn.Module]] = {
     "luong_local_p": HandLuongLocalP, "memory_network": HandMemoryNetwork,
     "glimpse_soft": HandGlimpseSoft, "glimpse_hard": HandGlimpseHard,
     "speech_recognition": HandSpeech, "pointer_sort": HandPointerSort,
+    "caption_generation": HandCaption, "object_recognition": HandObjects,
 }

@@ -1,4 +1,5 @@
-"""Hand-written PyTorch twins of the catalog's speech recogniser and pointer network.
+"""Hand-written PyTorch twins of the catalog's speech recogniser, pointer network,
+captioner and recurrent attention model of several objects.
 
 Like the twins in :mod:`loops`: the same parameters (up to a transpose) and the
 same computation as the compiled spec, written as the papers' equations in a
@@ -9,9 +10,10 @@ plain loop, with the encoder-side projection of the score computed once.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["HandSpeech", "HandPointerSort"]
+__all__ = ["HandSpeech", "HandPointerSort", "HandCaption", "HandObjects"]
 
 
 def _vector(n: int) -> nn.Parameter:
@@ -110,4 +112,116 @@ class HandPointerSort(nn.Module):
         "W.bias": ("nodes.dec.nodes.u.b", False),
         "U.weight": ("nodes.dec.nodes.u.U", True),
         "v": ("nodes.dec.nodes.u.v", False),
+    }
+
+
+class HandCaption(nn.Module):
+    """Show, attend and tell over 8×8 tiles (Xu et al. 2015): a_i = P tile_i + where_i;
+    (h_0, c_0) from the mean annotation; e_ti = vᵀ tanh(W h + b + U a_i), U a_i once;
+    ẑ = σ(f_β(h)) Σ α a; LSTMCell([E y ; ẑ]); deep output L_o(E y + L_h h + L_z ẑ)."""
+
+    def __init__(self, vocab: int, feat: int, embed: int, hidden: int, att: int,
+                 tiles: int = 6) -> None:
+        super().__init__()
+        self.proj = nn.Linear(64, feat)
+        self.where = nn.Parameter(torch.randn(tiles, feat) * 0.02)
+        self.h0 = nn.Linear(feat, hidden)
+        self.c0 = nn.Linear(feat, hidden)
+        self.emb = nn.Embedding(vocab, embed)
+        self.W = nn.Linear(hidden, att)  # W h + b
+        self.U = nn.Linear(feat, att, bias=False)
+        self.v = _vector(att)
+        self.beta = nn.Linear(hidden, 1)
+        self.cell = nn.LSTMCell(embed + feat, hidden)
+        self.lh = nn.Linear(hidden, embed, bias=False)
+        self.lz = nn.Linear(feat, embed, bias=False)
+        self.out = nn.Linear(embed, vocab)
+
+    def forward(self, image: Tensor, target: Tensor) -> dict[str, Tensor]:
+        tiles = F.unfold(image, kernel_size=8, stride=8).transpose(1, 2)  # (B, L, 64)
+        a = self.proj(tiles) + self.where  # (B, L, feat)
+        mean = a.mean(1)
+        h, c = self.h0(mean), self.c0(mean)
+        ua = self.U(a)  # (B, L, att), once
+        b = target.shape[0]
+        y = self.emb(torch.cat([target.new_zeros(b, 1), target[:, :-1]], 1))
+        logits, alphas = [], []
+        for t in range(target.shape[1]):
+            e = torch.tanh(self.W(h).unsqueeze(1) + ua) @ self.v  # (B, L)
+            alpha = torch.softmax(e, -1)
+            z = torch.sigmoid(self.beta(h)) * (alpha.unsqueeze(1) @ a).squeeze(1)  # (B, feat)
+            h, c = self.cell(torch.cat([y[:, t], z], -1), (h, c))
+            logits.append(self.out(y[:, t] + self.lh(h) + self.lz(z)))
+            alphas.append(alpha)
+        return {"logits": torch.stack(logits, 1), "attention": torch.stack(alphas, 1)}
+
+    names = {
+        "proj.*": ("nodes.tiles.proj.*", False),
+        "where": ("nodes.pos.weight", False),
+        "h0.*": ("nodes.h0.*", False),
+        "c0.*": ("nodes.c0.*", False),
+        "emb.weight": ("nodes.dec.nodes.e.weight", False),
+        "W.weight": ("nodes.dec.nodes.score.W", True),
+        "W.bias": ("nodes.dec.nodes.score.b", False),
+        "U.weight": ("nodes.dec.nodes.score.U", True),
+        "v": ("nodes.dec.nodes.score.v", False),
+        "beta.*": ("nodes.dec.nodes.beta.*", False),
+        "cell.*": ("nodes.dec.nodes.cell.cell.*", False),
+        "lh.weight": ("nodes.dec.nodes.lh.weight", False),
+        "lz.weight": ("nodes.dec.nodes.lz.weight", False),
+        "out.*": ("nodes.dec.nodes.logits.*", False),
+    }
+
+
+class HandObjects(nn.Module):
+    """DRAM with soft glimpses over a row of 8×8 tiles (Ba et al. 2015):
+    g_i = relu(W_what P x_i) ⊙ relu(W_where l_i); r²_0 = tanh(W_c mean g);
+    α = softmax(vᵀ tanh(W r² + b + U g_i)), U g once; r¹ = GRU(Σ α g), r² = GRU(r¹)."""
+
+    def __init__(self, classes: int, d: int, hs: int, att: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(64, d)
+        self.what = nn.Linear(d, d)
+        self.where = nn.Linear(2, d)
+        self.context = nn.Linear(d, hs)
+        self.W = nn.Linear(hs, att)  # W r² + b
+        self.U = nn.Linear(d, att, bias=False)
+        self.v = _vector(att)
+        self.core1 = nn.GRUCell(d, hs)
+        self.core2 = nn.GRUCell(hs, hs)
+        self.out = nn.Linear(hs, classes)
+        self.hs = hs
+
+    def forward(self, image: Tensor, target: Tensor) -> dict[str, Tensor]:
+        tiles = F.unfold(image, kernel_size=8, stride=8).transpose(1, 2)  # (B, L, 64)
+        rows, cols = image.shape[2] // 8, image.shape[3] // 8
+        # tile centres (x, y) in grid_sample's coordinates, row by row -> (L, 2)
+        x = (torch.arange(cols, dtype=image.dtype) * 8 + 4) / image.shape[3] * 2 - 1
+        y = (torch.arange(rows, dtype=image.dtype) * 8 + 4) / image.shape[2] * 2 - 1
+        centres = torch.stack([x.repeat(rows), y.repeat_interleave(cols)], -1)
+        g = torch.relu(self.what(self.proj(tiles))) * torch.relu(self.where(centres))
+        r1 = g.new_zeros(g.shape[0], self.hs)
+        r2 = torch.tanh(self.context(g.mean(1)))
+        ug = self.U(g)  # (B, L, att), once
+        logits, alphas = [], []
+        for _ in range(target.shape[1]):
+            alpha = torch.softmax(torch.tanh(self.W(r2).unsqueeze(1) + ug) @ self.v, -1)
+            r1 = self.core1((alpha.unsqueeze(1) @ g).squeeze(1), r1)
+            r2 = self.core2(r1, r2)
+            logits.append(self.out(r1))
+            alphas.append(alpha)
+        return {"logits": torch.stack(logits, 1), "attention": torch.stack(alphas, 1)}
+
+    names = {
+        "proj.*": ("nodes.what.proj.*", False),
+        "what.*": ("nodes.what_r.*", False),
+        "where.*": ("nodes.where.*", False),
+        "context.*": ("nodes.r2_0.*", False),
+        "W.weight": ("nodes.dram.nodes.score.W", True),
+        "W.bias": ("nodes.dram.nodes.score.b", False),
+        "U.weight": ("nodes.dram.nodes.score.U", True),
+        "v": ("nodes.dram.nodes.score.v", False),
+        "core1.*": ("nodes.dram.nodes.core1.cell.*", False),
+        "core2.*": ("nodes.dram.nodes.core2.cell.*", False),
+        "out.*": ("nodes.dram.nodes.logits.*", False),
     }

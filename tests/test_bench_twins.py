@@ -29,6 +29,9 @@ CASES = {
     "speech_recognition": ({"vocab": 8, "feat": 6, "e": 5, "h": 7, "s": 9, "filters": 3,
                             "width": 3}, (8, 6, 5, 7, 9, 3, 3)),
     "pointer_sort": ({"vocab": 16, "d": 6, "hidden": 7}, (16, 6, 7)),
+    "caption_generation": ({"vocab": 12, "feat": 6, "embed": 5, "hidden": 7, "att": 4},
+                           (12, 6, 5, 7, 4)),
+    "object_recognition": ({"d": 6, "hs": 7, "att": 4}, (10, 6, 7, 4)),
 }
 
 
@@ -44,6 +47,12 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
     if name == "pointer_sort":
         return {"source": torch.randint(1, 16, (3, 5), generator=gen),
                 "target": torch.randint(0, 5, (3, 5), generator=gen)}
+    if name == "caption_generation":
+        return {"image": torch.rand(3, 1, 16, 24, generator=gen),
+                "target": torch.randint(1, 12, (3, 4), generator=gen)}
+    if name == "object_recognition":
+        return {"image": torch.rand(3, 1, 8, 40, generator=gen),
+                "target": torch.randint(0, 10, (3, 3), generator=gen)}
     return {"image": torch.rand(3, 1, 32, 32, generator=gen)}
 
 
