@@ -238,19 +238,10 @@ class Loop(GraphModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:  # type: ignore[override]
         steps = self.steps if self.steps is not None else x["steps"].shape[1]
-        b = rt.batch
-        state: dict[str, Tensor] = {}
-        for c in self.carry:
-            size = x[c.over].shape[1] if c.over is not None else c.zeros
-            state[c.name] = x[c.init] if c.init is not None \
-                else torch.zeros(b, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
         forced = all(f.feedback is None or (f.source is not None and f.teacher_forcing
                                             and self.training) for f in self.feed)
         stages = self.forced if forced else self.free
-        # the loop's inputs and the nodes that run once, before the steps
-        fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
-        if self.once:
-            self._exec(self.once, fixed, rt)
+        fixed, state = self._start(x, rt)
         early = self._before(stages, x, steps, rt) if stages.before else {}
         # feeds known in advance, (B, T, ...) each; the others are fed back
         for f in self.feed:
@@ -272,6 +263,20 @@ class Loop(GraphModule):
             res[f"final_{name}"] = value
         res[""] = res[self.out_keys[0][0]]  # the default port: the first body output
         return res
+
+    def _start(self, x: dict[str, Tensor], rt: Runtime
+               ) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """What every step reads unchanged (the loop's inputs, and the outputs of the
+        nodes that run once, before the steps) and the carries' first values."""
+        state: dict[str, Tensor] = {}
+        for c in self.carry:
+            size = x[c.over].shape[1] if c.over is not None else c.zeros
+            state[c.name] = x[c.init] if c.init is not None \
+                else torch.zeros(rt.batch, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
+        fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
+        if self.once:
+            self._exec(self.once, fixed, rt)
+        return fixed, state
 
     def _refuse_trace(self) -> None:
         """jit.trace would unroll the steps at the traced length: say so, not a program
@@ -361,15 +366,7 @@ class Loop(GraphModule):
     def begin(self, x: dict[str, Tensor], rt: Runtime) -> LoopCursor:
         """The cursor before the first step: the carries' start values, and the
         ``once`` nodes run (``x`` holds the loop's edges but ``steps`` and feeds)."""
-        state: dict[str, Tensor] = {}
-        for c in self.carry:
-            size = x[c.over].shape[1] if c.over is not None else c.zeros
-            state[c.name] = x[c.init] if c.init is not None \
-                else torch.zeros(rt.batch, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
-        fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
-        if self.once:
-            self._exec(self.once, fixed, rt)
-        return LoopCursor(fixed, state, rt)
+        return LoopCursor(*self._start(x, rt), rt)
 
     def advance(self, cur: LoopCursor, feeds: dict[str, Tensor]) -> dict[str, Tensor]:
         """One step from ``cur`` given each feed, (B,) ids; ``cur.state`` takes the
