@@ -108,7 +108,9 @@ class Task:
 
     Subclasses set ``provides`` (batch field -> spec input type), ``target``,
     ``metrics``, ``defaults`` (the options and their default values), ``area``
-    (the application area it stands for, listed by ``attngraph catalog``) and
+    (the application area it stands for, listed by ``attngraph catalog``),
+    ``objective`` (what training minimises: ``classify``, ``regress`` or
+    ``bernoulli``, see :mod:`attngraph.train.objectives`) and
     implement :meth:`sample`.
 
     Parameters
@@ -124,6 +126,7 @@ class Task:
     target: ClassVar[str] = "target"
     metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
     area: ClassVar[str] = ""
+    objective: ClassVar[str] = "classify"
     defaults: ClassVar[Mapping[str, int | float | bool | str]] = {}
 
     def __init__(self, *, seed: int = 0, **options: Any) -> None:

@@ -16,12 +16,14 @@ launcher :mod:`attngraph.train.distributed`.
   and the caller's RNG state is the same after training as before. A resumed
   run restores the saved RNG state inside the same context, so it continues the
   straight run's random stream exactly.
-- :func:`train_step` is the step: forward, loss = :func:`task_loss` (cross-entropy
-  of the spec's ``logits`` against the task's target, :data:`IGNORE` entries
-  skipped) plus, for specs with ``reinforce`` policies, the REINFORCE term of
-  :func:`attngraph.lower.hard.model_reinforce_loss` with the per-example reward
-  :func:`reward_of` ("every scored prediction right"); then ``zero_grad``,
-  ``backward``, ``step``.
+- :func:`train_step` is the step: forward, loss = :func:`task_loss` (the task's
+  objective, :mod:`attngraph.train.objectives`: by default cross-entropy of the
+  spec's ``logits`` against the task's target, :data:`IGNORE` entries skipped)
+  plus the model's own terms (:func:`~attngraph.train.objectives.model_terms`,
+  e.g. a latent's KL) plus, for specs with ``reinforce`` policies, the REINFORCE
+  term of :func:`attngraph.lower.hard.model_reinforce_loss` with the per-example
+  reward :func:`reward_of` (for ``classify``: "every scored prediction right");
+  then ``zero_grad``, ``backward``, ``step``.
 - :func:`evaluate` measures the task's metrics in eval mode (greedy decoding
   for decoder loops) on the task's fixed test batch.
 """
@@ -33,10 +35,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from attngraph.errors import TrainingError
 from attngraph.spec.models import TrainSpec
-from attngraph.train.speclocs import spec_loc
-from attngraph.train.tasks import IGNORE, Task, bind_inputs, compute_metrics
+from attngraph.train.objectives import OBJECTIVES, model_terms
+from attngraph.train.tasks import Task, bind_inputs, compute_metrics
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
@@ -182,7 +183,7 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
     Returns
     -------
     Step
-        The loss (task loss plus REINFORCE term) and the outputs, detached.
+        The loss (task loss, model terms, REINFORCE term) and the outputs, detached.
         The batch is moved to the model's device first.
     """
     from attngraph.lower.hard import model_reinforce_loss
@@ -194,8 +195,11 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
         out = (net if net is not None else model)(**bind_inputs(graph, task, batch))
     out = float_outputs(out) if bf16 else out
     target = batch[task.target]
-    loss = task_loss(out, target, graph=graph)
-    loss = loss + model_reinforce_loss(model, reward_of(out, target))
+    loss = task_loss(out, target, graph=graph, objective=task.objective)
+    loss = loss + model_terms(model)
+    if any(k.endswith(".log_prob") for k in getattr(model, "aux", {})):
+        loss = loss + model_reinforce_loss(model, reward_of(out, target,
+                                                            objective=task.objective))
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
@@ -261,55 +265,39 @@ def _joined(parts: list[dict[str, Tensor]]) -> dict[str, Tensor]:
 def check_fits(graph: Graph, task: Task) -> None:
     """Refuse a spec and task that cannot train together, before anything is written.
 
-    The spec must declare a ``logits`` output, and two of the task's test
-    examples must bind to its inputs (:func:`~attngraph.train.tasks.bind_inputs`).
-    Every error is located in the spec.
+    The spec must declare the output the task's objective reads (``logits``
+    for ``classify`` and ``bernoulli``, ``prediction`` for ``regress``), and two
+    of the task's test examples must bind to its inputs
+    (:func:`~attngraph.train.tasks.bind_inputs`). Every error is located in the spec.
 
     Raises
     ------
     TrainingError
-        At the spec's ``outputs:`` without ``logits``, or at the input the
+        At the spec's ``outputs:`` without that output, or at the input the
         task's data does not fit.
     """
-    if "logits" not in dict(graph.outputs):
-        raise _no_logits(graph)
+    obj = OBJECTIVES[task.objective]
+    if obj.output not in dict(graph.outputs):
+        raise obj.missing(graph)
     bind_inputs(graph, task, task.batch(2, split="test"))
 
 
-def _no_logits(graph: Graph | None) -> TrainingError:
-    msg = "training needs the spec to declare an output named 'logits'"
-    loc = spec_loc(graph, "outputs", key=True) if graph is not None else None
-    return TrainingError(msg, loc, "add outputs: {logits: <node>}")
-
-
-def _logits_target(outputs: Mapping[str, Tensor], target: Tensor,
-                   graph: Graph | None = None) -> tuple[Tensor, Tensor]:
-    """The logits over the target's axes; errors located in ``graph``'s spec when given."""
-    logits = outputs.get("logits")
-    if logits is None:
-        raise _no_logits(graph)
-    if logits.dim() == target.dim() + 2 and logits.shape[1] == 1:  # one query: [B, 1, C]
-        logits = logits.squeeze(1)
-    if logits.shape[:-1] != target.shape:
-        msg = (f"output 'logits' has shape {tuple(logits.shape)}, but the task's "
-               f"targets are {tuple(target.shape)}")
-        loc = graph.output("logits").loc if graph is not None else None
-        raise TrainingError(msg, loc, "logits must be [..., classes] over the targets' axes")
-    return logits, target
-
-
 def task_loss(outputs: Mapping[str, Tensor], target: Tensor, *,
-              graph: Graph | None = None) -> Tensor:
-    """Cross-entropy of ``logits`` against ``target``, skipping IGNORE entries.
+              graph: Graph | None = None, objective: str = "classify") -> Tensor:
+    """The objective's mean loss of ``outputs`` on ``target``.
 
     Parameters
     ----------
     outputs : mapping
-        A compiled model's outputs; must hold ``logits`` ``[..., classes]``.
+        A compiled model's outputs; must hold the objective's output
+        (``logits`` ``[..., classes]`` for ``classify``).
     target : Tensor
-        Class ids over the logits' leading axes (:data:`IGNORE` where nothing is scored).
+        The task's targets (for ``classify``: class ids over the logits' leading
+        axes, :data:`IGNORE` where nothing is scored).
     graph : Graph, optional
         The model's spec, to locate an error at its ``outputs:``.
+    objective : str
+        A name in :data:`~attngraph.train.objectives.OBJECTIVES`.
 
     Returns
     -------
@@ -319,23 +307,23 @@ def task_loss(outputs: Mapping[str, Tensor], target: Tensor, *,
     Raises
     ------
     TrainingError
-        When there is no ``logits`` output or its shape does not fit the target.
+        When the output is missing or its shape does not fit the target.
     """
-    import torch.nn.functional as F
-
-    logits, target = _logits_target(outputs, target, graph)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
-                           ignore_index=IGNORE)
+    return OBJECTIVES[objective].loss(outputs, target, graph=graph)
 
 
-def reward_of(outputs: Mapping[str, Tensor], target: Tensor) -> Tensor:
-    """Per-example reward: 1.0 when every scored prediction is right, else 0.0.
+def reward_of(outputs: Mapping[str, Tensor], target: Tensor, *,
+              objective: str = "classify") -> Tensor:
+    """Per-example reward of the objective (``classify``: 1.0 when every scored
+    prediction is right, else 0.0).
 
     Parameters
     ----------
     outputs : mapping
-        A compiled model's outputs (with ``logits``).
+        A compiled model's outputs.
     target : Tensor
+        As for :func:`task_loss`.
+    objective : str
         As for :func:`task_loss`.
 
     Returns
@@ -343,6 +331,4 @@ def reward_of(outputs: Mapping[str, Tensor], target: Tensor) -> Tensor:
     Tensor
         ``[B]`` floats.
     """
-    logits, target = _logits_target(outputs, target)
-    ok = (logits.argmax(-1) == target) | (target == IGNORE)
-    return ok.reshape(ok.shape[0], -1).all(-1).float()
+    return OBJECTIVES[objective].reward(outputs, target)
