@@ -151,7 +151,8 @@ def bernoulli_nll(logits: Tensor, target: Tensor) -> Tensor:
     """Per-example negative log-likelihood ``[B]`` of binary values in nats.
 
     >>> import math, torch
-    >>> float(bernoulli_nll(torch.zeros(1, 4), torch.ones(1, 4))[0]) == 4 * math.log(2)
+    >>> math.isclose(float(bernoulli_nll(torch.zeros(1, 4), torch.ones(1, 4))[0]), 4 * math.log(2),
+    ...              rel_tol=1e-6)
     True
     """
     import torch.nn.functional as F
