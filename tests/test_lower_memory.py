@@ -216,3 +216,61 @@ outputs: {logits: logits, w: w}
     torch.testing.assert_close(padded["logits"], alone["logits"], atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(padded["w"][:, :4], alone["w"], atol=1e-6, rtol=1e-6)
     assert (padded["w"][:, 4:] == 0).all()
+
+
+SHIFTER = """\
+attngraph: 1
+name: shifter
+dims: {slots: 6}
+inputs:
+  seq: {type: tokens, vocab: 4, length: T}
+blocks:
+  step:
+    inputs: [x, mem, w]
+    nodes:
+      ctrl: {kind: embedding, from: x, dim: 3, vocab: 4}
+      key:  {kind: linear, from: ctrl, out: 5}
+      sim:  {kind: scorer, fn: cosine, query: key, key: mem}
+      wc:   {kind: softmax, scores: sim}
+      wl:   {kind: address, content: wc, prev: w, control: ctrl, shifts: 1}
+    outputs: {weights: wl}
+nodes:
+  m0: {kind: memory, slots: slots, width: 5}
+  loop:
+    kind: loop
+    body: step
+    steps: seq
+    inputs: {mem: m0}
+    feed: {x: {from: seq}}
+    carry: {w: {START, next: weights}}
+outputs: {weights: loop.weights}
+"""
+
+
+@pytest.mark.parametrize("start", ["onehot: slots", "zeros: slots"])
+def test_location_addressing_moves_a_onehot_start_and_keeps_zeros_uniform(start: str) -> None:
+    """With the gate closed, a shift of +1 and strong sharpening, weights that start
+    one-hot on slot 0 (carry ``onehot``) sit on slot t + 1 at step t; weights that start
+    at zero stay uniform at every step (content weights over a constant memory are
+    uniform too), so location addressing alone cannot pick a slot."""
+    model = attngraph.compile(attngraph.loads_spec(SHIFTER.replace("START", start)), seed=0)
+    proj = model.nodes["loop"].nodes["wl"].proj
+    with torch.no_grad():
+        proj.weight.zero_()
+        proj.bias.copy_(torch.tensor([-50.0, -50.0, -50.0, 50.0, 50.0]))  # g, shifts, γ
+    w = model(seq=torch.zeros(2, 8, dtype=torch.long))["weights"]
+    want = (torch.eye(6)[[(t + 1) % 6 for t in range(8)]] if start.startswith("onehot")
+            else torch.full((8, 6), 1 / 6))
+    torch.testing.assert_close(w, want.expand(2, 8, 6), atol=1e-6, rtol=0)
+
+
+def test_a_onehot_carry_starts_on_the_first_slot() -> None:
+    """With the gate closed and no shift, the weights keep the carry's first value:
+    e_0 at every step, for every example."""
+    model = attngraph.compile(SHIFTER.replace("START", "onehot: slots"), seed=0)
+    proj = model.nodes["loop"].nodes["wl"].proj
+    with torch.no_grad():
+        proj.weight.zero_()
+        proj.bias.copy_(torch.tensor([-50.0, -50.0, 50.0, -50.0, 0.0]))  # g, shifts, γ
+    w = model(seq=torch.randint(0, 4, (3, 4)))["weights"]
+    torch.testing.assert_close(w, torch.eye(6)[0].expand(3, 4, 6), atol=1e-6, rtol=0)

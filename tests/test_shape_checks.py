@@ -439,6 +439,33 @@ outputs: {l: l}
     assert e.value.loc.line == 12
 
 
+def test_a_onehot_carry_starts_one_way_too() -> None:
+    """onehot with zeros is refused at the carry, with the four ways in the hint; a
+    onehot start is weights over its slots, so it must match the body output it becomes."""
+    spec = """attngraph: 1
+name: t
+inputs:
+  x: {type: vectors, dim: 4}
+blocks:
+  b:
+    inputs: [c]
+    nodes:
+      n: {kind: linear, from: c, out: 3}
+    outputs: {n: n}
+nodes:
+  l: {kind: loop, body: b, steps: 2, carry: {c: {onehot: 3, zeros: 3, next: n}}}
+outputs: {l: l}
+"""
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec)
+    assert e.value.message == "node 'l': carry 'c' gives zeros and onehot; it starts one way"
+    assert e.value.loc.line == 12 and "onehot" in (e.value.hint or "")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(spec.replace("onehot: 3, zeros: 3", "onehot: 5"))
+    assert e.value.message.startswith("node 'l': carry 'c' starts as ")
+    assert loads_spec(spec.replace("onehot: 3, zeros: 3", "onehot: 3")).node("l").kind == "loop"
+
+
 @pytest.mark.parametrize(("line", "col", "message"), [
     ("  r: {kind: filterbank, image: img, params: h, size: 3}\n", 45,
      "node 'r': filterbank params are [5] (g̃x, g̃y, log σ², log δ̃, log γ), got [4]"),

@@ -62,9 +62,13 @@ class CarrySpec(Model):
     """Carried loop state: starts from ``init``, then takes body output ``next``."""
 
     init: Ref | None = None
-    """The initial state: a reference (or give ``zeros`` or ``zeros_over``)."""
+    """The initial state: a reference (or give ``zeros``, ``zeros_over`` or ``onehot``)."""
     zeros: Size | None = None
     """Start from a zero vector of this size instead; a size."""
+    onehot: Size | None = None
+    """Start from the one-hot vector of this size with its 1 first: weights over slots focused on
+    slot 0, as an NTM head's location addressing needs (a shift moves focused weights; uniform or
+    zero weights stay uniform); a size."""
     zeros_over: Ref | None = None
     """Start from zeros ``[N]``, one per item of this reference (N its first axis, a length known
     only at run time): a coverage or the previous alignment."""
@@ -239,14 +243,17 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         bound[str(e.role.key)] = ctx.type_of(e)
     outs = dict(tmpl.outputs)
     for cname, c in s.carry.items():
-        starts = [f for f in ("init", "zeros", "zeros_over") if getattr(c, f) is not None]
+        starts = [f for f in ("init", "zeros", "zeros_over", "onehot")
+                  if getattr(c, f) is not None]
         if len(starts) > 1:
             ctx.fail(f"carry '{cname}' gives {' and '.join(starts)}; it starts one way",
-                     hint="keep one of init, zeros and zeros_over", field="carry")
+                     hint="keep one of init, zeros, zeros_over and onehot", field="carry")
         if c.init is not None:
             bound[cname] = ctx.t(f"carry.{cname}.init")
         elif c.zeros is not None:
             bound[cname] = TensorType((c.zeros,))
+        elif c.onehot is not None:
+            bound[cname] = TensorType((c.onehot,), simplex=True, weights=True)
         elif c.zeros_over is not None:
             role = f"carry.{cname}.zeros_over"
             over = ctx.t(role)
@@ -256,8 +263,8 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                          "give it items [N, d] (or ids [N]): the carry starts as zeros [N]")
             bound[cname] = TensorType(over.dims[:1])
         else:
-            ctx.fail(f"carry '{cname}' needs 'init: <node>', 'zeros: <size>' or "
-                     "'zeros_over: <items>'",
+            ctx.fail(f"carry '{cname}' needs 'init: <node>', 'zeros: <size>', "
+                     "'zeros_over: <items>' or 'onehot: <size>'",
                      hint=f"e.g. {cname}: {{zeros: 64, next: <output>}}, or zeros_over: <items> "
                      "for zeros [N] over a length N known at run time", field="carry")
         if c.next not in outs:

@@ -8,7 +8,8 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 ``steps`` reference's first axis):
 
 - ``inputs`` are passed unchanged to every step;
-- each ``carry`` starts at ``init`` (or zeros of size ``zeros``, or zeros [N] over
+- each ``carry`` starts at ``init`` (or zeros of size ``zeros``, the one-hot vector
+  of size ``onehot`` with its 1 first, or zeros [N] over
   the items of ``zeros_over``, in the dtype and
   on the device of the model's inputs) and then takes the body output ``next`` of
   the previous step;
@@ -133,6 +134,8 @@ class Carry(NamedTuple):
     next: str
     #: zeros [N] over the first axis of this input (a length known at run time)
     over: str | None = None
+    #: start one-hot (1 at index 0) instead of zeros
+    onehot: bool = False
 
 
 class Feed(NamedTuple):
@@ -198,8 +201,9 @@ class Loop(GraphModule):
         self.node_id, self.loc = ctx.node.id, ctx.node.where("steps")
         self.inputs_ = list(s.inputs)
         self.carry = [Carry(c, f"carry.{c}.init" if c_spec.init is not None else None,
-                            int(c_spec.zeros or 0), c_spec.next,
-                            f"carry.{c}.zeros_over" if c_spec.zeros_over is not None else None)
+                            int(c_spec.zeros or c_spec.onehot or 0), c_spec.next,
+                            f"carry.{c}.zeros_over" if c_spec.zeros_over is not None else None,
+                            c_spec.onehot is not None)
                       for c, c_spec in s.carry.items()]
         self.feed = [Feed(f, f"feed.{f}.from" if f_spec.from_ is not None else None,
                           f_spec.feedback, f_spec.start, f_spec.teacher_forcing)
@@ -273,6 +277,9 @@ class Loop(GraphModule):
             size = x[c.over].shape[1] if c.over is not None else c.zeros
             state[c.name] = x[c.init] if c.init is not None \
                 else torch.zeros(rt.batch, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
+            if c.onehot:  # focused on the first slot
+                state[c.name] = torch.cat([torch.ones_like(state[c.name][:, :1]),
+                                           state[c.name][:, 1:]], -1)  # (B, onehot)
         fixed = {name: x[f"inputs.{name}"] for name in self.inputs_}
         if self.once:
             self._exec(self.once, fixed, rt)
