@@ -1,5 +1,5 @@
 """Hand-written PyTorch twins of the catalog's speech recogniser, pointer network,
-captioner and recurrent attention model of several objects.
+captioner, recurrent attention model of several objects and NTM copier.
 
 Like the twins in :mod:`loops`: the same parameters (up to a transpose) and the
 same computation as the compiled spec, written as the papers' equations in a
@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["HandSpeech", "HandPointerSort", "HandCaption", "HandObjects"]
+__all__ = ["HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandNtmCopy"]
 
 
 def _vector(n: int) -> nn.Parameter:
@@ -224,4 +224,75 @@ class HandObjects(nn.Module):
         "core1.*": ("nodes.dram.nodes.core1.cell.*", False),
         "core2.*": ("nodes.dram.nodes.core2.cell.*", False),
         "out.*": ("nodes.dram.nodes.logits.*", False),
+    }
+
+
+def _ntm_head(h: Tensor, mem: Tensor, prev: Tensor, key: nn.Linear, beta: Tensor,
+              address: nn.Linear) -> Tensor:
+    """One NTM head: k = tanh(W_k h), softmax(β·cos(k, M_i)); gate, shift ±1, sharpen."""
+    k = torch.tanh(key(h))
+    cos = (F.normalize(k, dim=-1, eps=1e-8).unsqueeze(1)
+           @ F.normalize(mem, dim=-1, eps=1e-8).transpose(1, 2)).squeeze(1)
+    wc = torch.softmax(beta * cos, -1)  # (B, S)
+    p = address(h)
+    g = torch.sigmoid(p[:, :1])
+    shift = torch.softmax(p[:, 1:4], -1)
+    gamma = 1 + F.softplus(p[:, 4:])
+    wg = g * wc + (1 - g) * prev
+    ws = sum(shift[:, i:i + 1] * torch.roll(wg, i - 1, dims=-1) for i in range(3))
+    return torch.softmax(gamma * ws.clamp_min(1e-30).log(), -1)
+
+
+class HandNtmCopy(nn.Module):
+    """The NTM copier (Graves et al. 2014): a feedforward controller
+    h_t = tanh(W [E x_t; r_{t-1}] + b); a write head addresses M_{t-1} and writes
+    M_t = M ⊙ (1 - w eᵀ) + w aᵀ; a read head addresses M_t and reads r_t = w M_t;
+    both heads start on slot 0; logits from h_t."""
+
+    def __init__(self, vocab: int, e: int, hs: int, slots: int, width: int) -> None:
+        super().__init__()
+        self.x_emb = nn.Embedding(vocab, e)
+        self.ctrl = nn.Linear(e + width, hs)
+        self.wkey, self.rkey = nn.Linear(hs, width), nn.Linear(hs, width)
+        self.wbeta, self.rbeta = nn.Parameter(torch.ones(())), nn.Parameter(torch.ones(()))
+        self.waddress, self.raddress = nn.Linear(hs, 5), nn.Linear(hs, 5)  # gate, shifts, γ
+        self.erase = nn.Linear(hs, width)
+        self.add = nn.Linear(hs, width)
+        self.out = nn.Linear(hs, vocab)
+        self.slots, self.width = slots, width
+
+    def forward(self, seq: Tensor) -> dict[str, Tensor]:
+        b, steps = seq.shape
+        mem = torch.full((b, self.slots, self.width), 1e-6)
+        ww = F.one_hot(seq.new_zeros(b), self.slots).float()  # (B, S): on slot 0
+        wr = ww
+        r = mem.new_zeros(b, self.width)
+        x = self.x_emb(seq)  # (B, T, e)
+        logits, wws, wrs = [], [], []
+        for t in range(steps):
+            h = torch.tanh(self.ctrl(torch.cat([x[:, t], r], -1)))
+            ww = _ntm_head(h, mem, ww, self.wkey, self.wbeta, self.waddress)
+            e = torch.sigmoid(self.erase(h))
+            a = torch.tanh(self.add(h))
+            mem = mem * (1 - ww.unsqueeze(-1) * e.unsqueeze(1)) + ww.unsqueeze(-1) * a.unsqueeze(1)
+            wr = _ntm_head(h, mem, wr, self.rkey, self.rbeta, self.raddress)
+            r = (wr.unsqueeze(1) @ mem).squeeze(1)  # (B, width)
+            logits.append(self.out(h))
+            wws.append(ww)
+            wrs.append(wr)
+        return {"logits": torch.stack(logits, 1), "weights": torch.stack(wrs, 1),
+                "write": torch.stack(wws, 1)}
+
+    names = {
+        "x_emb.weight": ("nodes.ntm.nodes.x_emb.weight", False),
+        "ctrl.*": ("nodes.ntm.nodes.ctrl.*", False),
+        "wkey.*": ("nodes.ntm.nodes.kw.*", False),
+        "wbeta": ("nodes.ntm.nodes.simw.beta", False),
+        "waddress.*": ("nodes.ntm.nodes.wlw.proj.*", False),
+        "rkey.*": ("nodes.ntm.nodes.kr.*", False),
+        "rbeta": ("nodes.ntm.nodes.simr.beta", False),
+        "raddress.*": ("nodes.ntm.nodes.wlr.proj.*", False),
+        "erase.*": ("nodes.ntm.nodes.erase.*", False),
+        "add.*": ("nodes.ntm.nodes.addv.*", False),
+        "out.*": ("nodes.ntm.nodes.logits.*", False),
     }

@@ -32,6 +32,7 @@ CASES = {
     "caption_generation": ({"vocab": 12, "feat": 6, "embed": 5, "hidden": 7, "att": 4},
                            (12, 6, 5, 7, 4)),
     "object_recognition": ({"d": 6, "hs": 7, "att": 4}, (10, 6, 7, 4)),
+    "ntm_copy": ({"vocab": 10, "e": 6, "hs": 10, "slots": 7, "width": 5}, (10, 6, 10, 7, 5)),
 }
 
 
@@ -41,6 +42,8 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
                 "target": torch.randint(1, 12, (3, 4), generator=gen)}
     if name == "memory_network":
         return {"seq": torch.randint(0, 16, (3, 6), generator=gen)}
+    if name == "ntm_copy":
+        return {"seq": torch.randint(0, 10, (3, 7), generator=gen)}
     if name == "speech_recognition":
         return {"frames": torch.randn(3, 7, 6, generator=gen),
                 "target": torch.randint(1, 8, (3, 4), generator=gen)}
