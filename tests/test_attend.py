@@ -52,6 +52,7 @@ def _forward(name: str, size: int = 3) -> tuple[object, object, dict, dict]:
     ("image_self_attention", "tiles", "pooling"),
     ("graph_attention", "graph", "attention"),
     ("memory_network", "matrix", "weights"),
+    ("ntm_copy", "heads", "weights"),
 ])
 def test_view_follows_inputs_and_output_shape(spec: str, view: str, output: str,
                                               tmp_path: Path) -> None:

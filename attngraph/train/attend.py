@@ -10,6 +10,7 @@ view           when                            drawn as
 ``glimpses``   image, ``locations`` [T, 2]      the glimpse path over the canvas
 ``tiles``      image, weights [P] (P = g²)      the weights as a g×g grid over the canvas
 ``graph``      graph, weights [N, N]           the graph, nodes coloured by one node's weights
+``heads``      ``write``, ``weights`` [T, S]    write | read weights per step (a memory's heads)
 ``matrix``     anything else [T, N]            heatmap (e.g. memory addressing per step)
 =============  ==============================  ===========================================
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.train.attend_heads import draw_heads, has_heads
 from attngraph.train.speclocs import spec_loc
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "pick_view", "draw", "attend_run", "load_run"]
 
-VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "matrix")
+VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "heads", "matrix")
 _PREFERRED = ("locations", "pooling", "attention", "weights")
 
 
@@ -75,6 +77,8 @@ def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
         return "alignment", name
     if "tokens" in types and w.dim() == 1:
         return "words", name
+    if name == "weights" and has_heads(outputs):
+        return "heads", name
     if w.dim() in (1, 2):
         return "matrix", name
     msg = f"cannot draw output '{name}' of shape {tuple(outputs[name].shape)}"
@@ -252,6 +256,8 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
             what = _tiles(ax, w, ex, task, graph)
         elif view == "graph":
             what = _graph(ax, w, ex, task, graph, query)
+        elif view == "heads":
+            what = draw_heads(ax, out, ex, task)
         else:
             xl, yl = None, None
             if view == "alignment":
