@@ -32,6 +32,7 @@ CASES = {
     "caption_generation": ({"vocab": 12, "feat": 6, "embed": 5, "hidden": 7, "att": 4},
                            (12, 6, 5, 7, 4)),
     "object_recognition": ({"d": 6, "hs": 7, "att": 4}, (10, 6, 7, 4)),
+    "handwriting_generation": ({"letters": 6, "h": 7, "k": 2}, (6, 7, 2)),
 }
 
 
@@ -50,6 +51,9 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
     if name == "caption_generation":
         return {"image": torch.rand(3, 1, 16, 24, generator=gen),
                 "target": torch.randint(1, 12, (3, 4), generator=gen)}
+    if name == "handwriting_generation":
+        return {"chars": torch.randint(1, 6, (3, 4), generator=gen),
+                "pen": torch.randn(3, 9, 2, generator=gen) * 0.5}
     if name == "object_recognition":
         return {"image": torch.rand(3, 1, 8, 40, generator=gen),
                 "target": torch.randint(0, 10, (3, 3), generator=gen)}

@@ -52,11 +52,13 @@ def _window_work(ctx: WorkCtx) -> Work:
 def window_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Items [U, d], control [h], prev [K] -> the window [d]; ports ``weights`` φ [U]
     (attention weights, not normalised) and ``centres`` κ [K]."""
-    items = ctx.need_rank("items", 2, "window reads items [U, d] (the characters)",
-                          "give it the characters, e.g. {kind: embedding, from: <tokens>}")
+    items = ctx.t("items")
     if items.dtype != "float" or items.heads:
         ctx.fail(f"window reads float items [U, d] (the characters), got {items}", "items",
-                 "embed the character ids first: {kind: embedding, from: <tokens>, dim: d}")
+                 "turn the character ids into vectors first: {kind: onehot, from: <tokens>} "
+                 "or {kind: embedding, from: <tokens>, dim: d}")
+    ctx.need_rank("items", 2, "window reads items [U, d] (the characters)",
+                  "give it the characters, e.g. {kind: onehot, from: <tokens>}")
     ctl = ctx.t("control")
     if ctl.rank != 1 or ctl.dtype != "float" or ctl.heads:
         ctx.fail(f"control is the controller state, a float vector [h], got {ctl}", "control",
