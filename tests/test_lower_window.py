@@ -129,6 +129,24 @@ def test_window_weights_are_attention_weights_but_not_a_simplex() -> None:
     assert abs(float(out["phi"].detach().sum()) - 1.0) > 1e-3  # not normalised
 
 
+def test_describe_places_the_window_of_the_catalog_spec() -> None:
+    """The handwriting spec's window is one attention site: soft, location-based,
+    external, local, recurrent (inside the loop), its weights exposed as 'attention'."""
+    from pathlib import Path
+
+    from attngraph.analysis.axes import find_sites
+    from attngraph.pipeline import load_spec
+
+    spec = Path(__file__).resolve().parents[1] / "specs" / "handwriting_generation.yaml"
+    sites = find_sites(load_spec(spec))
+    assert [s.form for s in sites] == ["window"]
+    got = {k: a.value for k, a in sites[0].axes.items()}
+    assert got == {"hardness": "soft", "basis": "location", "source": "external",
+                   "reach": "local", "heads": "single-head", "recurrence": "recurrent",
+                   "exposure": "explicit"}
+    assert "'attention'" in sites[0].axes["exposure"].reason
+
+
 HEAD = f"""attngraph: 1
 name: t
 inputs:
