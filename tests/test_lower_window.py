@@ -117,6 +117,27 @@ def test_centres_only_move_forward() -> None:
     assert bool((out["centres"] >= prev).all())
 
 
+def test_one_gaussian_peaks_never_move_back() -> None:
+    """With one component, step after step (the centres carried), the window's peak
+    argmax_u φ never moves to an earlier character while it has weight anywhere: the
+    peak is the position nearest a centre that only grows."""
+    import attngraph
+
+    torch.manual_seed(3)
+    model = attngraph.compile(loads_spec(SPEC.replace(f"components: {K}", "components: 1")
+                                         .replace(f"dim: {K}}}", "dim: 1}"), "t.yaml"),
+                              seed=0)
+    c, kappa = torch.randn(32, 8, D), torch.zeros(32, 1)
+    last = torch.zeros(32, dtype=torch.long)
+    for _ in range(12):
+        out = model(c=c, h=torch.randn(32, H) - 1.5, kappa=kappa)
+        kappa, phi = out["centres"], out["phi"]
+        live = phi.amax(-1) > 1e-6
+        peak = phi.argmax(-1)
+        assert bool((peak[live] >= last[live]).all())
+        last = torch.where(live, peak, last)
+
+
 def test_window_weights_are_attention_weights_but_not_a_simplex() -> None:
     """The weights port is typed as attention weights over the U characters, not as a
     distribution (it need not sum to one); the window has the characters' width."""
