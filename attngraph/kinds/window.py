@@ -67,8 +67,9 @@ def window_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     prev = ctx.t("prev")
     if prev.rank != 1 or prev.dims[0] != k or prev.dtype != "float" or prev.heads:
         ctx.fail(f"prev holds the previous centres, [{k}] for components: {k}, got {prev}",
-                 "prev", f"carry the window's centres: prev: {{zeros: {k}, next: <the "
-                 "body output of this window's .centres>}")
+                 "prev", f"in a loop, carry the centres: carry: {{<this input>: {{zeros: {k}, "
+                 f"next: <the body output of '{ctx.node.id}.centres'>}}}}; outside one, a "
+                 f"float vector [{k}]")
     ctx.params += (ctx.features("control") + 1) * 3 * k
     return {"": TensorType(items.dims[1:]),
             "weights": TensorType(items.dims[:1], weights=True),

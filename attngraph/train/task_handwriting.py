@@ -69,10 +69,11 @@ class Handwriting(Task):
             self.fail(f"noise must be >= 0, got {o['noise']}")
 
     def token_names(self, field: str, ids: list[int]) -> list[str]:
-        """Letters as ``a``, ``b``, ... (id 1 is ``a``; 0, padding, is ``·``)."""
+        """Letters as ``a``, ``b``, ... (id 1 is ``a``; 0, padding, is ``·``; past ``z``
+        the id)."""
         if field != "chars":
             return super().token_names(field, ids)
-        return [chr(ord("a") + i - 1) if i > 0 else "·" for i in ids]
+        return [("·" if i == 0 else chr(ord("a") + i - 1) if i <= 26 else str(i)) for i in ids]
 
     def strokes(self) -> np.ndarray:
         """Each letter's stroke, ``[letters + 1, stroke, 2]`` (row 0, padding, unused)."""
