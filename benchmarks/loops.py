@@ -19,12 +19,20 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from loops_more import HandCaption, HandNtmCopy, HandObjects, HandPointerSort, HandSpeech
+from loops_more import (
+    HandCaption,
+    HandHandwriting,
+    HandNtmCopy,
+    HandObjects,
+    HandPointerSort,
+    HandSpeech,
+)
 from torch import Tensor, nn
 
 __all__ = ["catalog", "TWINS", "copy_into", "HandBahdanau", "HandBahdanauAfter", "HandLuong",
            "HandLuongLocalP", "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard",
-           "HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandNtmCopy"]
+           "HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandNtmCopy",
+           "HandHandwriting"]
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -389,4 +397,5 @@ TWINS: dict[str, type[nn.Module]] = {
     "speech_recognition": HandSpeech, "pointer_sort": HandPointerSort,
     "caption_generation": HandCaption, "object_recognition": HandObjects,
     "ntm_copy": HandNtmCopy,
+    "handwriting_generation": HandHandwriting,
 }

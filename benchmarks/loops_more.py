@@ -1,5 +1,6 @@
 """Hand-written PyTorch twins of the catalog's speech recogniser, pointer network,
-captioner, recurrent attention model of several objects and NTM copier.
+captioner, recurrent attention model of several objects, NTM copier and handwriting
+generator.
 
 Like the twins in :mod:`loops`: the same parameters (up to a transpose) and the
 same computation as the compiled spec, written as the papers' equations in a
@@ -13,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandNtmCopy"]
+__all__ = ["HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandNtmCopy",
+           "HandHandwriting"]
 
 
 def _vector(n: int) -> nn.Parameter:
@@ -295,4 +297,42 @@ class HandNtmCopy(nn.Module):
         "erase.*": ("nodes.ntm.nodes.erase.*", False),
         "add.*": ("nodes.ntm.nodes.addv.*", False),
         "out.*": ("nodes.ntm.nodes.logits.*", False),
+
+
+class HandHandwriting(nn.Module):
+    """Graves' soft window (Graves 2013, section 5.1) in an LSTM pen model:
+    h_t = LSTM([x_t ; w_{t-1}]); (α, β, step) = exp(W h_t + b); κ_t = κ_{t-1} + step;
+    φ(t, u) = Σ_k α_k exp(−β_k (κ_k − u)²); w_t = Σ_u φ(t, u) c_u; y_t = W_y [h_t ; w_t]."""
+
+    def __init__(self, letters: int, h: int, k: int) -> None:
+        super().__init__()
+        self.cell = nn.LSTMCell(2 + letters, h)
+        self.win = nn.Linear(h, 3 * k)
+        self.pred = nn.Linear(h + letters, 2)
+        self.letters, self.h, self.k = letters, h, k
+
+    def forward(self, chars: Tensor, pen: Tensor) -> dict[str, Tensor]:
+        c = F.one_hot(chars, self.letters).to(pen.dtype)  # (B, U, letters)
+        b, steps = pen.shape[:2]
+        u = torch.arange(1, chars.shape[1] + 1, dtype=pen.dtype)  # (U,)
+        h, cc = pen.new_zeros(b, self.h), pen.new_zeros(b, self.h)
+        kappa, w = pen.new_zeros(b, self.k), pen.new_zeros(b, self.letters)
+        preds, phis, kappas = [], [], []
+        for t in range(steps):
+            h, cc = self.cell(torch.cat([pen[:, t], w], -1), (h, cc))
+            alpha, beta, step = torch.exp(self.win(h)).split(self.k, -1)  # (B, K) each
+            kappa = kappa + step
+            phi = (alpha[..., None] * torch.exp(-beta[..., None] * (kappa[..., None] - u) ** 2)
+                   ).sum(1)  # (B, U)
+            w = (phi.unsqueeze(1) @ c).squeeze(1)  # (B, letters)
+            preds.append(self.pred(torch.cat([h, w], -1)))
+            phis.append(phi)
+            kappas.append(kappa)
+        return {"prediction": torch.stack(preds, 1), "attention": torch.stack(phis, 1),
+                "centres": torch.stack(kappas, 1)}
+
+    names = {
+        "cell.*": ("nodes.dec.nodes.cell.cell.*", False),
+        "win.*": ("nodes.dec.nodes.win.proj.*", False),
+        "pred.*": ("nodes.dec.nodes.pred.*", False),
     }

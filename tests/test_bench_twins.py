@@ -33,6 +33,7 @@ CASES = {
                            (12, 6, 5, 7, 4)),
     "object_recognition": ({"d": 6, "hs": 7, "att": 4}, (10, 6, 7, 4)),
     "ntm_copy": ({"vocab": 10, "e": 6, "hs": 10, "slots": 7, "width": 5}, (10, 6, 10, 7, 5)),
+    "handwriting_generation": ({"letters": 6, "h": 7, "k": 2}, (6, 7, 2)),
 }
 
 
@@ -53,6 +54,9 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
     if name == "caption_generation":
         return {"image": torch.rand(3, 1, 16, 24, generator=gen),
                 "target": torch.randint(1, 12, (3, 4), generator=gen)}
+    if name == "handwriting_generation":
+        return {"chars": torch.randint(1, 6, (3, 4), generator=gen),
+                "pen": torch.randn(3, 9, 2, generator=gen) * 0.5}
     if name == "object_recognition":
         return {"image": torch.rand(3, 1, 8, 40, generator=gen),
                 "target": torch.randint(0, 10, (3, 3), generator=gen)}

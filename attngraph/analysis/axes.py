@@ -2,9 +2,9 @@
 
 An *attention site* is a readout whose weights come (directly, or through a
 dropout or an NTM ``address``) from a softmax or a categorical policy, or a
-``glimpse`` that crops an image at a location. Sites inside block, repeat and
-loop bodies are found too. Everything is read from the IR, never from names,
-titles or comments.
+``glimpse`` that crops an image at a location, a DRAW ``filterbank`` or Graves'
+soft ``window``. Sites inside block, repeat and loop bodies are found too.
+Everything is read from the IR, never from names, titles or comments.
 
 The axes, each with its values:
 
@@ -495,6 +495,37 @@ def _filterbank_site(scope: Scope, f: Node) -> Site:
                 cost=cost, params={})
 
 
+def _window_site(scope: Scope, w: Node) -> Site:
+    """Graves' soft window: Gaussian weights over a string's positions, moving forward."""
+    ce = w.edge("control")
+    where = tuple(origins(scope, ce)) if ce is not None else ()
+    items = tuple(origins(scope, w.edge("items"))) if w.edge("items") is not None else ()
+    k = w.spec.components
+    axes = {
+        "hardness": Axis("soft", f"a mixture of {k} Gaussian(s) over the positions: "
+                         "differentiable weights, not normalised"),
+        "basis": Axis("location", f"the centres, widths and weights are predicted from "
+                      f"{_phrase(where)}; the scores never read the items' content"),
+        "source": Axis("external", f"the placement comes from {_phrase(where)}, the items "
+                       f"from {_phrase(items)}"),
+        "reach": Axis("local", "each Gaussian covers the positions near its centre, and the "
+                      "centres only move forward"),
+        "heads": _heads_axis(1, None),
+        "recurrence": _recurrence(scope, where),
+        "exposure": Axis("explicit", f"the weights are the declared output "
+                         f"'{_exposed(scope, w.id, ('weights',))}'")
+        if _exposed(scope, w.id, ("weights",)) is not None
+        else Axis("implicit", f"the weights of '{w.id}' are internal (not a declared output)"),
+    }
+    ie = w.edge("items")
+    u, d = scope.graph.node(ie.src).types[ie.port].dims if ie is not None else ("U", 1)
+    cost = Cost(("U", "m"), (("m", int(k) + int(d)),), f"at each of the U positions, {k} "
+                f"Gaussian(s) and a read of its item of size {d} (m = K + d)")
+    return Site(id=qid(scope, w.id), form="window", chain=(qid(scope, w.id),), fn=None,
+                formula=None, heads=1, query=where, keys=items, values=items, axes=axes,
+                cost=cost, params={})
+
+
 def _walk(scope: Scope) -> list[Site]:
     sites: list[Site] = []
     read = {e.src for n in scope.graph.nodes for e in n.inputs
@@ -512,6 +543,8 @@ def _walk(scope: Scope) -> list[Site]:
             sites.append(_glimpse_site(scope, n))
         elif n.kind == "filterbank":
             sites.append(_filterbank_site(scope, n))
+        elif n.kind == "window":
+            sites.append(_window_site(scope, n))
         if n.body is not None:
             sites.extend(_walk(scope.child(n)))
     return sites

@@ -12,6 +12,7 @@ module         kinds
 ``indexing``   gather, onehot
 ``glimpse``    glimpse, filterbank (DRAW read)
 ``memory``     memory, write, address
+``window``     window (Graves' soft window over a string)
 ``rnn``        rnn
 ``structure``  block, repeat, loop, map
 ``support``    linear, mlp, embedding, position, norm, add, mul, gain, pool, concat,
@@ -36,6 +37,7 @@ import attngraph.kinds.rnn
 import attngraph.kinds.scorers
 import attngraph.kinds.structure
 import attngraph.kinds.support
+import attngraph.kinds.window
 from attngraph.kinds.base import KINDS, Kind, RuleCtx, Style, kind, spec_kinds
 from attngraph.kinds.scorers import SCORERS, ScorerInfo, register_scorer
 

@@ -11,6 +11,8 @@ view           when                            drawn as
 ``tiles``      image, weights [P] (P = g²)      the weights as a g×g grid over the canvas
 ``graph``      graph, weights [N, N]           the graph, nodes coloured by one node's weights
 ``heads``      ``write``, ``weights`` [T, S]    write | read weights per step (a memory's heads)
+``window``     a ``window``'s weights [T, U]    heatmap beside the pen trajectory
+                                               (:mod:`~attngraph.train.attend_window`)
 ``matrix``     anything else [T, N]            heatmap (e.g. memory addressing per step)
 =============  ==============================  ===========================================
 
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train.attend_heads import draw_heads, has_heads
+from attngraph.train.attend_window import draw_window, is_window_weights
 from attngraph.train.speclocs import spec_loc
 
 if TYPE_CHECKING:
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "pick_view", "draw", "attend_run", "load_run"]
 
-VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "heads", "matrix")
+VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "heads", "window", "matrix")
 _PREFERRED = ("locations", "pooling", "attention", "weights")
 
 
@@ -68,6 +71,8 @@ def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
                             f"(outputs now: {', '.join(sorted(outputs))})")
     if name == "locations" and "image" in types:
         return "glimpses", name
+    if is_window_weights(graph, name):
+        return "window", name
     w = _weights(outputs[name])
     if "image" in types and w.dim() == 1 and math.isqrt(w.shape[0]) ** 2 == w.shape[0]:
         return "tiles", name
@@ -243,6 +248,8 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     out = {k: v[example].detach().cpu() for k, v in outputs.items()}
     ex = {k: v[example] for k, v in batch.items()}
     view, name = pick_view(graph, out)
+    if view == "window":  # two panels of its own
+        return draw_window(graph, task, out, ex, path, name), view
     w = _weights(out[name])
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * w.shape[-1]), 2.2) if view == "words"

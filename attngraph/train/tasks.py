@@ -49,6 +49,7 @@ from attngraph.train import (  # noqa: F401
     task_algorithms,
     task_captions,
     task_graphs,
+    task_handwriting,
     task_images,
     task_language,
     task_objects,
