@@ -297,6 +297,7 @@ class HandNtmCopy(nn.Module):
         "erase.*": ("nodes.ntm.nodes.erase.*", False),
         "add.*": ("nodes.ntm.nodes.addv.*", False),
         "out.*": ("nodes.ntm.nodes.logits.*", False),
+    }
 
 
 class HandHandwriting(nn.Module):
