@@ -10,7 +10,8 @@ module         kinds
 ``relative``   position_bias (ALiBi, T5 buckets), rotary
 ``hard``       policy
 ``indexing``   gather, onehot
-``glimpse``    glimpse, filterbank (DRAW read)
+``glimpse``    glimpse, filterbank (DRAW read and write)
+``latent``     latent (a reparameterised Gaussian code and its KL)
 ``memory``     memory, write, address
 ``rnn``        rnn
 ``structure``  block, repeat, loop, map
@@ -30,6 +31,7 @@ import attngraph.kinds.glimpse
 import attngraph.kinds.hard
 import attngraph.kinds.indexing
 import attngraph.kinds.inputs
+import attngraph.kinds.latent
 import attngraph.kinds.memory
 import attngraph.kinds.relative
 import attngraph.kinds.rnn

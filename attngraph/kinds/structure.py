@@ -68,6 +68,9 @@ class CarrySpec(Model):
     zeros_over: Ref | None = None
     """Start from zeros ``[N]``, one per item of this reference (N its first axis, a length known
     only at run time): a coverage or the previous alignment."""
+    zeros_like: Ref | None = None
+    """Start from zeros of this reference's type (any float shape, e.g. an empty canvas shaped
+    like the image it will draw)."""
     next: Ident
     """The body output that becomes the state at the next step."""
 
@@ -239,10 +242,11 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         bound[str(e.role.key)] = ctx.type_of(e)
     outs = dict(tmpl.outputs)
     for cname, c in s.carry.items():
-        starts = [f for f in ("init", "zeros", "zeros_over") if getattr(c, f) is not None]
+        starts = [f for f in ("init", "zeros", "zeros_over", "zeros_like")
+                  if getattr(c, f) is not None]
         if len(starts) > 1:
             ctx.fail(f"carry '{cname}' gives {' and '.join(starts)}; it starts one way",
-                     hint="keep one of init, zeros and zeros_over", field="carry")
+                     hint="keep one of init, zeros, zeros_over and zeros_like", field="carry")
         if c.init is not None:
             bound[cname] = ctx.t(f"carry.{cname}.init")
         elif c.zeros is not None:
@@ -255,6 +259,14 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                          "no items", role,
                          "give it items [N, d] (or ids [N]): the carry starts as zeros [N]")
             bound[cname] = TensorType(over.dims[:1])
+        elif c.zeros_like is not None:
+            role = f"carry.{cname}.zeros_like"
+            like = ctx.t(role)
+            if like.dtype != "float" or like.heads or like.rank == 0:
+                ctx.fail(f"carry '{cname}': zeros_like '{ctx.edge(role).ref}' is {like}; the "
+                         "carry starts as float zeros of its shape", role,
+                         "give it float values without heads (e.g. an image)")
+            bound[cname] = TensorType(like.dims)
         else:
             ctx.fail(f"carry '{cname}' needs 'init: <node>', 'zeros: <size>' or "
                      "'zeros_over: <items>'",

@@ -9,7 +9,7 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 
 - ``inputs`` are passed unchanged to every step;
 - each ``carry`` starts at ``init`` (or zeros of size ``zeros``, or zeros [N] over
-  the items of ``zeros_over``, in the dtype and
+  the items of ``zeros_over``, or zeros shaped like ``zeros_like``, in the dtype and
   on the device of the model's inputs) and then takes the body output ``next`` of
   the previous step;
 - a ``feed`` without ``feedback`` reads ``from[:, t]``; a feed with ``feedback``
@@ -133,6 +133,8 @@ class Carry(NamedTuple):
     next: str
     #: zeros [N] over the first axis of this input (a length known at run time)
     over: str | None = None
+    #: zeros of this input's shape
+    like: str | None = None
 
 
 class Feed(NamedTuple):
@@ -199,7 +201,8 @@ class Loop(GraphModule):
         self.inputs_ = list(s.inputs)
         self.carry = [Carry(c, f"carry.{c}.init" if c_spec.init is not None else None,
                             int(c_spec.zeros or 0), c_spec.next,
-                            f"carry.{c}.zeros_over" if c_spec.zeros_over is not None else None)
+                            f"carry.{c}.zeros_over" if c_spec.zeros_over is not None else None,
+                            f"carry.{c}.zeros_like" if c_spec.zeros_like is not None else None)
                       for c, c_spec in s.carry.items()]
         self.feed = [Feed(f, f"feed.{f}.from" if f_spec.from_ is not None else None,
                           f_spec.feedback, f_spec.start, f_spec.teacher_forcing)
@@ -270,6 +273,9 @@ class Loop(GraphModule):
         nodes that run once, before the steps) and the carries' first values."""
         state: dict[str, Tensor] = {}
         for c in self.carry:
+            if c.like is not None:
+                state[c.name] = torch.zeros_like(x[c.like], dtype=rt.dtype)  # (B, ...)
+                continue
             size = x[c.over].shape[1] if c.over is not None else c.zeros
             state[c.name] = x[c.init] if c.init is not None \
                 else torch.zeros(rt.batch, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)
