@@ -98,7 +98,7 @@ def test_spec_task_options_are_accepted(path: Path) -> None:
 def test_spec_compiles_and_runs_on_its_task(path: Path) -> None:
     """The compiled module takes a batch of its task (inputs bound by type) and
     returns every declared output with the batch axis first, logits fitting the
-    task's targets, and a finite loss."""
+    task's targets, and a finite loss (of the task's objective)."""
     import torch
 
     from attngraph.train.loop import task_loss
@@ -113,7 +113,7 @@ def test_spec_compiles_and_runs_on_its_task(path: Path) -> None:
     assert set(out) == {name for name, _ in g.outputs}
     for v in out.values():
         assert v.shape[0] == 3
-    loss = task_loss(out, batch[task.target])
+    loss = task_loss(out, batch[task.target], objective=task.objective)
     assert torch.isfinite(loss)
     metrics = compute_metrics(task, out, batch)
     assert set(task.metrics) & set(metrics)
