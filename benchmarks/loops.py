@@ -19,12 +19,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from loops_more import HandCaption, HandObjects, HandPointerSort, HandSpeech
+from loops_more import HandCaption, HandDraw, HandObjects, HandPointerSort, HandSpeech
 from torch import Tensor, nn
 
 __all__ = ["catalog", "TWINS", "copy_into", "HandBahdanau", "HandBahdanauAfter", "HandLuong",
            "HandLuongLocalP", "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard",
-           "HandSpeech", "HandPointerSort", "HandCaption", "HandObjects"]
+           "HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandDraw"]
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -388,4 +388,5 @@ TWINS: dict[str, type[nn.Module]] = {
     "glimpse_soft": HandGlimpseSoft, "glimpse_hard": HandGlimpseHard,
     "speech_recognition": HandSpeech, "pointer_sort": HandPointerSort,
     "caption_generation": HandCaption, "object_recognition": HandObjects,
+    "image_generation": HandDraw,
 }

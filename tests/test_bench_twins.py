@@ -32,6 +32,8 @@ CASES = {
     "caption_generation": ({"vocab": 12, "feat": 6, "embed": 5, "hidden": 7, "att": 4},
                            (12, 6, 5, 7, 4)),
     "object_recognition": ({"d": 6, "hs": 7, "att": 4}, (10, 6, 7, 4)),
+    "image_generation": ({"enc": 7, "dec": 6, "z": 3, "read_n": 3, "write_n": 4,
+                          "patch_px": 16, "draws": 3}, (7, 6, 3, 3, 4, 3)),
 }
 
 
@@ -50,6 +52,8 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
     if name == "caption_generation":
         return {"image": torch.rand(3, 1, 16, 24, generator=gen),
                 "target": torch.randint(1, 12, (3, 4), generator=gen)}
+    if name == "image_generation":  # binary pixels, as the task's
+        return {"image": (torch.rand(3, 1, 12, 12, generator=gen) > 0.5).float()}
     if name == "object_recognition":
         return {"image": torch.rand(3, 1, 8, 40, generator=gen),
                 "target": torch.randint(0, 10, (3, 3), generator=gen)}
