@@ -11,6 +11,8 @@ view           when                            drawn as
 ``tiles``      image, weights [P] (P = g²)      the weights as a g×g grid over the canvas
 ``graph``      graph, weights [N, N]           the graph, nodes coloured by one node's weights
 ``matrix``     anything else [T, N]            heatmap (e.g. memory addressing per step)
+``drawing``    image, ``canvases`` [T, C, H, W]  the canvas after each step, with the read
+                                               and write windows (:mod:`.attend_drawing`)
 =============  ==============================  ===========================================
 
 Heads are averaged; a single query axis ([1, N]) is squeezed. The output read is
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "pick_view", "draw", "attend_run", "load_run"]
 
-VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "matrix")
+VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "matrix", "drawing")
 _PREFERRED = ("locations", "pooling", "attention", "weights")
 
 
@@ -238,6 +240,10 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     path = _picture(path)
     out = {k: v[example].detach().cpu() for k, v in outputs.items()}
     ex = {k: v[example] for k, v in batch.items()}
+    from attngraph.train.attend_drawing import draw_steps, draws_canvas
+
+    if draws_canvas(graph, out):
+        return path, draw_steps(graph, task, out, ex, path, _plt())
     view, name = pick_view(graph, out)
     w = _weights(out[name])
     plt = _plt()
