@@ -132,13 +132,17 @@ def test_test_split_is_fixed_and_unlike_train(name: str) -> None:
 
 @pytest.mark.parametrize("name", ALL)
 def test_provided_fields_and_target_exist_with_batch_axis(name: str) -> None:
-    """Every provided field and the target are tensors with the batch size first."""
+    """Every provided field and the target are tensors with the batch size first; the
+    target is class ids for a classify task, else floats (values to fit)."""
     t = get_task(name, seed=0)
     b = t.batch(7)
     for f in (*t.provides, t.target):
         assert f in b
         assert b[f].shape[0] == 7
-    assert b[t.target].dtype == torch.int64
+    if t.objective == "classify":
+        assert b[t.target].dtype == torch.int64
+    else:
+        assert b[t.target].is_floating_point()
 
 
 def test_needle_class_is_set_by_the_needle_word() -> None:

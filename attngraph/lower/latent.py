@@ -1,11 +1,13 @@
 """The ``latent`` kind: a reparameterised Gaussian sample and its KL divergence.
 
 Q(z | h) = N(μ, diag σ²) with μ = W_μ h + b_μ and log σ = W_σ h + b_σ; the sample
-is z = μ + σ ⊙ ε with ε ~ N(0, I) drawn from torch's global RNG (the trainer
-seeds it, :func:`attngraph.train.trainer.seeded`). The node samples in eval mode
-too: the KL and the reconstruction of one sample are an unbiased estimate of the
-negative ELBO, which the mean alone is not (the trainer's evaluation runs on a
-fixed seed, so the figure is the same at every evaluation).
+is z = μ + σ ⊙ ε with ε ~ N(0, I) drawn from torch's global CPU generator in
+float32, then moved to the model's device and dtype, so that one seed gives the
+same draws everywhere (the trainer seeds it, :func:`attngraph.train.trainer.seeded`).
+The node samples in eval mode too: the KL and the reconstruction of one sample
+are an unbiased estimate of the negative ELBO, which the mean alone is not (the
+trainer's evaluation runs on a fixed seed, so the figure is the same at every
+evaluation).
 
 Its KL from the prior N(0, I), summed over the code,
 
@@ -53,7 +55,10 @@ class Latent(NodeModule):
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
         h = x["from"]  # (B, d)
         mean, log_std = self.mean(h), self.log_std(h)  # (B, k) each
-        z = mean + torch.exp(log_std) * torch.randn_like(mean)  # (B, k)
+        # ε drawn in float32 on the CPU: one seed gives the same draws in any dtype and on
+        # any device (and the trainer's seeded CPU generator covers them)
+        eps = torch.randn(mean.shape, dtype=torch.float32).to(mean)  # (B, k)
+        z = mean + torch.exp(log_std) * eps  # (B, k)
         kl = gaussian_kl(mean, log_std)  # (B,)
         rt.steps.setdefault(self.key, []).append(kl)
         return {"": z, "mean": mean, "log_std": log_std, "kl": kl}
