@@ -7,6 +7,7 @@ one error."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +76,20 @@ def test_bad_canvas_is_one_error() -> None:
     """A canvas smaller than a digit is refused by name."""
     with pytest.raises(TrainingError, match="needs 8 <= canvas <= 64"):
         get_task("digit_drawing", canvas=6)
+
+
+def test_evaluation_of_a_sampling_model_is_repeatable_and_leaves_the_rng() -> None:
+    """DRAW's latent samples in eval mode; evaluate draws on its own seeded generator,
+    so two evaluations give the same negative ELBO and torch's RNG state is untouched."""
+    import attngraph
+    from attngraph.pipeline import load_spec
+    from attngraph.train.trainer import evaluate
+
+    graph = load_spec(Path(__file__).resolve().parents[1] / "specs" / "image_generation.yaml")
+    task = get_task("digit_drawing", seed=0, canvas=12)
+    model = attngraph.compile(graph, seed=0)
+    torch.manual_seed(5)
+    state = torch.random.get_rng_state()
+    first, second = evaluate(model, graph, task, 16), evaluate(model, graph, task, 16)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert first == second and first["negative_elbo"] > first["pixel_baseline"] * 0.5
