@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from loops_more import (
     HandCaption,
+    HandDraw,
     HandHandwriting,
     HandNtmCopy,
     HandObjects,
@@ -32,7 +33,7 @@ from torch import Tensor, nn
 __all__ = ["catalog", "TWINS", "copy_into", "HandBahdanau", "HandBahdanauAfter", "HandLuong",
            "HandLuongLocalP", "HandMemoryNetwork", "HandGlimpseSoft", "HandGlimpseHard",
            "HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandNtmCopy",
-           "HandHandwriting"]
+           "HandHandwriting", "HandDraw"]
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -398,4 +399,5 @@ TWINS: dict[str, type[nn.Module]] = {
     "caption_generation": HandCaption, "object_recognition": HandObjects,
     "ntm_copy": HandNtmCopy,
     "handwriting_generation": HandHandwriting,
+    "image_generation": HandDraw,
 }

@@ -1,6 +1,6 @@
 """Hand-written PyTorch twins of the catalog's speech recogniser, pointer network,
-captioner, recurrent attention model of several objects, NTM copier and handwriting
-generator.
+captioner, recurrent attention model of several objects, NTM copier, handwriting
+generator and DRAW.
 
 Like the twins in :mod:`loops`: the same parameters (up to a transpose) and the
 same computation as the compiled spec, written as the papers' equations in a
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 __all__ = ["HandSpeech", "HandPointerSort", "HandCaption", "HandObjects", "HandNtmCopy",
-           "HandHandwriting"]
+           "HandHandwriting", "HandDraw"]
 
 
 def _vector(n: int) -> nn.Parameter:
@@ -336,4 +336,79 @@ class HandHandwriting(nn.Module):
         "cell.*": ("nodes.dec.nodes.cell.cell.*", False),
         "win.*": ("nodes.dec.nodes.win.proj.*", False),
         "pred.*": ("nodes.dec.nodes.pred.*", False),
+    }
+
+
+def _draw_filters(p: Tensor, n: int, height: int, width: int
+                  ) -> tuple[Tensor, Tensor, Tensor]:
+    """DRAW's filterbanks from (g̃x, g̃y, log σ², log δ̃, log γ) (Gregor et al. 2015, eq. 19-25):
+    F_X (B, N, W), F_Y (B, N, H), each row a normalised Gaussian; and γ (B,)."""
+    gx = (width + 1) / 2 * (p[:, 0] + 1)
+    gy = (height + 1) / 2 * (p[:, 1] + 1)
+    var = torch.exp(p[:, 2])[:, None, None]
+    delta = (max(width, height) - 1) / (n - 1) * torch.exp(p[:, 3])
+    grid = torch.arange(1, n + 1, dtype=p.dtype) - n / 2 - 0.5  # (N,)
+
+    def bank(g: Tensor, pixels: int) -> Tensor:
+        mu = g[:, None] + grid * delta[:, None]  # (B, N)
+        a = torch.arange(1, pixels + 1, dtype=p.dtype)
+        f = torch.exp(-((a - mu[..., None]) ** 2) / (2 * var))  # (B, N, pixels)
+        return f / (f.sum(-1, keepdim=True) + 1e-8)
+
+    return bank(gx, width), bank(gy, height), torch.exp(p[:, 4])
+
+
+class HandDraw(nn.Module):
+    """DRAW with read and write attention (Gregor et al. 2015): x̂ = x − σ(c);
+    r = γ [F_Y x F_Xᵀ, F_Y x̂ F_Xᵀ]; h_enc = LSTM([r, h_dec]); z = μ + σ ε with
+    KL(N(μ, σ²) ‖ N(0, I)); h_dec = LSTM(z); c += (1/γ̂) F̂_Yᵀ W(h_dec) F̂_X."""
+
+    def __init__(self, enc: int, dec: int, z: int, read_n: int, write_n: int, draws: int,
+                 height: int = 12, width: int = 12) -> None:
+        super().__init__()
+        self.rparams = nn.Linear(dec, 5)
+        self.enc = nn.LSTMCell(2 * read_n * read_n + dec, enc)
+        self.mean = nn.Linear(enc, z)
+        self.log_std = nn.Linear(enc, z)
+        self.dec = nn.LSTMCell(z, dec)
+        self.patch = nn.Linear(dec, write_n * write_n)
+        self.wparams = nn.Linear(dec, 5)
+        self.sizes = (enc, dec, read_n, write_n, draws, height, width)
+
+    def forward(self, image: Tensor) -> dict[str, Tensor]:
+        enc, dec, rn, wn, draws, height, width = self.sizes
+        b = image.shape[0]
+        x = image[:, 0]  # (B, H, W)
+        c = torch.zeros_like(x)
+        he, ce = x.new_zeros(b, enc), x.new_zeros(b, enc)
+        hd, cd = x.new_zeros(b, dec), x.new_zeros(b, dec)
+        out: dict[str, list[Tensor]] = {k: [] for k in ("canvases", "kl", "read_fx",
+                                                       "read_fy", "write_fx", "write_fy")}
+        for _ in range(draws):
+            fx, fy, gamma = _draw_filters(self.rparams(hd), rn, height, width)
+            xhat = x - torch.sigmoid(c)
+            g = gamma[:, None, None]
+            r = torch.cat([(g * fy @ x @ fx.transpose(1, 2)).flatten(1),
+                           (g * fy @ xhat @ fx.transpose(1, 2)).flatten(1)], -1)  # (B, 2N²)
+            he, ce = self.enc(torch.cat([r, hd], -1), (he, ce))
+            mu, log_std = self.mean(he), self.log_std(he)
+            zt = mu + torch.exp(log_std) * torch.randn_like(mu)
+            hd, cd = self.dec(zt, (hd, cd))
+            wfx, wfy, wgamma = _draw_filters(self.wparams(hd), wn, height, width)
+            w = self.patch(hd).reshape(b, wn, wn)
+            c = c + wfy.transpose(1, 2) @ w @ wfx / wgamma[:, None, None]  # (B, H, W)
+            kl = (0.5 * (mu**2 + torch.exp(2 * log_std) - 1) - log_std).sum(-1)
+            for k, v in zip(out, (c[:, None], kl, fx, fy, wfx, wfy), strict=True):
+                out[k].append(v)
+        res = {k: torch.stack(v, 1) for k, v in out.items()}
+        return {"logits": c[:, None], **res}
+
+    names = {
+        "rparams.*": ("nodes.draw.nodes.rparams.*", False),
+        "enc.*": ("nodes.draw.nodes.enc.cell.*", False),
+        "mean.*": ("nodes.draw.nodes.z.mean.*", False),
+        "log_std.*": ("nodes.draw.nodes.z.log_std.*", False),
+        "dec.*": ("nodes.draw.nodes.dec.cell.*", False),
+        "patch.*": ("nodes.draw.nodes.patch.*", False),
+        "wparams.*": ("nodes.draw.nodes.wparams.*", False),
     }

@@ -34,6 +34,8 @@ CASES = {
     "object_recognition": ({"d": 6, "hs": 7, "att": 4}, (10, 6, 7, 4)),
     "ntm_copy": ({"vocab": 10, "e": 6, "hs": 10, "slots": 7, "width": 5}, (10, 6, 10, 7, 5)),
     "handwriting_generation": ({"letters": 6, "h": 7, "k": 2}, (6, 7, 2)),
+    "image_generation": ({"enc": 7, "dec": 6, "z": 3, "read_n": 3, "write_n": 4,
+                          "patch_px": 16, "draws": 3}, (7, 6, 3, 3, 4, 3)),
 }
 
 
@@ -57,6 +59,8 @@ def _inputs(name: str, gen: torch.Generator) -> dict[str, torch.Tensor]:
     if name == "handwriting_generation":
         return {"chars": torch.randint(1, 6, (3, 4), generator=gen),
                 "pen": torch.randn(3, 9, 2, generator=gen) * 0.5}
+    if name == "image_generation":  # binary pixels, as the task's
+        return {"image": (torch.rand(3, 1, 12, 12, generator=gen) > 0.5).float()}
     if name == "object_recognition":
         return {"image": torch.rand(3, 1, 8, 40, generator=gen),
                 "target": torch.randint(0, 10, (3, 3), generator=gen)}

@@ -49,6 +49,7 @@ for name in sys.argv[2:]:
     model = getattr(importlib.import_module(name), data["cls"])()
     model.load_state_dict(data["state"])
     model.eval()
+    torch.manual_seed(0)  # a model that samples in eval (a latent) draws the same noise
     with torch.no_grad():
         out = model(**data["inputs"])
     torch.save(out, f"{folder}/{name}.out.pt")
@@ -85,7 +86,8 @@ def _export_all(paths: list[Path], folder: Path) -> dict[str, tuple[Any, dict, s
         code = model.code
         (folder / f"{name}.py").write_text(code, encoding="utf-8")
         inputs = masked_inputs(model)
-        with torch.no_grad():
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)  # as the runner does: the same draws of a latent
             want = model(**inputs)
         torch.save({"state": model.state_dict(), "inputs": inputs,
                     "cls": class_name(model.graph.name)}, folder / f"{name}.pt")

@@ -29,6 +29,7 @@ sys.modules["attngraph"] = None  # the program must not need it
 import torch
 program = torch.export.load(sys.argv[1]).module()
 inputs = torch.load(sys.argv[2])
+torch.manual_seed(0)  # a latent samples in eval: the same draws as the compiled model's
 with torch.no_grad():
     out = program(*inputs)
 torch.save({k: v for k, v in out.items()}, sys.argv[3])
@@ -51,7 +52,8 @@ def _export_and_run(path: Path, tmp: Path, batch: int,
                           str(tmp / "out.pt")], capture_output=True, text=True, timeout=300,
                          env=env, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
-    with torch.no_grad():
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # as the runner does
         want = model(**new)
     return res.output, torch.load(tmp / "out.pt"), want
 

@@ -89,11 +89,15 @@ def test_onnx_without_its_packages_is_one_clear_error(monkeypatch: pytest.Monkey
 def test_every_catalog_spec_runs_in_onnxruntime(path: Path, tmp_path: Path) -> None:
     """Each catalog spec (loops and rnns over items as ONNX Scans) exports to ONNX with
     a dynamic batch and lengths; at batch 5 with lengths 11 and 6 (traced at 2 and 8)
-    onnxruntime equals the compiled model to 1e-4."""
+    onnxruntime equals the compiled model to 1e-4 (a spec with a latent, which samples
+    with onnxruntime's own random numbers, in shapes only)."""
     said, got, want, _ = _export_and_run(path, tmp_path, batch=5, lengths=(11, 6))
     assert "batch dynamic" in said and "fixed" not in said, said
+    samples = any(n.kind == "latent" for _, n in attngraph.load_spec(path).walk())
     for value, (k, ref) in zip(got, want.items(), strict=True):
         assert value.shape == tuple(ref.shape), k
+        if samples:
+            continue
         torch.testing.assert_close(torch.from_numpy(value), ref, atol=1e-4, rtol=1e-4, msg=k)
 
 

@@ -465,18 +465,21 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
 
 
 def _filterbank_site(scope: Scope, f: Node) -> Site:
-    """DRAW's read: soft weights over pixel rows and columns placed by predicted params."""
+    """DRAW's read (or write): soft weights over pixel rows and columns placed by
+    predicted params."""
     pe = f.edge("params")
     where = tuple(origins(scope, pe)) if pe is not None else ()
-    img = tuple(origins(scope, f.edge("image"))) if f.edge("image") is not None else ()
+    ie = f.edge("image") or f.edge("patch")
+    img = tuple(origins(scope, ie)) if ie is not None else ()
+    write = f.edge("patch") is not None
     n = f.spec.size
     axes = {
         "hardness": Axis("soft", f"each of the {n}×{n} filters is a normalised Gaussian over "
                          "pixel rows (F_Y) and columns (F_X): differentiable weights"),
         "basis": Axis("location", f"the grid's centre, stride and width are predicted from "
                       f"{_phrase(where)}, not scored from the image's content"),
-        "source": Axis("external", f"the placement comes from {_phrase(where)}, the pixels "
-                       f"from {_phrase(img)}"),
+        "source": Axis("external", f"the placement comes from {_phrase(where)}, the "
+                       f"{'patch written' if write else 'pixels'} from {_phrase(img)}"),
         "reach": Axis("local", f"a grid of {n}×{n} filters whose stride and width set how "
                       "much of the image it covers"),
         "heads": _heads_axis(1, None),
@@ -486,10 +489,15 @@ def _filterbank_site(scope: Scope, f: Node) -> Site:
                          "the filterbanks fx, fy are ports of "
                          f"'{f.id}' (declared outputs when listed under outputs)"),
     }
-    ie = f.edge("image")
-    c, h, w = scope.graph.node(ie.src).types[ie.port].dims if ie is not None else (1, 1, 1)
+    out = f.types[""].dims  # the read [C, N, N] (x and x̂: 2C) or the written [C, H, W]
+    if write:
+        c, h, w = out
+    else:
+        _, h, w = scope.graph.node(ie.src).types[ie.port].dims if ie is not None else (1, 1, 1)
+        c = out[0]
     cost = Cost(("C", "N", "H", "W"), (("C", int(c)), ("N", n), ("H", int(h)), ("W", int(w))),
-                "F_Y x F_Xᵀ per channel: N rows of the image's H×W pixels each")
+                "F_Yᵀ w F_X per channel: the N×N patch spread over H×W pixels" if write
+                else "F_Y x F_Xᵀ per channel: N rows of the image's H×W pixels each")
     return Site(id=qid(scope, f.id), form="filterbank", chain=(qid(scope, f.id),), fn=None,
                 formula=None, heads=1, query=where, keys=img, values=img, axes=axes,
                 cost=cost, params={})

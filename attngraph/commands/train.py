@@ -145,8 +145,9 @@ def attend(run_dir: str, example: int, text: str | None, data: str | None,
 
     Words coloured by weight, a translation's alignment matrix, the glimpse path
     over an image, a node's neighbours in a graph, a memory's write and read
-    heads over its slots, or a handwriting window over the string beside the
-    pen's path, after the spec's outputs.
+    heads over its slots, a handwriting window over the string beside the pen's
+    path, or a canvas drawn step by step with its read and write windows (DRAW),
+    after the spec's outputs.
     The example is one of the run's test batch, of --data, or your own --input.
     """
     from attngraph.train.attend import attend_run

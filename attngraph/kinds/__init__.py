@@ -10,7 +10,8 @@ module         kinds
 ``relative``   position_bias (ALiBi, T5 buckets), rotary
 ``hard``       policy
 ``indexing``   gather, onehot
-``glimpse``    glimpse, filterbank (DRAW read)
+``glimpse``    glimpse, filterbank (DRAW read and write)
+``latent``     latent (a reparameterised Gaussian code and its KL)
 ``memory``     memory, write, address
 ``window``     window (Graves' soft window over a string)
 ``rnn``        rnn
@@ -31,6 +32,7 @@ import attngraph.kinds.glimpse
 import attngraph.kinds.hard
 import attngraph.kinds.indexing
 import attngraph.kinds.inputs
+import attngraph.kinds.latent
 import attngraph.kinds.memory
 import attngraph.kinds.relative
 import attngraph.kinds.rnn

@@ -62,7 +62,8 @@ class CarrySpec(Model):
     """Carried loop state: starts from ``init``, then takes body output ``next``."""
 
     init: Ref | None = None
-    """The initial state: a reference (or give ``zeros``, ``zeros_over`` or ``onehot``)."""
+    """The initial state: a reference (or give ``zeros``, ``zeros_over``, ``onehot`` or
+    ``zeros_like``)."""
     zeros: Size | None = None
     """Start from a zero vector of this size instead; a size."""
     onehot: Size | None = None
@@ -72,6 +73,9 @@ class CarrySpec(Model):
     zeros_over: Ref | None = None
     """Start from zeros ``[N]``, one per item of this reference (N its first axis, a length known
     only at run time): a coverage or the previous alignment."""
+    zeros_like: Ref | None = None
+    """Start from zeros of this reference's type (any float shape, e.g. an empty canvas shaped
+    like the image it will draw)."""
     next: Ident
     """The body output that becomes the state at the next step."""
 
@@ -243,11 +247,12 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         bound[str(e.role.key)] = ctx.type_of(e)
     outs = dict(tmpl.outputs)
     for cname, c in s.carry.items():
-        starts = [f for f in ("init", "zeros", "zeros_over", "onehot")
+        starts = [f for f in ("init", "zeros", "zeros_over", "onehot", "zeros_like")
                   if getattr(c, f) is not None]
         if len(starts) > 1:
             ctx.fail(f"carry '{cname}' gives {' and '.join(starts)}; it starts one way",
-                     hint="keep one of init, zeros, zeros_over and onehot", field="carry")
+                     hint="keep one of init, zeros, zeros_over, onehot and zeros_like",
+                     field="carry")
         if c.init is not None:
             bound[cname] = ctx.t(f"carry.{cname}.init")
         elif c.zeros is not None:
@@ -262,9 +267,17 @@ def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                          "no items", role,
                          "give it items [N, d] (or ids [N]): the carry starts as zeros [N]")
             bound[cname] = TensorType(over.dims[:1])
+        elif c.zeros_like is not None:
+            role = f"carry.{cname}.zeros_like"
+            like = ctx.t(role)
+            if like.dtype != "float" or like.heads or like.rank == 0:
+                ctx.fail(f"carry '{cname}': zeros_like '{ctx.edge(role).ref}' is {like}; the "
+                         "carry starts as float zeros of its shape", role,
+                         "give it float values without heads (e.g. an image)")
+            bound[cname] = TensorType(like.dims)
         else:
             ctx.fail(f"carry '{cname}' needs 'init: <node>', 'zeros: <size>', "
-                     "'zeros_over: <items>' or 'onehot: <size>'",
+                     "'zeros_over: <items>', 'onehot: <size>' or 'zeros_like: <node>'",
                      hint=f"e.g. {cname}: {{zeros: 64, next: <output>}}, or zeros_over: <items> "
                      "for zeros [N] over a length N known at run time", field="carry")
         if c.next not in outs:

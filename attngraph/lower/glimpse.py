@@ -94,13 +94,16 @@ class GlimpseNode(Glimpse):
 
 
 class Filterbank(NodeModule):
-    """DRAW's read (Gregor et al. 2015, section 3.2) of an image x [C, B, A]:
+    """DRAW's read and write attention (Gregor et al. 2015, sections 3.2 and 3.3) on an
+    image of B rows and A columns:
 
         (g̃x, g̃y, log σ², log δ̃, log γ) = params
         gX = (A + 1)/2 · (g̃x + 1),  gY = (B + 1)/2 · (g̃y + 1),  δ = (max(A, B) − 1)/(N − 1) · δ̃
         μ_X^i = gX + (i − N/2 − 0.5) δ,  μ_Y^j = gY + (j − N/2 − 0.5) δ,  i, j = 1 … N
         F_X[i, a] = exp(−(a − μ_X^i)² / 2σ²) / Z_X  (a = 1 … A, the paper's pixel numbers)
-        read = γ · F_Y x F_Xᵀ per channel
+        read  = γ · F_Y x F_Xᵀ per channel          (with a canvas c, also γ · F_Y x̂ F_Xᵀ,
+                                                     x̂ = x − σ(c), after x's channels)
+        write = (1/γ) · F_Yᵀ w F_X per channel      (w: the N×N patch)
 
     Each row of F_X and F_Y is normalised over the pixels (Z + 1e-8 in the
     denominator, as common implementations do, so a filter far off the image is 0).
@@ -109,8 +112,12 @@ class Filterbank(NodeModule):
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
         self.n = int(ctx.spec.size)
-        _, b, a = (int(x) for x in ctx.t("image").dims)
+        self.write = ctx.spec.patch is not None
+        _, b, a = (int(x) for x in (ctx.node.types[""] if self.write else ctx.t("image")).dims)
         self.a, self.b = a, b
+
+    def extra_repr(self) -> str:
+        return f"{'write' if self.write else 'read'}, size={self.n}, image={self.b}x{self.a}"
 
     def _filters(self, g: Tensor, delta: Tensor, var: Tensor, pixels: int) -> Tensor:
         """(B, N, pixels) Gaussian filters around centres g + (i − N/2 − 0.5)·δ."""
@@ -121,7 +128,7 @@ class Filterbank(NodeModule):
         return f / (f.sum(-1, keepdim=True) + 1e-8)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
-        img, p = x["image"], x["params"]  # (B, C, B_img, A), (B, 5)
+        p = x["params"]  # (B, 5)
         gx = (self.a + 1) / 2 * (p[:, 0] + 1)
         gy = (self.b + 1) / 2 * (p[:, 1] + 1)
         var = torch.exp(p[:, 2])
@@ -129,6 +136,14 @@ class Filterbank(NodeModule):
         gamma = torch.exp(p[:, 4])
         fx = self._filters(gx, delta, var, self.a)  # (B, N, A)
         fy = self._filters(gy, delta, var, self.b)  # (B, N, B_img)
-        read = fy[:, None] @ img @ fx[:, None].transpose(-1, -2)  # (B, C, N, N)
-        read = gamma[:, None, None, None] * read
-        return {"": read, "fx": fx, "fy": fy, "gamma": gamma[:, None]}
+        if self.write:
+            w = x["patch"].reshape(p.shape[0], -1, self.n, self.n)  # (B, C, N, N)
+            out = fy[:, None].transpose(-1, -2) @ w @ fx[:, None]  # (B, C, B_img, A)
+            out = out / gamma[:, None, None, None]
+        else:
+            img = x["image"]  # (B, C, B_img, A)
+            if "canvas" in x:  # DRAW's error image, read with the same filters
+                img = torch.cat([img, img - torch.sigmoid(x["canvas"])], 1)  # (B, 2C, ...)
+            out = fy[:, None] @ img @ fx[:, None].transpose(-1, -2)  # (B, C, N, N)
+            out = gamma[:, None, None, None] * out
+        return {"": out, "flat": out.flatten(1), "fx": fx, "fy": fy, "gamma": gamma[:, None]}

@@ -9,8 +9,8 @@ Loop semantics, per step t = 0..T-1 (T = ``steps``, or the length of the
 
 - ``inputs`` are passed unchanged to every step;
 - each ``carry`` starts at ``init`` (or zeros of size ``zeros``, the one-hot vector
-  of size ``onehot`` with its 1 first, or zeros [N] over
-  the items of ``zeros_over``, in the dtype and
+  of size ``onehot`` with its 1 first, zeros [N] over the items of ``zeros_over``,
+  or zeros shaped like ``zeros_like``, in the dtype and
   on the device of the model's inputs) and then takes the body output ``next`` of
   the previous step;
 - a ``feed`` without ``feedback`` reads ``from[:, t]``; a feed with ``feedback``
@@ -136,6 +136,8 @@ class Carry(NamedTuple):
     over: str | None = None
     #: start one-hot (1 at index 0) instead of zeros
     onehot: bool = False
+    #: zeros of this input's shape
+    like: str | None = None
 
 
 class Feed(NamedTuple):
@@ -203,7 +205,8 @@ class Loop(GraphModule):
         self.carry = [Carry(c, f"carry.{c}.init" if c_spec.init is not None else None,
                             int(c_spec.zeros or c_spec.onehot or 0), c_spec.next,
                             f"carry.{c}.zeros_over" if c_spec.zeros_over is not None else None,
-                            c_spec.onehot is not None)
+                            c_spec.onehot is not None,
+                            f"carry.{c}.zeros_like" if c_spec.zeros_like is not None else None)
                       for c, c_spec in s.carry.items()]
         self.feed = [Feed(f, f"feed.{f}.from" if f_spec.from_ is not None else None,
                           f_spec.feedback, f_spec.start, f_spec.teacher_forcing)
@@ -274,6 +277,9 @@ class Loop(GraphModule):
         nodes that run once, before the steps) and the carries' first values."""
         state: dict[str, Tensor] = {}
         for c in self.carry:
+            if c.like is not None:
+                state[c.name] = torch.zeros_like(x[c.like], dtype=rt.dtype)  # (B, ...)
+                continue
             size = x[c.over].shape[1] if c.over is not None else c.zeros
             state[c.name] = x[c.init] if c.init is not None \
                 else torch.zeros(rt.batch, size, dtype=rt.dtype, device=rt.device)  # (B, zeros)

@@ -14,6 +14,8 @@ view           when                            drawn as
 ``window``     a ``window``'s weights [T, U]    heatmap beside the pen trajectory
                                                (:mod:`~attngraph.train.attend_window`)
 ``matrix``     anything else [T, N]            heatmap (e.g. memory addressing per step)
+``drawing``    image, ``canvases`` [T, C, H, W]  the canvas after each step, with the read
+                                               and write windows (:mod:`.attend_drawing`)
 =============  ==============================  ===========================================
 
 Heads are averaged; a single query axis ([1, N]) is squeezed. The output read is
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "pick_view", "draw", "attend_run", "load_run"]
 
-VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "heads", "window", "matrix")
+VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "heads", "window", "drawing",
+         "matrix")
 _PREFERRED = ("locations", "pooling", "attention", "weights")
 
 
@@ -247,6 +250,10 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     path = _picture(path)
     out = {k: v[example].detach().cpu() for k, v in outputs.items()}
     ex = {k: v[example] for k, v in batch.items()}
+    from attngraph.train.attend_drawing import draw_steps, draws_canvas
+
+    if draws_canvas(graph, out):
+        return path, draw_steps(graph, task, out, ex, path, _plt())
     view, name = pick_view(graph, out)
     if view == "window":  # two panels of its own
         return draw_window(graph, task, out, ex, path, name), view

@@ -22,7 +22,8 @@ This module imports every built-in task module and the metrics, so that
 :class:`~attngraph.train.taskbase.Task` base class and the registries live in
 :mod:`attngraph.train.taskbase` (re-exported here), the tasks in
 ``task_sequences``, ``task_images``, ``task_graphs``, ``task_language``,
-``task_speech``, ``task_algorithms``, ``task_captions`` and ``task_objects``, the
+``task_speech``, ``task_algorithms``, ``task_captions``, ``task_objects`` and
+``task_drawing``, the
 metrics in
 :mod:`attngraph.train.metrics` and beside the tasks that define them.
 
@@ -48,6 +49,7 @@ from attngraph.train import (  # noqa: F401
     metrics,
     task_algorithms,
     task_captions,
+    task_drawing,
     task_graphs,
     task_handwriting,
     task_images,

@@ -25,7 +25,10 @@ launcher :mod:`attngraph.train.distributed`.
   reward :func:`reward_of` (for ``classify``: "every scored prediction right");
   then ``zero_grad``, ``backward``, ``step``.
 - :func:`evaluate` measures the task's metrics in eval mode (greedy decoding
-  for decoder loops) on the task's fixed test batch.
+  for decoder loops) on the task's fixed test batch, on a private RNG seeded
+  with the task's seed: a model that samples in eval mode (a ``latent``, whose
+  negative ELBO is an expectation over its codes) sees the same noise at every
+  evaluation, and evaluating does not advance the training run's RNG.
 """
 
 from __future__ import annotations
@@ -242,7 +245,9 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
     outs: list[dict[str, Tensor]] = []
     batches: list[dict[str, Tensor]] = []
     try:
-        with torch.no_grad(), autocast(dev, bf16):
+        # a model that samples in eval (a latent) gets the same noise at every
+        # evaluation, and evaluating leaves the training run's random stream as it was
+        with seeded(task.seed), torch.no_grad(), autocast(dev, bf16):
             for b in task.test_batches(size):
                 b = to_device(b, dev)
                 outs.append(float_outputs(model(**bind_inputs(graph, task, b))))
