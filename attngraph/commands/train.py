@@ -144,7 +144,9 @@ def attend(run_dir: str, example: int, text: str | None, data: str | None,
     """Draw what the model trained in RUN_DIR attended to on one example.
 
     Words coloured by weight, a translation's alignment matrix, the glimpse path
-    over an image, or a node's neighbours in a graph, after the spec's outputs.
+    over an image, a decoder's weights over an image's tiles at each step (one
+    panel per token emitted), or a node's neighbours in a graph, after the
+    spec's outputs.
     The example is one of the run's test batch, of --data, or your own --input.
     """
     from attngraph.train.attend import attend_run
