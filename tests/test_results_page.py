@@ -6,6 +6,9 @@ at seeds 0, 1 and 2."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from attngraph.train.results import RESULTS_JSON, RESULTS_MD, ci_seconds, page
 
@@ -30,3 +33,16 @@ def test_ci_time_adds_every_training_the_slow_tests_do() -> None:
     assert abs(ci["total"] - want) < 0.05 + 0.05 * len(cpu0)
     assert ci["multi_specs"] == len(data.get("seeds", {}))
     assert f"takes {ci['total']:g} CPU seconds" in RESULTS_MD.read_text(encoding="utf-8")
+
+
+def test_page_option_rewrites_the_page_without_training(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m attngraph.train.results --page` writes the page of the stored file
+    (what a merge of the JSON needs) and trains nothing."""
+    from attngraph.train import results
+
+    out = tmp_path / "page.md"
+    monkeypatch.setattr(results, "RESULTS_MD", out)
+    monkeypatch.setattr(results, "measure", lambda *a, **k: pytest.fail("trained"))
+    assert results.main(["--page"]) == 0
+    assert out.read_text(encoding="utf-8") == page()

@@ -11,7 +11,8 @@ Run ``python -m attngraph.train.results`` to measure and rewrite both files
 (several minutes); given spec files, it measures only those and replaces their
 rows; ``SPEC... --seeds 1 2`` measures them at more seeds, stored beside the rows and
 shown in a second table (:func:`seeds_table`) with each figure's spread;
-``--table`` only prints the tables of the stored file.
+``--table`` only prints the tables of the stored file; ``--page`` only rewrites
+the markdown page from it.
 
 Measured at seed 0, each catalog spec's trained model also draws its attention
 picture (:func:`attngraph.train.attend.draw_model`, what ``attngraph attend RUN``
@@ -409,18 +410,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Given spec files, their rows replace the stored ones; with ``--seeds``, the
     specs are measured at those seeds instead and stored beside the rows.
-    ``--table`` only prints the stored tables.
+    ``--table`` only prints the stored tables; ``--page`` only rewrites the
+    markdown page from the stored file.
     """
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m attngraph.train.results")
     ap.add_argument("specs", nargs="*", help="spec files (default: the whole catalog)")
     ap.add_argument("--table", action="store_true", help="only print the stored tables")
+    ap.add_argument("--page", action="store_true",
+                    help="only rewrite docs/training-results.md from the stored file "
+                         "(after merging its JSON by hand, say)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="measure the specs given at these seeds (e.g. 1 2)")
     args = ap.parse_args(argv)
-    if not args.table:
+    if args.page:
+        RESULTS_MD.write_text(page(), encoding="utf-8")
+    elif not args.table:
         stored = _stored()
         seeds: dict[str, dict[str, dict[str, float]]] = stored.get("seeds") or {}
         seed_cpu: dict[str, dict[str, float]] = stored.get("seed_cpu_s") or {}
