@@ -237,25 +237,28 @@ class HandLuongLocalP(nn.Module):
 
 class HandMemoryNetwork(nn.Module):
     """An NTM-style step: GRU controller on [E x_t; r_{t-1}]; content addressing
-    β·cos(k_t, M_i) then softmax; location addressing (gate, shift by ±1, sharpen);
-    read r_t = w M; write M ⊙ (1 - w eᵀ) + w aᵀ with e = sigmoid(W_e h_t); logits
-    from [h_t; r_t]."""
+    β·cos(k_t, M_i) (β fixed) then softmax; location addressing (gate, shift by ±1,
+    sharpen); read r_t = w M; write M ⊙ (1 - w eᵀ) + w aᵀ with e = sigmoid(W_e h_t);
+    logits from [h_t; r_t]. M_0 is a learned [S, W] parameter shared by the batch."""
+
+    #: the spec's fixed β of the cosine scorer
+    BETA = 5.0
 
     def __init__(self, vocab: int, e: int, hs: int, slots: int, width: int) -> None:
         super().__init__()
+        self.m0 = _uniform(slots, width)
         self.x_emb = nn.Embedding(vocab, e)
         self.cell = nn.GRUCell(e + width, hs)
         self.key = nn.Linear(hs, width)
         self.erase = nn.Linear(hs, width)
         self.add = nn.Linear(hs, width)
-        self.beta = nn.Parameter(torch.ones(()))
         self.address = nn.Linear(hs, 5)  # gate, 3 shifts, sharpening
         self.out = nn.Linear(hs + width, vocab)
         self.slots, self.width, self.hs = slots, width, hs
 
     def forward(self, seq: Tensor) -> dict[str, Tensor]:
         b, steps = seq.shape
-        mem = torch.full((b, self.slots, self.width), 1e-6)
+        mem = self.m0.unsqueeze(0).expand(b, -1, -1)  # (B, S, W)
         h = mem.new_zeros(b, self.hs)
         w = mem.new_zeros(b, self.slots)
         r = mem.new_zeros(b, self.width)
@@ -266,7 +269,7 @@ class HandMemoryNetwork(nn.Module):
             k = torch.tanh(self.key(h))
             cos = (F.normalize(k, dim=-1, eps=1e-8).unsqueeze(1)
                    @ F.normalize(mem, dim=-1, eps=1e-8).transpose(1, 2)).squeeze(1)
-            wc = torch.softmax(self.beta * cos, -1)  # (B, S)
+            wc = torch.softmax(self.BETA * cos, -1)  # (B, S)
             p = self.address(h)
             g = torch.sigmoid(p[:, :1])
             shift = torch.softmax(p[:, 1:4], -1)
@@ -288,7 +291,7 @@ class HandMemoryNetwork(nn.Module):
         "key.*": ("nodes.ntm.nodes.key.*", False),
         "erase.*": ("nodes.ntm.nodes.erase.*", False),
         "add.*": ("nodes.ntm.nodes.addv.*", False),
-        "beta": ("nodes.ntm.nodes.sim.beta", False),
+        "m0": ("nodes.m0.initial", False),
         "address.*": ("nodes.ntm.nodes.wl.proj.*", False),
         "out.*": ("nodes.ntm.nodes.logits.*", False),
     }

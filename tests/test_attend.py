@@ -53,6 +53,8 @@ def _forward(name: str, size: int = 3) -> tuple[object, object, dict, dict]:
     ("graph_attention", "graph", "attention"),
     ("memory_network", "matrix", "weights"),
     ("ntm_copy", "heads", "weights"),
+    ("caption_generation", "steps", "attention"),
+    ("object_recognition", "steps", "attention"),
 ])
 def test_view_follows_inputs_and_output_shape(spec: str, view: str, output: str,
                                               tmp_path: Path) -> None:
@@ -97,3 +99,54 @@ def test_a_query_outside_the_graph_is_refused(tmp_path: Path) -> None:
     assert err.value.hint and "from 0 to" in err.value.hint
     path, _ = draw(graph, task, out, batch, tmp_path / "g.png", query=1)
     assert path.exists()
+
+
+@pytest.mark.parametrize("spec", ["caption_generation", "object_recognition"])
+def test_steps_view_draws_each_step_over_the_canvas_titled_by_its_token(spec: str) -> None:
+    """Weights [T, P] over an image's tiles get one panel per step: the canvas with
+    that step's weights laid over it as the canvas's grid of tiles (rows × cols
+    from its shape), titled by the token the model emitted at the step, with a box
+    on the tile of the digit that step names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+
+    from attngraph.train.attend_steps import canvas_grid, steps_figure
+
+    graph, task, out, batch = _forward(spec)
+    w, logits = out["attention"][0], out["logits"][0]
+    ex = {k: v[0] for k, v in batch.items()}
+    rows, cols = canvas_grid(graph, w.shape[-1])
+    h, wd = ex["image"].shape[-2:]
+    assert rows * cols == w.shape[-1] and h * cols == wd * rows
+    fig, what = steps_figure(plt, w, ex, {"logits": logits}, task, graph)
+    try:
+        assert len(fig.axes) == w.shape[0]
+        names = task.token_names("target", logits.argmax(-1).tolist())
+        for t, ax in enumerate(fig.axes):
+            assert ax.get_title().startswith(f"step {t + 1}: {names[t]}")
+            overlay = ax.get_images()[1].get_array()
+            assert torch.allclose(torch.as_tensor(overlay.data), w[t].reshape(rows, cols))
+            boxes = ax.patches
+            assert len(boxes) == (1 if int(ex["digit_tile"][t]) >= 0 else 0)
+        assert f"{rows}×{cols} tiles" in what
+    finally:
+        plt.close(fig)
+
+
+def test_draw_model_draws_the_test_batch_through_a_model(tmp_path: Path) -> None:
+    """draw_model draws what `attngraph attend` draws of a run: the model's outputs
+    on the task's test batch, at the dpi asked (a smaller dpi, a smaller file), and
+    leaves the model in the mode it was in."""
+    import attngraph
+    from attngraph.train.attend import draw_model
+
+    graph = load_spec(ROOT / "specs" / "global_attention.yaml")
+    task = task_for(graph, None, 0)
+    model = attngraph.compile(graph, seed=0).train()
+    small, view = draw_model(graph, task, model, tmp_path / "a.png", size=8, dpi=60)
+    big, _ = draw_model(graph, task, model, tmp_path / "b.png", size=8, dpi=120)
+    assert view == "words" and model.training
+    assert small.read_bytes()[:8] == PNG and small.stat().st_size < big.stat().st_size

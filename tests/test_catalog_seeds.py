@@ -16,7 +16,8 @@ from attngraph.train.results import RESULTS_JSON, SEED_SPREAD
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 #: the specs whose targets are checked at three seeds (new catalog specs of issue 15)
 MULTI_SEED = ("caption_generation", "handwriting_generation", "image_generation", "language_model",
-              "ntm_copy", "object_recognition", "pointer_sort", "speech_recognition")
+              "memory_network", "ntm_copy", "object_recognition", "pointer_sort",
+              "speech_recognition")
 
 
 def test_the_multi_seed_specs_are_recorded_at_every_seed() -> None:

@@ -3,7 +3,9 @@
 The page opens with two generated tables: every spec on every axis of
 ``attngraph describe`` and the training targets with the figures reached
 (recorded in docs/training-results.json by the slow catalog training); then one
-section per spec with both diagrams and its own axes.
+section per spec with both diagrams, the trained model's attention picture
+(``docs/catalog/NAME.attention.png``, drawn by ``python -m
+attngraph.train.results``) when there is one, and its own axes.
 
 It also rewrites the field reference of docs/spec-language.md (the part between
 its marker comments), from the JSON Schema the field docstrings describe
@@ -55,20 +57,31 @@ def reference_page(text: str, page: str) -> str:
                           "the generated tables go") from None
 
 
-def catalog_entry(graph: Graph, spec: Path, images: dict[str, str]) -> str:
-    """The markdown section of one spec: title, summary, both diagrams, tables."""
+def catalog_entry(graph: Graph, spec: Path, images: dict[str, str],
+                  attention: str | None = None) -> str:
+    """The markdown section of one spec: title, summary, both diagrams, the trained
+    model's attention picture (``attention``, a path relative to the page) when
+    there is one, tables."""
     lines = [f"## {graph.title or graph.name}", "",
              f"`{spec.as_posix()}` — name `{graph.name}`", ""]
     if graph.summary:
         lines += [graph.summary.strip(), ""]
     for view, rel in images.items():
         lines += [f"**{view}**", "", f"![{graph.name} {view} view]({rel})", ""]
+    if attention is not None:
+        lines += ["**attention after training** (`attngraph attend RUN`)", "",
+                  f"![{graph.name} attention after training]({attention})", ""]
     lines += ["Attention sites (from `attngraph describe`):", "",
               axes_table([graph]).rstrip(), ""]
     return "\n".join(lines)
 
 
 @main.command(help="""Render every spec in SPECS (both views, svg) and write the catalog page.
+
+\b
+Each spec's section also shows OUT/catalog/NAME.attention.png when it
+exists: the trained model's attention picture, which `python -m
+attngraph.train.results [SPEC...]` draws when it trains the catalog.
 
 \b
 Also rewrites the field reference of OUT/spec-language.md, when that page
@@ -114,7 +127,10 @@ def docs(spec_dir: str, out_dir: str) -> None:
             name = f"{spec.stem}.{view}.svg"
             write_output(img_dir / name, svg, error=RenderError)
             images[view] = f"catalog/{name}"
-        sections.append(catalog_entry(graph, spec, images))
+        # drawn by `python -m attngraph.train.results` from the model it trained
+        picture = img_dir / f"{spec.stem}.attention.png"
+        sections.append(catalog_entry(graph, spec, images, f"catalog/{picture.name}"
+                                      if picture.is_file() else None))
         graphs.append(graph)
         click.echo(f"rendered {spec}")
     head = ["# Catalog", "",

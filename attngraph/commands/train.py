@@ -144,10 +144,11 @@ def attend(run_dir: str, example: int, text: str | None, data: str | None,
     """Draw what the model trained in RUN_DIR attended to on one example.
 
     Words coloured by weight, a translation's alignment matrix, the glimpse path
-    over an image, a node's neighbours in a graph, a memory's write and read
-    heads over its slots, a handwriting window over the string beside the pen's
-    path, or a canvas drawn step by step with its read and write windows (DRAW),
-    after the spec's outputs.
+    over an image, a decoder's weights over an image's tiles at each step (one
+    panel per token emitted), a node's neighbours in a graph, a memory's write
+    and read heads over its slots, a handwriting window over the string beside
+    the pen's path, or a canvas drawn step by step with its read and write
+    windows (DRAW), after the spec's outputs.
     The example is one of the run's test batch, of --data, or your own --input.
     """
     from attngraph.train.attend import attend_run

@@ -9,6 +9,7 @@ view           when                            drawn as
 ``alignment``  tokens + labels, weights [T, N]  heatmap, source tokens × target tokens
 ``glimpses``   image, ``locations`` [T, 2]      the glimpse path over the canvas
 ``tiles``      image, weights [P] (P = g²)      the weights as a g×g grid over the canvas
+``steps``      image, weights [T, P] (tiles)   one canvas per step, titled by the token emitted
 ``graph``      graph, weights [N, N]           the graph, nodes coloured by one node's weights
 ``heads``      ``write``, ``weights`` [T, S]    write | read weights per step (a memory's heads)
 ``window``     a ``window``'s weights [T, U]    heatmap beside the pen trajectory
@@ -32,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train.attend_heads import draw_heads, has_heads
+from attngraph.train.attend_steps import canvas_grid, steps_figure
 from attngraph.train.attend_window import draw_window, is_window_weights
+from attngraph.train.figures import pyplot, save
 from attngraph.train.speclocs import spec_loc
 
 if TYPE_CHECKING:
@@ -41,10 +44,10 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.train.taskbase import Task
 
-__all__ = ["VIEWS", "pick_view", "draw", "attend_run", "load_run"]
+__all__ = ["VIEWS", "pick_view", "draw", "draw_model", "attend_run", "load_run"]
 
-VIEWS = ("words", "alignment", "glimpses", "tiles", "graph", "heads", "window", "drawing",
-         "matrix")
+VIEWS = ("words", "alignment", "glimpses", "tiles", "steps", "graph", "heads", "window",
+         "drawing", "matrix")
 _PREFERRED = ("locations", "pooling", "attention", "weights")
 
 
@@ -79,6 +82,8 @@ def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
     w = _weights(outputs[name])
     if "image" in types and w.dim() == 1 and math.isqrt(w.shape[0]) ** 2 == w.shape[0]:
         return "tiles", name
+    if "image" in types and w.dim() == 2 and canvas_grid(graph, w.shape[-1]) is not None:
+        return "steps", name  # a decoder reading the canvas's tiles (attend_steps)
     if "graph" in types and w.dim() == 2 and w.shape[0] == w.shape[1]:
         return "graph", name
     if "tokens" in types and "labels" in types and w.dim() == 2:
@@ -93,15 +98,6 @@ def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
     edge = dict(graph.outputs).get(name)
     loc = edge.loc if edge is not None else spec_loc(graph, "outputs", key=True)
     raise TrainingError(msg, loc, "attend draws weights [N], [T, N] or locations [T, 2]")
-
-
-def _plt() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _field(graph: Graph, task: Task, typ: str) -> str | None:
@@ -231,12 +227,14 @@ def _graph(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph,
 
 
 def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, Tensor],
-         path: str | Path, *, example: int = 0, query: int = 0) -> tuple[Path, str]:
+         path: str | Path, *, example: int = 0, query: int = 0,
+         dpi: int = 120) -> tuple[Path, str]:
     """Draw example ``example`` of a batch's outputs to ``path``; ``(path, view)``.
 
     ``outputs`` and ``batch`` keep their batch axis; ``query`` picks the node of
     a ``graph`` view. The format follows the suffix (png, svg, pdf; none means
-    png, and ``.png`` is added). A missing directory is made.
+    png, and ``.png`` is added), at ``dpi`` dots per inch. A missing directory
+    is made.
 
     Raises
     ------
@@ -253,16 +251,22 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     from attngraph.train.attend_drawing import draw_steps, draws_canvas
 
     if draws_canvas(graph, out):
-        return path, draw_steps(graph, task, out, ex, path, _plt())
+        return path, draw_steps(graph, task, out, ex, path, pyplot(), dpi)
     view, name = pick_view(graph, out)
     if view == "window":  # two panels of its own
-        return draw_window(graph, task, out, ex, path, name), view
+        return draw_window(graph, task, out, ex, path, name, dpi), view
     w = _weights(out[name])
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * w.shape[-1]), 2.2) if view == "words"
-                           else (6.0, 5.5))
+    plt = pyplot()
+    if view == "steps":
+        fig, what = steps_figure(plt, w, ex, out, task, graph)
+        ax = fig.axes[0]
+    else:
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * w.shape[-1]), 2.2) if view == "words"
+                               else (6.0, 5.5))
     try:
-        if view == "words":
+        if view == "steps":
+            pass
+        elif view == "words":
             what = _words(ax, w, ex, task, graph)
         elif view == "glimpses":
             what = _glimpses(ax, out[name], ex, task, graph)
@@ -288,21 +292,40 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
             extra = f"  (predicted {task.label_name(int(pred))}" + (
                 f", true {task.label_name(int(label))})"
                 if label is not None and label.numel() == 1 else ")")
-        ax.set_title(f"{graph.name}: {what}{extra}", fontsize=9)
+        if view == "steps":  # the panels carry the steps' titles
+            fig.suptitle(f"{graph.name}: {what}{extra}", fontsize=9)
+        else:
+            ax.set_title(f"{graph.name}: {what}{extra}", fontsize=9)
         fig.tight_layout()
-        try:  # a missing directory is made, as train makes its --out
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=120)
-        except OSError as exc:
-            why = ("a part of its path is a file, not a directory"
-                   if isinstance(exc, (FileExistsError, NotADirectoryError))
-                   else (exc.strerror or str(exc)).lower())
-            msg = f"cannot write the picture: {why}"
-            raise TrainingError(msg, SourceLoc(str(path)),
-                                "draw into a directory you can write: -o PICTURE") from None
+        save(fig, path, dpi)  # a missing directory is made, as train makes its --out
     finally:
         plt.close(fig)
     return path, view
+
+
+def draw_model(graph: Graph, task: Task, model: Any, path: str | Path, *, example: int = 0,
+               size: int = 256, dpi: int = 120) -> tuple[Path, str]:
+    """Draw example ``example`` of the task's test batch of ``size`` through ``model``.
+
+    The picture ``attngraph attend`` draws of a run trained with this task at
+    its default ``eval_size`` (the same fixed test batch); ``(path, view)``.
+    The model is run in eval mode, then put back in the mode it was in.
+    """
+    import torch
+
+    from attngraph.train.device import device_of, float_outputs, to_device
+    from attngraph.train.tasks import bind_inputs
+
+    batch = task.batch(size, split="test")
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            res = model(**to_device(bind_inputs(graph, task, batch), device_of(model)))
+    finally:
+        model.train(was)
+    outputs = {k: v.cpu() for k, v in float_outputs(res).items()}
+    return draw(graph, task, outputs, batch, path, example=example, dpi=dpi)
 
 
 def _aligned(w: Tensor, ex: dict[str, Tensor], logits: Tensor | None, task: Task,

@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attngraph.train.figures import save
+
 if TYPE_CHECKING:
     from torch import Tensor
 
@@ -53,7 +55,7 @@ def window(fx: Tensor, fy: Tensor) -> tuple[float, float, float, float]:
 
 
 def draw_steps(graph: Graph, task: Task, out: dict[str, Tensor], ex: dict[str, Tensor],
-               path: Path, plt: Any) -> str:
+               path: Path, plt: Any, dpi: int = 120) -> str:
     """Draw one example's ``canvases`` (and windows) to ``path``; returns the caption."""
     from matplotlib.patches import Rectangle
 
@@ -82,8 +84,7 @@ def draw_steps(graph: Graph, task: Task, out: dict[str, Tensor], ex: dict[str, T
         fig.suptitle(f"{graph.name}: the canvas σ(c_t) drawn step by step "
                      "(red: write window, blue: read window)", fontsize=8)
         fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
+        save(fig, path, dpi)
     finally:
         plt.close(fig)
     return "drawing"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import SourceLoc, TrainingError
+from attngraph.train.figures import pyplot, save
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -54,7 +54,7 @@ def _field(task: Task, typ: str) -> str | None:
 
 
 def draw_window(graph: Graph, task: Task, out: dict[str, Tensor], ex: dict[str, Tensor],
-                path: Path, name: str) -> Path:
+                path: Path, name: str, dpi: int = 120) -> Path:
     """Draw one example's window over time beside its pen trajectory to ``path``.
 
     ``out`` and ``ex`` are one example's outputs and batch fields (no batch axis).
@@ -64,11 +64,7 @@ def draw_window(graph: Graph, task: Task, out: dict[str, Tensor], ex: dict[str, 
     TrainingError
         When the picture cannot be written (located at the file).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     w = out[name].float()  # (T, U)
     chars = _field(task, "tokens") or "chars"
     pen = _field(task, "vectors") or "pen"
@@ -88,16 +84,7 @@ def draw_window(graph: Graph, task: Task, out: dict[str, Tensor], ex: dict[str, 
         fig.suptitle(f"{graph.name}: the window over the string while the pen draws it",
                      fontsize=9)
         fig.tight_layout()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=120)
-        except OSError as exc:
-            why = ("a part of its path is a file, not a directory"
-                   if isinstance(exc, (FileExistsError, NotADirectoryError))
-                   else (exc.strerror or str(exc)).lower())
-            msg = f"cannot write the picture: {why}"
-            raise TrainingError(msg, SourceLoc(str(path)),
-                                "draw into a directory you can write: -o PICTURE") from None
+        save(fig, path, dpi)
     finally:
         plt.close(fig)
     return path

@@ -53,9 +53,9 @@ def _save(fig: object, path: Path) -> None:
 
 def curves(cmp: Comparison, path: Path) -> Path:
     """Learning curves of every variant, one panel per test metric plus training loss."""
-    from attngraph.train.attend import _plt
+    from attngraph.train.figures import pyplot
 
-    plt = _plt()
+    plt = pyplot()
     panels = [("test", m) for m in cmp.metric_names] + [("train", "loss")]
     cols = min(3, len(panels))
     rows = math.ceil(len(panels) / cols)
@@ -95,9 +95,10 @@ def attention(cmp: Comparison, path: Path, *, example: int = 0) -> tuple[Path, l
     Returns the path and a note per variant that has no picture (a spec without
     an attention output), which is left out rather than failing the comparison.
     """
-    from attngraph.train.attend import _plt, attend_run
+    from attngraph.train.attend import attend_run
+    from attngraph.train.figures import pyplot
 
-    plt = _plt()
+    plt = pyplot()
     shots, notes = [], []
     for v in cmp.variants:
         run = cmp.runs[v.name][0]

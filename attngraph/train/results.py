@@ -11,7 +11,13 @@ Run ``python -m attngraph.train.results`` to measure and rewrite both files
 (several minutes); given spec files, it measures only those and replaces their
 rows; ``SPEC... --seeds 1 2`` measures them at more seeds, stored beside the rows and
 shown in a second table (:func:`seeds_table`) with each figure's spread;
-``--table`` only prints the tables of the stored file.
+``--table`` only prints the tables of the stored file; ``--page`` only rewrites
+the markdown page from it.
+
+Measured at seed 0, each catalog spec's trained model also draws its attention
+picture (:func:`attngraph.train.attend.draw_model`, what ``attngraph attend RUN``
+draws) as ``docs/catalog/NAME.attention.png``, which ``attngraph docs`` shows
+under the spec; so re-measuring one spec refreshes its picture too.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ROOT", "RESULTS_JSON", "RESULTS_MD", "SEED_SPREAD", "measure_one", "measure",
-           "write_results", "merge_rows", "results_table", "seeds_table", "page", "main"]
+__all__ = ["ROOT", "RESULTS_JSON", "RESULTS_MD", "SEED_SPREAD", "PICTURES", "PICTURE_DPI",
+           "picture_path", "measure_one", "measure", "write_results", "merge_rows",
+           "results_table", "seeds_table", "ci_seconds", "ci_text", "page", "main"]
 
 #: The repository root (the catalog is ``ROOT / "specs"``).
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,10 +43,29 @@ BASELINES = (ROOT / "tests" / "data" / "glimpse_hard_baseline.yaml",)
 #: How far a target figure may fall between seeds 0, 1 and 2 (the slow test
 #: ``tests/test_catalog_seeds.py`` asserts it for the specs measured at several seeds).
 SEED_SPREAD = 0.1
+#: Where the trained models' attention pictures go (beside the catalog's diagrams).
+PICTURES = ROOT / "docs" / "catalog"
+#: Their resolution: small files (tens of KB) for the catalog page.
+PICTURE_DPI = 80
 
 
-def measure_one(path: str | Path, *, seed: int = 0) -> dict[str, Any]:
+def picture_path(name: str, folder: Path = PICTURES) -> Path:
+    """The attention picture of catalog spec ``name``.
+
+    Examples
+    --------
+    >>> picture_path("memory_network", Path("docs/catalog")).as_posix()
+    'docs/catalog/memory_network.attention.png'
+    """
+    return folder / f"{name}.attention.png"
+
+
+def measure_one(path: str | Path, *, seed: int = 0,
+                picture: str | Path | None = None) -> dict[str, Any]:
     """Train one spec with its ``train:`` section and report what it reached.
+
+    With ``picture``, the trained model's attention picture is drawn there
+    (after the timing); a spec that declares no attention output gets none.
 
     Returns
     -------
@@ -62,6 +88,8 @@ def measure_one(path: str | Path, *, seed: int = 0) -> dict[str, Any]:
         cpu = time.process_time() - start
     finally:
         torch.set_num_threads(threads)
+    if picture is not None:
+        _draw(graph, result, picture)
     ts = graph.train
     target = dict(ts.target) if ts is not None else {}
     return {
@@ -76,14 +104,37 @@ def measure_one(path: str | Path, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
+def _draw(graph: Any, result: Any, picture: str | Path) -> None:
+    """Draw a trained model's attention picture, or say why there is none."""
+    from attngraph.errors import TrainingError
+    from attngraph.train.attend import draw_model
+
+    try:
+        path, view = draw_model(graph, result.task, result.model, picture, dpi=PICTURE_DPI)
+    except TrainingError as exc:  # e.g. no attention output declared
+        print(f"{graph.name}: no attention picture ({exc.message})", flush=True)
+        return
+    print(f"{graph.name}: drew {path} ({view} view)", flush=True)
+
+
+def _is_catalog(path: str | Path) -> bool:
+    return Path(path).resolve().parent == ROOT / "specs"
+
+
 def measure(paths: Iterable[str | Path] | None = None, *, seed: int = 0,
-            echo: bool = False) -> list[dict[str, Any]]:
-    """:func:`measure_one` for each path (default: the catalog, then the baselines)."""
+            echo: bool = False, pictures: Path | None = None) -> list[dict[str, Any]]:
+    """:func:`measure_one` for each path (default: the catalog, then the baselines).
+
+    With ``pictures`` (a folder), each catalog spec's attention picture is drawn
+    there as :func:`picture_path` names it.
+    """
     if paths is None:
         paths = [*sorted((ROOT / "specs").glob("*.yaml")), *BASELINES]
     rows = []
     for p in paths:
-        row = measure_one(p, seed=seed)
+        pic = (picture_path(Path(p).stem, pictures)
+               if pictures is not None and _is_catalog(p) else None)
+        row = measure_one(p, seed=seed, picture=pic)
         if echo:
             print(json.dumps(row), flush=True)
         rows.append(row)
@@ -91,16 +142,20 @@ def measure(paths: Iterable[str | Path] | None = None, *, seed: int = 0,
 
 
 def write_results(rows: Sequence[dict[str, Any]], path: Path = RESULTS_JSON,
-                  seeds: dict[str, dict[str, dict[str, float]]] | None = None) -> None:
+                  seeds: dict[str, dict[str, dict[str, float]]] | None = None,
+                  seed_cpu: dict[str, dict[str, float]] | None = None) -> None:
     """Store the measurements as JSON (one object with a ``rows`` list).
 
-    ``seeds`` (spec -> seed -> figures reached) is stored beside them when given.
+    ``seeds`` (spec -> seed -> figures reached) is stored beside them when given,
+    and ``seed_cpu`` (spec -> seed -> CPU seconds of that training) as ``seed_cpu_s``.
     """
     total = round(sum(r["cpu_s"] for r in rows), 1)
     payload: dict[str, Any] = {"seed": rows[0]["seed"] if rows else 0, "torch_threads": 1,
                                "total_cpu_s": total, "rows": list(rows)}
     if seeds:
         payload["seeds"] = seeds
+    if seed_cpu:
+        payload["seed_cpu_s"] = seed_cpu
     path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
 
 
@@ -209,6 +264,55 @@ def seeds_table(path: str | Path = RESULTS_JSON) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ci_seconds(path: str | Path = RESULTS_JSON) -> dict[str, Any]:
+    """CPU seconds of the catalog training the slow tests do, from a stored results file.
+
+    The slow tests train every stored row at seed 0 (each catalog spec and each
+    baseline, ``tests/test_catalog.py``), and the specs measured at several seeds
+    again at every seed, 0 included (``tests/test_catalog_seeds.py``). An extra
+    seed's CPU seconds are those stored for it (``seed_cpu_s``), else its seed-0
+    figure's (then named in ``estimated``).
+
+    Returns
+    -------
+    dict
+        ``total`` (CPU s), ``seed0`` (the rows' sum), ``multi`` (the seed test's
+        sum), ``specs`` (how many rows), ``multi_specs`` (how many specs at several
+        seeds), ``seeds`` (the seeds they are trained at, sorted) and ``estimated``
+        (``"spec@seed"`` for each figure taken from seed 0).
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> rows = [{"spec": "a", "cpu_s": 2.0}, {"spec": "b", "cpu_s": 3.0}]
+    >>> seeds = {"b": {"1": {"accuracy": 0.9}, "2": {"accuracy": 0.9}}}
+    >>> data = {"rows": rows, "seeds": seeds, "seed_cpu_s": {"b": {"1": 4.0}}}
+    >>> _ = f.write_text(json.dumps(data))
+    >>> ci = ci_seconds(f)
+    >>> ci["total"], ci["seed0"], ci["multi"], ci["seeds"], ci["estimated"]
+    (15.0, 5.0, 10.0, [0, 1, 2], ['b@2'])
+    """
+    data = _stored(Path(path))
+    cpu0 = {r["spec"]: float(r["cpu_s"]) for r in data["rows"]}
+    seeds, stored = data.get("seeds") or {}, data.get("seed_cpu_s") or {}
+    multi, estimated, used = 0.0, [], {0}
+    for spec in sorted(seeds):
+        if spec not in cpu0:
+            continue
+        multi += cpu0[spec]  # the seed test trains seed 0 again
+        for seed in sorted(seeds[spec], key=int):
+            used.add(int(seed))
+            got = stored.get(spec, {}).get(seed)
+            if got is None:
+                estimated.append(f"{spec}@{seed}")
+            multi += float(got if got is not None else cpu0[spec])
+    seed0 = sum(cpu0.values())
+    return {"total": round(seed0 + multi, 1), "seed0": round(seed0, 1), "multi": round(multi, 1),
+            "specs": len(cpu0), "multi_specs": sum(s in cpu0 for s in seeds),
+            "seeds": sorted(used), "estimated": estimated}
+
+
 _PAGE = """# Training results
 
 What every catalog spec reaches when trained with its own `train:` section
@@ -262,6 +366,32 @@ seed and that each target figure's spread over the three seeds is at most
 """
 
 
+_CI_PAGE = """
+## The catalog's training time in CI
+
+Training the whole catalog as the slow tests do (every spec and baseline above
+at seed 0; the {multi_specs} specs of `tests/test_catalog_seeds.py` at seeds
+{seeds} too, seed 0 again included) takes {total:g} CPU seconds on one torch
+thread on the machine that measured the table: {seed0:g} s for the table
+above and {multi:g} s for the seed test.{estimated} Compiling, the other
+slow tests and pytest itself come on top; run `pytest -m slow tests -k catalog
+--durations=0` for the wall-clock time of each.
+"""
+
+
+def ci_text(path: str | Path = RESULTS_JSON) -> str:
+    """The page's paragraph on the catalog's CI training time (:func:`ci_seconds`)."""
+    ci = ci_seconds(path)
+    est = ""
+    if ci["estimated"]:
+        est = (" The seeds " + ", ".join(ci["estimated"]) + " have no CPU time stored yet "
+               "and are counted at their seed 0 figure.")
+    seeds = " and ".join(str(s) for s in ci["seeds"] if s)
+    return _CI_PAGE.format(multi_specs=ci["multi_specs"], seeds=seeds or "-",
+                           total=ci["total"], seed0=ci["seed0"], multi=ci["multi"],
+                           estimated=est)
+
+
 def page() -> str:
     """The whole markdown page of the stored results."""
     text = _PAGE + results_table()
@@ -270,6 +400,8 @@ def page() -> str:
         data = _stored()
         cpu = sum(r["cpu_s"] for r in data["rows"] if r["spec"] in data.get("seeds", {}))
         text += _SEEDS_PAGE.format(spread=SEED_SPREAD, cpu=round(cpu, 1)) + more
+    if _stored()["rows"]:
+        text += ci_text()
     return text
 
 
@@ -278,31 +410,40 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Given spec files, their rows replace the stored ones; with ``--seeds``, the
     specs are measured at those seeds instead and stored beside the rows.
-    ``--table`` only prints the stored tables.
+    ``--table`` only prints the stored tables; ``--page`` only rewrites the
+    markdown page from the stored file.
     """
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m attngraph.train.results")
     ap.add_argument("specs", nargs="*", help="spec files (default: the whole catalog)")
     ap.add_argument("--table", action="store_true", help="only print the stored tables")
+    ap.add_argument("--page", action="store_true",
+                    help="only rewrite docs/training-results.md from the stored file "
+                         "(after merging its JSON by hand, say)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="measure the specs given at these seeds (e.g. 1 2)")
     args = ap.parse_args(argv)
-    if not args.table:
+    if args.page:
+        RESULTS_MD.write_text(page(), encoding="utf-8")
+    elif not args.table:
         stored = _stored()
         seeds: dict[str, dict[str, dict[str, float]]] = stored.get("seeds") or {}
+        seed_cpu: dict[str, dict[str, float]] = stored.get("seed_cpu_s") or {}
         if args.seeds:
             if not args.specs:
                 ap.error("--seeds needs the spec files to measure")
             for s in args.seeds:
                 for r in measure(args.specs, seed=s, echo=True):
                     seeds.setdefault(r["spec"], {})[str(s)] = r["reached"]
+                    seed_cpu.setdefault(r["spec"], {})[str(s)] = r["cpu_s"]
             rows = stored["rows"]
         else:
-            rows = measure(args.specs or None, seed=args.seed, echo=True)
+            rows = measure(args.specs or None, seed=args.seed, echo=True,
+                           pictures=PICTURES if args.seed == 0 else None)
             rows = merge_rows(stored["rows"], rows) if args.specs else rows
-        write_results(rows, seeds=seeds)
+        write_results(rows, seeds=seeds, seed_cpu=seed_cpu)
         RESULTS_MD.write_text(page(), encoding="utf-8")
     print(results_table(), end="")
     print(seeds_table(), end="")
