@@ -38,45 +38,22 @@ The axes, each with its values:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from attngraph.analysis.cost import Cost, glimpse_cost, readout_cost
+from attngraph.analysis.cost import readout_cost
 from attngraph.analysis.scope import Origin, Scope, origins, qid, role, scoring
+from attngraph.analysis.sensor_sites import SENSOR_SITES
+from attngraph.analysis.sites import (
+    AXES,
+    ESTIMATORS,
+    Axis,
+    Site,
+    exposed,
+    heads_axis,
+    phrase,
+    recurrence,
+)
 from attngraph.ir.graph import Edge, Graph, Node
 
 __all__ = ["AXES", "Axis", "Site", "find_sites"]
-
-#: Axis names in report order.
-AXES = ("hardness", "basis", "source", "reach", "heads", "recurrence", "exposure")
-
-_ESTIMATORS = {"reinforce": "REINFORCE", "straight_through": "straight-through",
-               "gumbel": "Gumbel-softmax"}
-
-
-@dataclass(frozen=True)
-class Axis:
-    """A site's place on one axis and why."""
-
-    value: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Site:
-    """One attention site: what forms it, where its inputs come from, its axes."""
-
-    id: str
-    form: str
-    chain: tuple[str, ...]
-    fn: str | None
-    formula: str | None
-    heads: int
-    query: tuple[Origin, ...]
-    keys: tuple[Origin, ...]
-    values: tuple[Origin, ...]
-    axes: dict[str, Axis]
-    cost: Cost
-    params: dict[str, int] = field(default_factory=dict)
 
 
 def _skip_dropout(scope: Scope, e: Edge) -> Node:
@@ -91,32 +68,9 @@ def _src(scope: Scope, n: Node, role: str) -> Node | None:
     return scope.graph.node(e.src) if e is not None and e.src in scope.graph else None
 
 
-def _exposed(scope: Scope, nid: str, ports: tuple[str, ...] = ("", "sample")) -> str | None:
-    """The declared output that carries node ``nid``'s value out, if any."""
-    for name, e in scope.graph.outputs:
-        src = scope.graph.node(e.src) if e.src in scope.graph else None
-        hit = e.src == nid and e.port in ports
-        if src is not None and src.kind == "dropout" and src.inputs[0].src == nid:
-            hit = True
-        if not hit:
-            continue
-        if scope.owner is None:
-            return name
-        assert scope.parent is not None
-        port = name if scope.owner.kind == "loop" or name else ""
-        outer = _exposed(scope.parent, scope.owner.id, (port,))
-        if outer is not None:
-            return outer
-    return None
-
-
-def _phrase(os: tuple[Origin, ...]) -> str:
-    return " + ".join(o.text for o in os) if os else "nothing"
-
-
 def _hardness(p: Node) -> Axis:
     if p.kind == "policy":
-        est = _ESTIMATORS[p.spec.estimator]
+        est = ESTIMATORS[p.spec.estimator]
         return Axis("hard", f"weights are sampled by policy '{p.id}' ({p.spec.dist}, {est})")
     if p.kind == "address":
         return Axis("soft", f"weights are a differentiable blend from address '{p.id}'")
@@ -191,14 +145,14 @@ def _relative_basis(axis: Axis, biases: list[Node], rotary: bool) -> Axis:
 
 def _source(query: tuple[Origin, ...], keys: tuple[Origin, ...], learned: bool) -> Axis:
     if learned:
-        return Axis("external", f"queries are {_phrase(query)} (a parameter), keys come "
-                    f"from {_phrase(keys)}")
+        return Axis("external", f"queries are {phrase(query)} (a parameter), keys come "
+                    f"from {phrase(keys)}")
     if not query:
-        return Axis("self", f"no query: each item of {_phrase(keys)} scores itself")
+        return Axis("self", f"no query: each item of {phrase(keys)} scores itself")
     shared = [o for o in query if o.qid in {k.qid for k in keys}]
     if shared:
-        return Axis("self", f"queries and keys both derive from {_phrase(tuple(shared))}")
-    return Axis("external", f"queries come from {_phrase(query)}, keys from {_phrase(keys)}")
+        return Axis("self", f"queries and keys both derive from {phrase(tuple(shared))}")
+    return Axis("external", f"queries come from {phrase(query)}, keys from {phrase(keys)}")
 
 
 def _reach(scorers: list[Node], p: Node) -> Axis:
@@ -220,42 +174,11 @@ def _reach(scorers: list[Node], p: Node) -> Axis:
     return Axis("global", f"every query may attend to all items{causal}")
 
 
-def _recurrence(scope: Scope, query: tuple[Origin, ...]) -> Axis:
-    loops = scope.enclosing("loop")
-    if loops:
-        lid, lp = loops[0]
-        steps = lp.types[""].dims[0] if lp.types else "T"
-        passed = [*lp.spec.carry, *(f for f, x in lp.spec.feed.items()
-                                    if x.feedback is not None)]
-        if passed:
-            return Axis("recurrent", f"inside the body of loop '{lid}', run once per step "
-                        f"({steps} steps), carrying {', '.join(passed)} from step to step")
-        return Axis("not recurrent", f"run once per step of loop '{lid}' ({steps} steps), "
-                    "but no state passes between steps (no carry, no feedback)")
-    rnn = [o for o in query if o.kind == "rnn" and o.port == "state"]
-    if rnn:
-        return Axis("recurrent", f"queries come from the state of rnn '{rnn[0].qid}'")
-    return Axis("not recurrent", "computed once per input; no loop, no rnn-state query")
-
-
 def _exposure(scope: Scope, p: Node) -> Axis:
-    out = _exposed(scope, p.id)
+    out = exposed(scope, p.id)
     if out is not None:
         return Axis("explicit", f"weights '{p.id}' are the declared output '{out}'")
     return Axis("implicit", f"weights '{p.id}' are internal (not a declared output)")
-
-
-def _heads_axis(h: int, readout: Node | None, kv: int | None = None) -> Axis:
-    comb = f", merged by {readout.spec.combine}" if readout is not None else ""
-    if h > 1 and kv is not None and kv < h:
-        if kv == 1:
-            return Axis("multi-query", f"{h} query heads share one key/value head "
-                        f"(Shazeer 2019){comb}")
-        return Axis("grouped-query", f"{h} query heads in {kv} groups, each group sharing "
-                    f"one key/value head (Ainslie et al. 2023){comb}")
-    if h > 1:
-        return Axis("multi-head", f"{h} heads score and read out in parallel{comb}")
-    return Axis("single-head", "one set of weights per query")
 
 
 def _key_heads(scope: Scope, scorers: list[Node]) -> int | None:
@@ -353,8 +276,8 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
                                  _rotary(scope, scorers)),
         "source": _source(query, keys, learned),
         "reach": _reach(scorers, content),
-        "heads": _heads_axis(heads, r, _key_heads(scope, scorers)),
-        "recurrence": _recurrence(scope, query),
+        "heads": heads_axis(heads, r, _key_heads(scope, scorers)),
+        "recurrence": recurrence(scope, query),
         "exposure": _exposure(scope, p if p.kind == "address" else content),
     }
     nodes = [*scorers, content, p, r, _src(scope, r, "values")]
@@ -376,7 +299,7 @@ def _pointer_site(scope: Scope, p: Node) -> Site | None:
     """A softmax whose weights are themselves the result (nothing reads values with
     them): a pointer over the items, as a pointer network emits."""
     scorers = _scorers(scope, p.edge("scores"))
-    if not scorers or _exposed(scope, p.id) is None:
+    if not scorers or exposed(scope, p.id) is None:
         return None
     query, keys, learned = _qk(scope, scorers)
     wt = p.types.get("")
@@ -387,8 +310,8 @@ def _pointer_site(scope: Scope, p: Node) -> Site | None:
                                  _rotary(scope, scorers)),
         "source": _source(query, keys, learned),
         "reach": _reach(scorers, p),
-        "heads": _heads_axis(heads, None, _key_heads(scope, scorers)),
-        "recurrence": _recurrence(scope, query),
+        "heads": heads_axis(heads, None, _key_heads(scope, scorers)),
+        "recurrence": recurrence(scope, query),
         "exposure": Axis("explicit", f"the weights of '{p.id}' are the result: a pointer "
                          "over the items, no values are read with them"),
     }
@@ -401,137 +324,6 @@ def _pointer_site(scope: Scope, p: Node) -> Site | None:
         query=query, keys=keys, values=(), axes=axes,
         cost=readout_cost(scope, p, scorers, p), params=params,
     )
-
-
-def _glimpse_exposure(scope: Scope, le: Edge | None, loc: Node | None) -> Axis:
-    """Explicit when the glimpse's location (as read, or as made) is a declared output."""
-    for nid in (le.src if le is not None else None, loc.id if loc is not None else None):
-        out = _exposed(scope, nid) if nid is not None else None
-        if out is not None:
-            return Axis("explicit", f"the glimpse locations are the declared output '{out}'")
-    return Axis("implicit", "the location is not a declared output")
-
-
-def _glimpse_site(scope: Scope, g: Node) -> Site:
-
-    le = g.edge("loc")
-    loc = scope.graph.node(le.src) if le is not None and le.src in scope.graph else None
-    when = ""
-    if loc is not None and loc.is_input and scope.owner is not None and scope.owner.kind == "loop":
-        carry = scope.owner.spec.carry.get(loc.id)
-        if carry is not None:
-            # the location carried from the previous step: look at what produced it
-            e = dict(scope.graph.outputs).get(carry.next)
-            if e is not None and e.src in scope.graph:
-                loc, when = scope.graph.node(e.src), " at the previous step"
-    chooser = loc
-    if loc is not None and loc.kind == "readout":
-        # l = Σ_i w_i x_i with a policy's one-hot weights: a location chosen among items
-        we = loc.edge("weights")
-        w = scope.graph.node(we.src) if we is not None and we.src in scope.graph else None
-        chooser = w if w is not None and w.kind == "policy" else loc
-    if chooser is not None and chooser.kind == "policy":
-        est = _ESTIMATORS[chooser.spec.estimator]
-        how = "sampled" if chooser is loc or loc is None else \
-            f"picked among the values of readout '{loc.id}'"
-        hard = Axis("hard", f"the location is {how} by policy '{chooser.id}' "
-                    f"({chooser.spec.dist}, {est}){when}; the glimpse crops there")
-        where = tuple(origins(scope, chooser.edge("mean") or chooser.edge("scores")))
-    else:
-        hard = Axis("hard", f"the glimpse crops the image at location '{le.ref}'"
-                    if le is not None else "the glimpse crops the image")
-        where = tuple(origins(scope, le)) if le is not None else ()
-    img = tuple(origins(scope, g.edge("image"))) if g.edge("image") is not None else ()
-    s = g.spec
-    axes = {
-        "hardness": hard,
-        "basis": Axis("location", f"the glimpse is placed by a location from "
-                      f"{_phrase(where)}, not by scores over the image's content"),
-        "source": Axis("external", f"the location comes from {_phrase(where)}, "
-                       f"the pixels from {_phrase(img)}"),
-        "reach": Axis("local", f"a glimpse of {s.size}×{s.size} px at {s.scales} scale(s)"),
-        "heads": _heads_axis(1, None),
-        "recurrence": _recurrence(scope, where),
-        "exposure": _glimpse_exposure(scope, le, loc),
-    }
-    chain = tuple(qid(scope, x) for x in ((loc.id,) if loc is not None else ()) + (g.id,))
-    params = {qid(scope, chooser.id): chooser.params} \
-        if chooser is not None and chooser.params else {}
-    return Site(
-        id=qid(scope, g.id), form="glimpse", chain=chain, fn=None, formula=None, heads=1,
-        query=where, keys=img, values=img, axes=axes, cost=glimpse_cost(scope, g),
-        params=params,
-    )
-
-
-def _filterbank_site(scope: Scope, f: Node) -> Site:
-    """DRAW's read (or write): soft weights over pixel rows and columns placed by
-    predicted params."""
-    pe = f.edge("params")
-    where = tuple(origins(scope, pe)) if pe is not None else ()
-    ie = f.edge("image") or f.edge("patch")
-    img = tuple(origins(scope, ie)) if ie is not None else ()
-    write = f.edge("patch") is not None
-    n = f.spec.size
-    axes = {
-        "hardness": Axis("soft", f"each of the {n}×{n} filters is a normalised Gaussian over "
-                         "pixel rows (F_Y) and columns (F_X): differentiable weights"),
-        "basis": Axis("location", f"the grid's centre, stride and width are predicted from "
-                      f"{_phrase(where)}, not scored from the image's content"),
-        "source": Axis("external", f"the placement comes from {_phrase(where)}, the "
-                       f"{'patch written' if write else 'pixels'} from {_phrase(img)}"),
-        "reach": Axis("local", f"a grid of {n}×{n} filters whose stride and width set how "
-                      "much of the image it covers"),
-        "heads": _heads_axis(1, None),
-        "recurrence": _recurrence(scope, where),
-        "exposure": Axis("explicit" if any(e.src == f.id and e.port in ("fx", "fy")
-                                           for _, e in scope.graph.outputs) else "implicit",
-                         "the filterbanks fx, fy are ports of "
-                         f"'{f.id}' (declared outputs when listed under outputs)"),
-    }
-    out = f.types[""].dims  # the read [C, N, N] (x and x̂: 2C) or the written [C, H, W]
-    if write:
-        c, h, w = out
-    else:
-        _, h, w = scope.graph.node(ie.src).types[ie.port].dims if ie is not None else (1, 1, 1)
-        c = out[0]
-    cost = Cost(("C", "N", "H", "W"), (("C", int(c)), ("N", n), ("H", int(h)), ("W", int(w))),
-                "F_Yᵀ w F_X per channel: the N×N patch spread over H×W pixels" if write
-                else "F_Y x F_Xᵀ per channel: N rows of the image's H×W pixels each")
-    return Site(id=qid(scope, f.id), form="filterbank", chain=(qid(scope, f.id),), fn=None,
-                formula=None, heads=1, query=where, keys=img, values=img, axes=axes,
-                cost=cost, params={})
-
-
-def _window_site(scope: Scope, w: Node) -> Site:
-    """Graves' soft window: Gaussian weights over a string's positions, moving forward."""
-    ce = w.edge("control")
-    where = tuple(origins(scope, ce)) if ce is not None else ()
-    items = tuple(origins(scope, w.edge("items"))) if w.edge("items") is not None else ()
-    k = w.spec.components
-    axes = {
-        "hardness": Axis("soft", f"a mixture of {k} Gaussian(s) over the positions: "
-                         "differentiable weights, not normalised"),
-        "basis": Axis("location", f"the centres, widths and weights are predicted from "
-                      f"{_phrase(where)}; the scores never read the items' content"),
-        "source": Axis("external", f"the placement comes from {_phrase(where)}, the items "
-                       f"from {_phrase(items)}"),
-        "reach": Axis("local", "each Gaussian covers the positions near its centre, and the "
-                      "centres only move forward"),
-        "heads": _heads_axis(1, None),
-        "recurrence": _recurrence(scope, where),
-        "exposure": Axis("explicit", f"the weights are the declared output "
-                         f"'{_exposed(scope, w.id, ('weights',))}'")
-        if _exposed(scope, w.id, ("weights",)) is not None
-        else Axis("implicit", f"the weights of '{w.id}' are internal (not a declared output)"),
-    }
-    ie = w.edge("items")
-    u, d = scope.graph.node(ie.src).types[ie.port].dims if ie is not None else ("U", 1)
-    cost = Cost(("U", "m"), (("m", int(k) + int(d)),), f"at each of the U positions, {k} "
-                f"Gaussian(s) and a read of its item of size {d} (m = K + d)")
-    return Site(id=qid(scope, w.id), form="window", chain=(qid(scope, w.id),), fn=None,
-                formula=None, heads=1, query=where, keys=items, values=items, axes=axes,
-                cost=cost, params={})
 
 
 def _walk(scope: Scope) -> list[Site]:
@@ -547,12 +339,8 @@ def _walk(scope: Scope) -> list[Site]:
             site = _readout_site(scope, n)
             if site is not None:
                 sites.append(site)
-        elif n.kind == "glimpse":
-            sites.append(_glimpse_site(scope, n))
-        elif n.kind == "filterbank":
-            sites.append(_filterbank_site(scope, n))
-        elif n.kind == "window":
-            sites.append(_window_site(scope, n))
+        elif n.kind in SENSOR_SITES:
+            sites.append(SENSOR_SITES[n.kind](scope, n))
         if n.body is not None:
             sites.extend(_walk(scope.child(n)))
     return sites
