@@ -167,7 +167,7 @@ def test_readout_of_weights_over_queries_needs_normalize() -> None:
     """A readout of weights normalised over the queries says to add normalize: true."""
     with pytest.raises(ShapeError) as e:
         attngraph.loads_spec(SLOTS.replace(", normalize: true", ""))
-    assert "normalised over the queries, not over the items" in str(e.value)
+    assert "do not sum to one over the items (they are normalised over the queries" in str(e.value)
     assert "normalize: true" in (e.value.hint or "")
 
 

@@ -400,7 +400,8 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     wref = ctx.edge("weights").ref
     if not w.simplex and not (s.normalize and w.weights):
         if w.weights:
-            ctx.fail(f"weights '{wref}' are normalised over the queries, not over the items",
+            ctx.fail(f"weights '{wref}' do not sum to one over the items (they are normalised "
+                     "over the queries, or not at all, as a window's)",
                      "weights", "add normalize: true to renormalise them over the items (a "
                      "weighted mean, as Slot Attention does)")
         ctx.fail(f"weights '{wref}' are not normalised over items", "weights",
