@@ -42,10 +42,13 @@ dot:
 
 # The doctests of the source packages, then the test suite. Exit code 5 ("no tests
 # collected") of the doctest pass is not a failure; it runs first so that the last
-# summary line printed is the test suite's.
+# summary line printed is the test suite's. The suite runs in one worker per core
+# (pytest-xdist; each worker runs torch on one thread, see tests/conftest.py):
+# `make test WORKERS=0` runs it in this process instead.
+WORKERS ?= auto
 test: venv dot
 	$(PY) -m pytest --doctest-modules $(SRC); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n $(WORKERS) tests
 
 # One step per line; later steps (render the catalog, train a model) go below.
 # The main job end to end (about half a minute): check and list the catalog, draw

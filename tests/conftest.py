@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,15 @@ def spec_file(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``pytest -n N`` (pytest-xdist) the workers share the machine's cores: each
+    runs torch on one thread (set before torch is imported), so N workers use N cores
+    rather than N × cores threads fighting for them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 
 def _cuda_available() -> bool:
