@@ -198,3 +198,19 @@ def test_window_checks_its_inputs(line: str, col: int, message: str) -> None:
     d = e.value
     assert d.message.startswith(message), d.message
     assert (d.loc.file, d.loc.line, d.loc.col) == ("t.yaml", 10, col) and d.hint
+
+
+def test_a_readout_of_window_weights_says_they_do_not_sum_to_one() -> None:
+    """A readout refuses the window's weights (they are not normalised over the items),
+    located at its weights field; the message no longer calls them normalised over the
+    queries, which a window's weights are not."""
+    line = ("  w: {kind: window, items: c, control: h, prev: k2, components: 2}\n"
+            "  r: {kind: readout, weights: w.weights, values: c}\n")
+    with pytest.raises(ShapeError) as e:
+        loads_spec(HEAD + line + "outputs: {r: r}\n", "t.yaml")
+    d = e.value
+    assert d.message == ("node 'r': weights 'w.weights' do not sum to one over the items "
+                         "(they are normalised over the queries, or not at all, as a "
+                         "window's)")
+    assert (d.loc.file, d.loc.line, d.loc.col) == ("t.yaml", 11, 31)
+    assert "normalize: true" in (d.hint or "")
