@@ -194,3 +194,22 @@ def test_draw_kinds_check_their_inputs(line: str, col: int, message: str) -> Non
     d = e.value
     assert d.message.startswith(message) and d.loc.line == 8 and d.loc.col == col, d
     assert d.hint
+
+
+def test_a_filterbank_is_exposed_only_when_its_filters_reach_a_declared_output() -> None:
+    """Inside a loop, a filterbank whose fx, fy the body returns but the loop's outputs do
+    not declare is implicit; declaring them makes it explicit (describe's exposure axis
+    follows the filters out through the loop, as it does for every other site)."""
+    from pathlib import Path
+
+    from attngraph.analysis.axes import find_sites
+
+    text = (Path(__file__).resolve().parents[1] / "specs" / "image_generation.yaml"
+            ).read_text(encoding="utf-8")
+    sites = {s.id.split("/")[-1]: s for s in find_sites(loads_spec(text))}
+    assert sites["read"].axes["exposure"].value == "explicit"
+    hidden = text.replace("  read_fx: draw.read_fx\n  read_fy: draw.read_fy\n", "")
+    assert hidden != text
+    sites = {s.id.split("/")[-1]: s for s in find_sites(loads_spec(hidden))}
+    assert sites["read"].axes["exposure"].value == "implicit"
+    assert sites["write"].axes["exposure"].value == "explicit"

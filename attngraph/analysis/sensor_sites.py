@@ -85,6 +85,15 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
     )
 
 
+def _port_exposure(scope: Scope, n: Node, ports: tuple[str, ...], what: str) -> Axis:
+    """Explicit when one of node ``n``'s weight ports reaches a declared output (through
+    the bodies it sits in), else implicit."""
+    out = exposed(scope, n.id, ports)
+    if out is not None:
+        return Axis("explicit", f"{what} of '{n.id}' are the declared output '{out}'")
+    return Axis("implicit", f"{what} of '{n.id}' are internal (not a declared output)")
+
+
 def _filterbank_site(scope: Scope, f: Node) -> Site:
     """DRAW's read (or write): soft weights over pixel rows and columns placed by
     predicted params."""
@@ -105,10 +114,7 @@ def _filterbank_site(scope: Scope, f: Node) -> Site:
                       "much of the image it covers"),
         "heads": heads_axis(1, None),
         "recurrence": recurrence(scope, where),
-        "exposure": Axis("explicit" if any(e.src == f.id and e.port in ("fx", "fy")
-                                           for _, e in scope.graph.outputs) else "implicit",
-                         "the filterbanks fx, fy are ports of "
-                         f"'{f.id}' (declared outputs when listed under outputs)"),
+        "exposure": _port_exposure(scope, f, ("fx", "fy"), "the filterbanks fx, fy"),
     }
     out = f.types[""].dims  # the read [C, N, N] (x and x̂: 2C) or the written [C, H, W]
     if write:
@@ -141,10 +147,7 @@ def _window_site(scope: Scope, w: Node) -> Site:
                       "centres only move forward"),
         "heads": heads_axis(1, None),
         "recurrence": recurrence(scope, where),
-        "exposure": Axis("explicit", f"the weights are the declared output "
-                         f"'{exposed(scope, w.id, ('weights',))}'")
-        if exposed(scope, w.id, ("weights",)) is not None
-        else Axis("implicit", f"the weights of '{w.id}' are internal (not a declared output)"),
+        "exposure": _port_exposure(scope, w, ("weights",), "the weights"),
     }
     ie = w.edge("items")
     u, d = scope.graph.node(ie.src).types[ie.port].dims if ie is not None else ("U", 1)
