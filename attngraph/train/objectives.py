@@ -70,6 +70,8 @@ class Objective:
         ``(output, target) -> [B] reward`` for ``reinforce`` policies.
     hint : str
         What the output must be, for an error.
+    classes : bool
+        The output has one more axis than the target, last: a score per class.
     """
 
     name: str
@@ -77,6 +79,7 @@ class Objective:
     loss_fn: Callable[[Tensor, Tensor], Tensor]
     reward_fn: Callable[[Tensor, Tensor], Tensor]
     hint: str
+    classes: bool = False
 
     def fitted(self, outputs: Mapping[str, Tensor], target: Tensor,
                graph: Graph | None = None) -> Tensor:
@@ -91,7 +94,7 @@ class Objective:
         out = outputs.get(self.output)
         if out is None:
             raise self.missing(graph)
-        extra = 1 if self.name == "classify" else 0  # the class axis
+        extra = int(self.classes)
         if out.dim() == target.dim() + extra + 1 and out.shape[1] == 1:  # one query: [B, 1, ...]
             out = out.squeeze(1)
         if out.shape[: out.dim() - extra] != target.shape:
@@ -165,7 +168,7 @@ def bernoulli_nll(logits: Tensor, target: Tensor) -> Tensor:
 OBJECTIVES: Registry[Objective] = Registry("objective")
 OBJECTIVES.register("classify", Objective(
     "classify", "logits", _ce, _all_right,
-    "logits must be [..., classes] over the targets' axes"))
+    "logits must be [..., classes] over the targets' axes", classes=True))
 OBJECTIVES.register("regress", Objective(
     "regress", "prediction", _mse, _neg_mse,
     "the prediction must have the targets' shape"))
