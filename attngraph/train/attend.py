@@ -257,50 +257,60 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
         return draw_window(graph, task, out, ex, path, name, dpi), view
     w = _weights(out[name])
     plt = pyplot()
-    if view == "steps":
+    if view == "steps":  # one panel per step, each titled by its token
         fig, what = steps_figure(plt, w, ex, out, task, graph)
-        ax = fig.axes[0]
     else:
         fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * w.shape[-1]), 2.2) if view == "words"
                                else (6.0, 5.5))
     try:
+        if view != "steps":
+            logits = outputs["logits"][example] if "logits" in outputs else None
+            what = _panel(ax, view, name, w, out, ex, logits, task, graph, query)
+        title = f"{graph.name}: {what}{_prediction(outputs, ex, task, example)}"
         if view == "steps":
-            pass
-        elif view == "words":
-            what = _words(ax, w, ex, task, graph)
-        elif view == "glimpses":
-            what = _glimpses(ax, out[name], ex, task, graph)
-        elif view == "tiles":
-            what = _tiles(ax, w, ex, task, graph)
-        elif view == "graph":
-            what = _graph(ax, w, ex, task, graph, query)
-        elif view == "heads":
-            what = draw_heads(ax, out, ex, task)
+            fig.suptitle(title, fontsize=9)
         else:
-            xl, yl = None, None
-            if view == "alignment":
-                w, xl, yl = _aligned(w, ex, outputs["logits"][example] if "logits" in outputs
-                                     else None, task, graph)
-            _heatmap(ax, w if w.dim() == 2 else w[None], xl, yl,
-                     "source" if xl else "item", "target" if yl else "step")
-            what = ("alignment: target step × source position" if view == "alignment"
-                    else f"'{name}' weights per step")
-        pred = outputs["logits"][example].argmax(-1) if "logits" in outputs else None
-        label = ex.get(task.target)
-        extra = ""
-        if pred is not None and pred.numel() == 1:
-            extra = f"  (predicted {task.label_name(int(pred))}" + (
-                f", true {task.label_name(int(label))})"
-                if label is not None and label.numel() == 1 else ")")
-        if view == "steps":  # the panels carry the steps' titles
-            fig.suptitle(f"{graph.name}: {what}{extra}", fontsize=9)
-        else:
-            ax.set_title(f"{graph.name}: {what}{extra}", fontsize=9)
+            ax.set_title(title, fontsize=9)
         fig.tight_layout()
         save(fig, path, dpi)  # a missing directory is made, as train makes its --out
     finally:
         plt.close(fig)
     return path, view
+
+
+def _panel(ax: Any, view: str, name: str, w: Tensor, out: dict[str, Tensor],
+           ex: dict[str, Tensor], logits: Tensor | None, task: Task, graph: Graph,
+           query: int) -> str:
+    """Draw one example's weights on ``ax`` as ``view``; returns the caption."""
+    if view == "words":
+        return _words(ax, w, ex, task, graph)
+    if view == "glimpses":
+        return _glimpses(ax, out[name], ex, task, graph)
+    if view == "tiles":
+        return _tiles(ax, w, ex, task, graph)
+    if view == "graph":
+        return _graph(ax, w, ex, task, graph, query)
+    if view == "heads":
+        return draw_heads(ax, out, ex, task)
+    xl, yl = None, None
+    if view == "alignment":
+        w, xl, yl = _aligned(w, ex, logits, task, graph)
+    _heatmap(ax, w if w.dim() == 2 else w[None], xl, yl,
+             "source" if xl else "item", "target" if yl else "step")
+    return ("alignment: target step × source position" if view == "alignment"
+            else f"'{name}' weights per step")
+
+
+def _prediction(outputs: dict[str, Tensor], ex: dict[str, Tensor], task: Task,
+                example: int) -> str:
+    """'  (predicted X, true Y)' for a model with one prediction per example, else ''."""
+    pred = outputs["logits"][example].argmax(-1) if "logits" in outputs else None
+    if pred is None or pred.numel() != 1:
+        return ""
+    label = ex.get(task.target)
+    return f"  (predicted {task.label_name(int(pred))}" + (
+        f", true {task.label_name(int(label))})"
+        if label is not None and label.numel() == 1 else ")")
 
 
 def draw_model(graph: Graph, task: Task, model: Any, path: str | Path, *, example: int = 0,
