@@ -55,6 +55,8 @@ def _forward(name: str, size: int = 3) -> tuple[object, object, dict, dict]:
     ("ntm_copy", "heads", "weights"),
     ("caption_generation", "steps", "attention"),
     ("object_recognition", "steps", "attention"),
+    ("image_generation", "drawing", "canvases"),
+    ("handwriting_generation", "window", "attention"),
 ])
 def test_view_follows_inputs_and_output_shape(spec: str, view: str, output: str,
                                               tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.train.attend_drawing import draw_steps, draws_canvas
 from attngraph.train.attend_heads import draw_heads, has_heads
 from attngraph.train.attend_steps import canvas_grid, steps_figure
 from attngraph.train.attend_window import draw_window, is_window_weights
@@ -66,8 +67,11 @@ def pick_view(graph: Graph, outputs: dict[str, Tensor]) -> tuple[str, str]:
     Raises
     ------
     TrainingError
-        When the spec declares none of ``locations``/``pooling``/``attention``/``weights``.
+        When the spec declares none of ``locations``/``pooling``/``attention``/``weights``
+        (nor ``canvases`` over an image, the ``drawing`` view).
     """
+    if draws_canvas(graph, outputs):
+        return "drawing", "canvases"
     types = {n.spec.type for n in graph.inputs if n.spec is not None}
     name = next((k for k in _PREFERRED if k in outputs), None)
     if name is None:
@@ -248,11 +252,9 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     path = _picture(path)
     out = {k: v[example].detach().cpu() for k, v in outputs.items()}
     ex = {k: v[example] for k, v in batch.items()}
-    from attngraph.train.attend_drawing import draw_steps, draws_canvas
-
-    if draws_canvas(graph, out):
-        return path, draw_steps(graph, task, out, ex, path, pyplot(), dpi)
     view, name = pick_view(graph, out)
+    if view == "drawing":  # a row of canvases of its own
+        return path, draw_steps(graph, task, out, ex, path, pyplot(), dpi)
     if view == "window":  # two panels of its own
         return draw_window(graph, task, out, ex, path, name, dpi), view
     w = _weights(out[name])
