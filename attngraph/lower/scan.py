@@ -99,7 +99,6 @@ def loop_scan(loop: Loop, stages: Stages, fixed: dict[str, Tensor],
     """
     b = rt.batch
     tok = _token_dtype(rt)
-    nexts = [(c.name, *loop.keys[c.next]) for c in loop.carry]
     ids = {f.name: torch.full((b,), float(f.start), dtype=tok, device=rt.device)
            for f in fed_back}  # (B,) the start id of each fed-back feed
     init = ({k: _own(v) for k, v in state.items()}, ids)
@@ -112,15 +111,12 @@ def loop_scan(loop: Loop, stages: Stages, fixed: dict[str, Tensor],
         for f in fed_back:
             vals[f.name] = ids[f.name].long()
         own = replace(rt, aux={}, steps={})  # per-step records stay inside the step
-        loop._exec(stages.step, vals, own, stages.drop)
-        after = {name: _own(vals[key].detach() if det else vals[key])
-                 for name, key, det in nexts}
+        after, per_step, recorded = loop._step(stages, vals, own)
         fed = {f.name: vals[loop.keys[str(f.feedback)][0]].argmax(-1).to(tok)
                for f in fed_back}
-        per_step = {name: _own(vals[key].detach() if det else vals[key])
-                    for name, key, det in stages.per_step}
-        recorded = {k: _own(vals[k]) for k in stages.record}
-        return (after, fed), (per_step, recorded)
+        return (({k: _own(v) for k, v in after.items()}, fed),
+                ({k: _own(v) for k, v in per_step.items()},
+                 {k: _own(v) for k, v in recorded.items()}))
 
     (final, _), (ys, recs) = _scan(step, init, xs)
     stacks = {k: v.transpose(1, 2) if loop.stack_axis[k] == 2 else v for k, v in ys.items()}

@@ -300,6 +300,23 @@ class Loop(GraphModule):
         raise LoweringError(msg, self.loc, "export with torch.export (attngraph export "
                             "SPEC --format pt2), which keeps the number of steps dynamic")
 
+    def _step(self, stages: Stages, vals: dict[str, Tensor], rt: Runtime
+              ) -> tuple[dict[str, Tensor], dict[str, Tensor], dict[str, Tensor]]:
+        """One step of the body on ``vals`` (what the step reads: the fixed values, the
+        carries and the feeds; the body's values are added to it): the carries' next
+        values and the step's per-step outputs, each detached where the loop asks, and
+        the values the ``after`` stage reads. The eager loop (:meth:`_steps`), the
+        exported scan (:func:`attngraph.lower.scan.loop_scan`) and stepping
+        (:meth:`advance`) all run a step through here."""
+        self._exec(stages.step, vals, rt, stages.drop)
+
+        def out(key: str, det: bool) -> Tensor:
+            return vals[key].detach() if det else vals[key]
+
+        return ({c.name: out(*self.keys[c.next]) for c in self.carry},
+                {name: out(key, det) for name, key, det in stages.per_step},
+                {k: vals[k] for k in stages.record})
+
     def _steps(self, stages: Stages, fixed: dict[str, Tensor], state: dict[str, Tensor],
                early: dict[str, Tensor], fed_back: list[Feed], steps: int,
                rt: Runtime) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
@@ -309,7 +326,6 @@ class Loop(GraphModule):
         seqs = {k: v.unbind(1) for k, v in early.items()}
         stacks: dict[str, list[Tensor]] = {name: [] for name, _, _ in stages.per_step}
         records: dict[str, list[Tensor]] = {k: [] for k in stages.record}
-        nexts = [(c.name, *self.keys[c.next]) for c in self.carry]
         vals: dict[str, Tensor] = {}
         for t in range(steps):
             prev = vals
@@ -322,13 +338,12 @@ class Loop(GraphModule):
                 else:
                     key, _ = self.keys[str(f.feedback)]
                     vals[f.name] = prev[key].argmax(-1)
-            self._exec(stages.step, vals, rt, stages.drop)
-            for name, key, det in nexts:
-                state[name] = vals[key].detach() if det else vals[key]
-            for name, key, det in stages.per_step:
-                stacks[name].append(vals[key].detach() if det else vals[key])
-            for k, rows in records.items():
-                rows.append(vals[k])
+            nxt, per, rec = self._step(stages, vals, rt)
+            state.update(nxt)
+            for k, v in per.items():
+                stacks[k].append(v)
+            for k, v in rec.items():
+                records[k].append(v)
         return ({k: self._stacked(k, v) for k, v in stacks.items()},
                 {k: torch.stack(v, 1) for k, v in records.items()})
 
@@ -388,14 +403,10 @@ class Loop(GraphModule):
         if stages is None:  # every node at each step: no feed is known in advance
             keep = {self.keys[c.next][0] for c in self.carry}
             stages = self.__dict__["_step_stages"] = _stages(self, set(), set(), keep)
-        vals = {**cur.fixed, **cur.state, **feeds}
-        self._exec(stages.step, vals, cur.rt, stages.drop)
-        for c in self.carry:
-            key, det = self.keys[c.next]
-            cur.state[c.name] = vals[key].detach() if det else vals[key]
+        nxt, per, _ = self._step(stages, {**cur.fixed, **cur.state, **feeds}, cur.rt)
+        cur.state.update(nxt)
         cur.rt.steps.clear()  # nodes' per-step records are not kept while stepping
-        return {name: vals[key].detach() if det else vals[key]
-                for name, key, det in stages.per_step}
+        return per
 
 
 class LoopCursor(NamedTuple):
