@@ -21,6 +21,7 @@ from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from attngraph.algebra.formula import formula_loc, formula_refs
 from attngraph.errors import Diagnostic, GraphError, SourceLoc, did_you_mean
 from attngraph.ir.graph import Edge, Graph, Node, Role
 from attngraph.source import Document, PathKey
@@ -173,12 +174,31 @@ def _nodes(
                     f"input{scope}", did_you_mean(e.src, known - {nid}),
                 ))
             edges.append(e)
+        edges += _formula_edges(ctx, spec, path, known)
         raw = _raw(ctx.doc.data, path)
         out.append(Node(
             id=nid, spec=spec, inputs=tuple(edges),
             loc=ctx.loc(path), label=spec.label or nid,
             field_locs={k: ctx.loc((*path, k)) for k in raw} if isinstance(raw, dict) else {},
         ))
+    return out
+
+
+def _formula_edges(ctx: _Ctx, spec: BaseModel, path: PathKey, known: set[str]) -> list[Edge]:
+    """The edges of the nodes and inputs a formula names (role ``formula.<name>``, located
+    at the name). Other names (dims, lengths, indices, axes, typos) are for shape
+    inference, which knows what each may be."""
+    out = []
+    for name in sorted(fields_of(type(spec)).formulas):
+        text = getattr(spec, fields_of(type(spec)).attr(name))
+        if not isinstance(text, str):
+            continue
+        base = ctx.loc((*path, name))
+        for n in formula_refs(text):
+            src, _, port = n.name.partition(".")
+            if src in known:
+                out.append(Edge(role=Role(name, n.name), src=src, port=port,
+                                loc=formula_loc(base, text, n.pos)))
     return out
 
 

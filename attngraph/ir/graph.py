@@ -55,6 +55,10 @@ class TensorType:
     weights: bool = False
     #: ids that are positions into the items of this length (a ``positions`` input)
     index_of: Dim | None = None
+    #: the names of the axes (``items``, ``features``...; see
+    #: :mod:`attngraph.algebra.axes`) where a node says them (an expression, a
+    #: parameter); None: named by what the value is. Not part of the type's identity.
+    axes: tuple[str, ...] | None = field(default=None, compare=False)
 
     @property
     def rank(self) -> int:

@@ -4,6 +4,7 @@
 module         kinds
 =============  ==================================================================
 ``inputs``     input
+``algebra``    expr, param (formulas over named values; free parameters)
 ``attention``  items, queries, keys, values, feature_map, softmax, readout, (fused)
                attention, linear_attention
 ``scorers``    scorer, and every scorer function (:data:`SCORERS`)
@@ -26,6 +27,7 @@ Importing this package registers every built-in kind; it never imports torch.
 """
 
 # each family module registers its kinds when imported
+import attngraph.kinds.algebra
 import attngraph.kinds.attention
 import attngraph.kinds.conv
 import attngraph.kinds.glimpse

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
+from attngraph.kinds.base import KINDS, RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import Model, NodeModel, PosInt, Ref, Scale, Size
 
 
@@ -145,6 +145,10 @@ class ReadoutSpec(NodeModel):
     normalize: bool = False
     """Renormalise the weights over the real items first (a weighted mean, adding ``eps`` to each);
     needed for weights normalised over the queries."""
+    distribution: bool = True
+    """The weights are a distribution over the items (a softmax, a policy's sample). ``false``
+    reads weights that are not, as they are: z = Σ_i w_i v_i over the real items (sigmoid or
+    ReLU attention, A₁ − λA₂, a decayed sum); any per-item weights or scores are then taken."""
     eps: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 1e-8
     """normalize: the ε added to every real item's weight, so that a query no item chose reads the
     plain mean."""
@@ -383,6 +387,16 @@ def _check_value_groups(ctx: RuleCtx, w: TensorType, v: TensorType) -> None:
                  "divisor of them for grouped-query attention)")
 
 
+def _per_item(ctx: RuleCtx, w: TensorType) -> bool:
+    """Whether ``w`` is per item (and per query): scores or weights, not features."""
+    from attngraph.algebra.axes import axes_of, is_scores
+
+    src = ctx.src("weights")
+    names = axes_of(w, scores=KINDS[src.kind].role in ("scorer", "weights")
+                    if src.kind in KINDS else False)
+    return names is not None and is_scores(names)
+
+
 def _readout_work(ctx: WorkCtx) -> Work:
     """Each weight times a value vector, then the ``out`` projection once per result."""
     out = ctx.out()
@@ -398,14 +412,25 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     w = ctx.t("weights")
     v = ctx.t("values")
     wref = ctx.edge("weights").ref
-    if not w.simplex and not (s.normalize and w.weights):
+    if not s.distribution:
+        if s.normalize:
+            ctx.fail("normalize: true makes the weights a distribution, but distribution: false "
+                     "reads them as they are", "normalize", "drop one of the two")
+        if w.dtype != "float" or w.rank not in (1, 2) or not _per_item(ctx, w):
+            ctx.fail(f"distribution: false reads per-item weights [N] or [M, N], but "
+                     f"'{wref}' is {w}", "weights",
+                     "give it scores or weights over the values' items (an expression over "
+                     "scores, a normaliser's output)")
+    elif not w.simplex and not (s.normalize and w.weights):
         if w.weights:
             ctx.fail(f"weights '{wref}' do not sum to one over the items (they are normalised "
                      "over the queries, or not at all, as a window's)",
-                     "weights", "add normalize: true to renormalise them over the items (a "
-                     "weighted mean, as Slot Attention does)")
+                     "weights", "to read them as they are (z = Σ w_i v_i), add distribution: "
+                     "false; to renormalise them over the items first (a weighted mean, as "
+                     "Slot Attention does), add normalize: true")
         ctx.fail(f"weights '{wref}' are not normalised over items", "weights",
-                 "feed the readout a softmax (or a policy's sample), not raw scores")
+                 "feed the readout a softmax (or a policy's sample); to read weights that are "
+                 "not a distribution as they are (sigmoid attention), add distribution: false")
     if v.rank != 2 or v.dtype != "float":
         ctx.fail(f"values must be items [N, d], got {v}", "values",
                  "give it the items (or their values projection) the weights range over")

@@ -21,16 +21,16 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from attngraph.spec.models import BLOCK, REF, SIZE
+from attngraph.spec.models import BLOCK, FORMULA, REF, SIZE
 
 __all__ = ["Fields", "fields_of", "nested_models"]
 
 
 def _marks(annotation: object, metadata: tuple[object, ...] = ()) -> set[object]:
     """Every marker inside an annotation (through Annotated, unions and containers)."""
-    found: set[object] = {m for m in metadata if m in (SIZE, REF, BLOCK)}
+    found: set[object] = {m for m in metadata if m in (SIZE, REF, BLOCK, FORMULA)}
     if typing.get_origin(annotation) is typing.Annotated:
-        found |= {m for m in getattr(annotation, "__metadata__", ()) if m in (SIZE, REF, BLOCK)}
+        found |= {m for m in getattr(annotation, "__metadata__", ()) if m in (SIZE, REF, BLOCK, FORMULA)}
     for arg in typing.get_args(annotation):
         found |= _marks(arg)
     return found
@@ -69,6 +69,8 @@ class Fields:
     attrs: dict[str, str]
     nested: dict[str, tuple[type[BaseModel], ...]]
     mappings: frozenset[str]
+    #: formula fields: the node ids a formula names are references too
+    formulas: frozenset[str] = frozenset()
 
     def attr(self, name: str) -> str:
         """The model attribute of a YAML field name."""
@@ -93,6 +95,7 @@ def _table(model: type[BaseModel]) -> Fields:
     attrs: dict[str, str] = {}
     nested: dict[str, tuple[type[BaseModel], ...]] = {}
     mappings: set[str] = set()
+    formulas: set[str] = set()
     for attr, info in model.model_fields.items():
         name = info.alias or attr
         attrs[name] = attr
@@ -103,6 +106,8 @@ def _table(model: type[BaseModel]) -> Fields:
             refs.append(name)
         if BLOCK in marks:
             blocks.add(name)
+        if FORMULA in marks:
+            formulas.add(name)
         if _is_mapping(info.annotation):
             mappings.add(name)
         inner = _models(info.annotation) - {m for m in _models(info.annotation)
@@ -110,7 +115,7 @@ def _table(model: type[BaseModel]) -> Fields:
         if inner:
             nested[name] = tuple(sorted(inner, key=lambda m: m.__name__))
     return Fields(frozenset(sizes), tuple(refs), frozenset(blocks), attrs, nested,
-                  frozenset(mappings))
+                  frozenset(mappings), frozenset(formulas))
 
 
 def nested_models(model: type[BaseModel]) -> set[type[BaseModel]]:

@@ -37,7 +37,7 @@ from pydantic import (
 __all__ = [
     "IDENT", "Ident", "Size", "RefStr", "RefLong", "Ref", "BlockName", "LearnedQuery",
     "PosInt", "Prob", "PosFloat", "Scale", "SCALE_RANGE", "PROB_MAX", "check_scale",
-    "in_range", "SIZE", "REF", "BLOCK", "Model", "NodeModel",
+    "in_range", "SIZE", "REF", "BLOCK", "FORMULA", "Model", "NodeModel",
     "InputSpec", "BlockSpec", "Spec", "TrainSpec", "INPUT_TYPES",
 ]
 
@@ -58,6 +58,8 @@ SIZE = _Marker("SIZE")
 REF = _Marker("REF")
 #: marks a field naming a block (``block:``, ``body:``)
 BLOCK = _Marker("BLOCK")
+#: marks a formula field (an ``expr``'s): the nodes it names become edges of the IR
+FORMULA = _Marker("FORMULA")
 
 IDENT = r"^[a-z][a-z0-9_]*$"
 Ident = Annotated[str, StringConstraints(pattern=IDENT, max_length=64)]

@@ -1,0 +1,161 @@
+"""The functions a formula may call, one :class:`Function` each, in :data:`FUNCTIONS`.
+
+A function is one registration with its traits and its implementation::
+
+    register_function(Function("relu2", "max(x, 0)²", impl=lambda x: torch.relu(x) ** 2,
+                               positive=True, doc="squared ReLU (Primer, GAU)"))
+
+Its *form* says how it treats axes, which is all that shape inference needs:
+
+- ``elementwise``: every argument is a value; they broadcast by axis name and the
+  result has the union of their axes (``exp``, ``clamp``, ``where``);
+- ``reduce``: ``f(x, axis)`` removes the named axis, over its real entries only
+  (``sum``, ``max``, ``logsumexp``);
+- ``scan``: ``f(x, axis)`` keeps the axis (``cumsum``); padded entries add nothing;
+- ``normalise``: ``f(x, axis)`` keeps the axis and the result sums to one over it,
+  over its real entries (``softmax``): over the items it is a distribution;
+- ``project``: ``f(W, x, axis)`` maps the named axis of ``x`` with the matrix ``W``
+  ``[out, in]`` (a linear map over the heads, or over the items of a fixed length).
+
+The implementation is a callable or a lazy ``"module:attribute"`` reference (the
+built-ins live in :mod:`attngraph.lower.algebra`, so nothing imports torch before a
+spec is compiled). An elementwise implementation takes tensors (and numbers) and
+returns a tensor; a ``reduce``/``scan``/``normalise`` one takes ``(x, dim, mask)``
+with ``mask`` a bool tensor broadcastable to ``x`` (True = a real entry) or None;
+``python`` is the text the Python export writes for a call, ``{0}``, ``{1}`` the
+arguments' text (elementwise functions only; default ``<torch name>({0}, ...)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from attngraph.registry import Registry
+
+__all__ = ["Function", "FUNCTIONS", "register_function", "Form"]
+
+Form = Literal["elementwise", "reduce", "scan", "normalise", "project"]
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function of the formula language (see the module docstring).
+
+    ``arity`` is the (least, most) number of value arguments (the axis of a
+    ``reduce``/``scan``/``normalise`` function is not counted); ``positive``: the
+    result is never negative (kernel feature maps, weights); ``python``: the Python
+    export's text for a call, with ``{0}``, ``{1}``... for the arguments.
+    """
+
+    name: str
+    formula: str
+    impl: str | Callable[..., Any]
+    form: Form = "elementwise"
+    arity: tuple[int, int] = (1, 1)
+    positive: bool = False
+    doc: str = ""
+    python: str = ""
+
+    @property
+    def takes_axis(self) -> bool:
+        """Whether the call names an axis (its last argument)."""
+        return self.form != "elementwise"
+
+
+#: Every formula function by name.
+FUNCTIONS: Registry[Function] = Registry("formula function")
+
+
+def register_function(fn: Function) -> Function:
+    """Add a formula function; formulas may then call ``fn.name(...)``.
+
+    Raises
+    ------
+    RegistryError
+        When a function of that name is registered already.
+    """
+    FUNCTIONS.register(fn.name, fn)
+    return fn
+
+
+def _impl(name: str) -> str:
+    return f"attngraph.lower.algebra:{name}"
+
+
+_BUILTINS = (
+    # elementwise, one argument
+    Function("exp", "eˣ", _impl("exp"), positive=True, doc="the exponential",
+             python="torch.exp({0})"),
+    Function("log", "ln x", _impl("log"), doc="the natural logarithm (of a positive value)",
+             python="torch.log({0})"),
+    Function("sqrt", "√x", _impl("sqrt"), positive=True, doc="the square root",
+             python="torch.sqrt({0})"),
+    Function("abs", "|x|", _impl("abs_"), positive=True, doc="the absolute value",
+             python="torch.abs({0})"),
+    Function("sin", "sin x", _impl("sin"), doc="the sine", python="torch.sin({0})"),
+    Function("cos", "cos x", _impl("cos"), doc="the cosine", python="torch.cos({0})"),
+    Function("tanh", "tanh x", _impl("tanh"), doc="the hyperbolic tangent",
+             python="torch.tanh({0})"),
+    Function("sigmoid", "σ(x) = 1/(1 + e⁻ˣ)", _impl("sigmoid"), positive=True,
+             doc="the logistic function", python="torch.sigmoid({0})"),
+    Function("logsigmoid", "log σ(x)", _impl("logsigmoid"),
+             doc="the log of the logistic function, computed stably",
+             python="F.logsigmoid({0})"),
+    Function("relu", "max(x, 0)", _impl("relu"), positive=True, doc="the rectifier",
+             python="torch.relu({0})"),
+    Function("relu2", "max(x, 0)²", _impl("relu2"), positive=True,
+             doc="the squared rectifier (Primer; gated attention units)",
+             python="torch.relu({0}) ** 2"),
+    Function("elu", "x if x > 0 else eˣ − 1", _impl("elu"), doc="the exponential linear unit",
+             python="F.elu({0})"),
+    Function("elu1", "elu(x) + 1", _impl("elu1"), positive=True,
+             doc="elu plus one: a positive feature map (linear attention)",
+             python="F.elu({0}) + 1"),
+    Function("softplus", "ln(1 + eˣ)", _impl("softplus"), positive=True,
+             doc="the smooth rectifier", python="F.softplus({0})"),
+    Function("gelu", "x Φ(x)", _impl("gelu"), doc="the Gaussian error linear unit",
+             python="F.gelu({0})"),
+    Function("silu", "x σ(x)", _impl("silu"), doc="the sigmoid linear unit (swish)",
+             python="F.silu({0})"),
+    Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", python="torch.sign({0})"),
+    # elementwise, several arguments
+    Function("clamp", "min(max(x, lo), hi)", _impl("clamp"), arity=(3, 3),
+             doc="x clamped to [lo, hi]", python="torch.clamp({0}, {1}, {2})"),
+    Function("min", "min(a, b) — or min(x, axis): the least over the axis", _impl("minimum"),
+             arity=(2, 2), doc="the smaller of two values (with an axis: a reduction)",
+             python="torch.minimum({0}, {1})"),
+    Function("max", "max(a, b) — or max(x, axis): the largest over the axis", _impl("maximum"),
+             arity=(2, 2), doc="the larger of two values (with an axis: a reduction)",
+             python="torch.maximum({0}, {1})"),
+    Function("where", "a if c else b", _impl("where"), arity=(3, 3),
+             doc="a where the condition c holds, else b", python="torch.where({0}, {1}, {2})"),
+    # over an axis
+    Function("sum", "Σ over the axis", _impl("sum_"), form="reduce",
+             doc="the sum over the real entries of the axis"),
+    Function("mean", "the mean over the axis", _impl("mean_"), form="reduce",
+             doc="the mean over the real entries (0 where there is none)"),
+    Function("amax", "max over the axis", _impl("amax"), form="reduce",
+             doc="the largest real entry (0 where there is none); max(x, axis) says the same"),
+    Function("amin", "min over the axis", _impl("amin"), form="reduce",
+             doc="the least real entry (0 where there is none); min(x, axis) says the same"),
+    Function("logsumexp", "log Σ eˣ over the axis", _impl("logsumexp"), form="reduce",
+             doc="log of the sum of exponentials over the real entries, computed stably"),
+    Function("norm", "‖x‖₂ over the axis", _impl("norm"), form="reduce", positive=True,
+             doc="the Euclidean norm over the real entries"),
+    Function("cumsum", "Σ_{k ≤ j} x_k", _impl("cumsum"), form="scan",
+             doc="the running sum along the axis (padded entries add nothing)"),
+    Function("softmax", "eˣ / Σ eˣ over the axis", _impl("softmax"), form="normalise",
+             positive=True, doc="normalised exponentials over the real entries of the axis "
+             "(over the items: a distribution)"),
+    Function("project", "W x over the axis", _impl("project"), form="project", arity=(2, 2),
+             doc="the linear map W [out, in] applied along the axis of x (mixing heads; "
+             "projecting items of a fixed length)"),
+)
+
+for _fn in _BUILTINS:
+    register_function(_fn)
+
+#: ``max(x, axis)`` and ``min(x, axis)`` are the reductions ``amax`` and ``amin``.
+REDUCTION_OF = {"max": "amax", "min": "amin"}

@@ -1,0 +1,366 @@
+"""A formula's static meaning: its names resolved, its axes and role checked, and the
+straight-line program that computes it.
+
+:func:`typecheck` walks a formula tree (:mod:`attngraph.algebra.formula`) with an
+:class:`Env` (the values it may read, with their types; the dims; the symbols of the
+lengths) and returns a :class:`Program`: its result :class:`Val` (named axes, sizes,
+dtype, role) and a list of instructions, one per operation, each a tuple of plain
+numbers and strings (the lowering runs them; the Python export writes them), so
+nothing of the tree reaches the compiled module.
+
+Names in a formula are, in this order of kinds (a name that is two of them is an
+error, never a silent choice): a node or input of the spec (``s``, ``enc.state``),
+a dims name (``d``: its number), a length symbol (``N``: the number of real items
+of each example), the indices ``i`` (of the queries) and ``j`` (of the items), and,
+as the last argument of a function over an axis, an axis name (``items``).
+
+Values broadcast by axis name (:mod:`attngraph.algebra.axes`); an axis both sides
+have must have one size (or a fixed size of one, which stretches).
+
+Instructions (``r`` registers are indices into the list of results so far):
+
+- ``("in", role)``: the value read by edge ``role``;
+- ``("num", x)``: a number;
+- ``("len", sym, r, dim)``: per example, the real items of length ``sym`` (its
+  padding mask's count, else dimension ``dim`` of register ``r``);
+- ``("idx", r, dim)``: 0, 1, ... along dimension ``dim`` of register ``r``, shaped
+  ``(1, L)`` (a value over that one axis);
+- ``("neg", a)``; ``("bin", op, a, b)``; ``("call", fn, (a, ...))``;
+- ``("axis", fn, a, dim, sym)``: a reduce, scan or normalise function over
+  dimension ``dim`` of ``a`` (``sym``: the length whose padding mask applies, or "");
+- ``("proj", w, a, dim)``: the matrix ``w`` applied along dimension ``dim`` of ``a``;
+- ``("align", a, shape)``: register ``a`` viewed with singleton axes inserted
+  (``shape``: for each result dimension, the source dimension or -1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from attngraph.algebra.axes import AXES, canonical, is_scores
+from attngraph.algebra.formula import Binary, Call, Expr, FormulaError, Name, Num, Unary, names
+from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF
+from attngraph.errors import did_you_mean
+from attngraph.ir.graph import Dim
+
+__all__ = ["Val", "Env", "Program", "typecheck", "INDICES"]
+
+#: The position indices a formula may read: ``i`` along the queries, ``j`` along the items.
+INDICES = {"i": "queries", "j": "items"}
+
+_ARITH = ("+", "-", "*", "/", "^")
+
+
+@dataclass(frozen=True)
+class Val:
+    """What a (sub)formula is: named axes (``heads`` included) with their sizes, dtype,
+    and role: ``weights`` (it derives from attention weights), ``simplex`` (a
+    distribution over its items axis), ``const`` (a number known when compiling)."""
+
+    axes: tuple[str, ...] = ()
+    sizes: tuple[Dim, ...] = ()
+    dtype: str = "float"
+    weights: bool = False
+    simplex: bool = False
+    const: float | None = None
+
+    def size(self, axis: str) -> Dim:
+        return self.sizes[self.axes.index(axis)]
+
+    def text(self) -> str:
+        if not self.axes:
+            return "a number" if self.const is not None else "a scalar"
+        return "[" + ", ".join(f"{a} {s}" for a, s in zip(self.axes, self.sizes,
+                                                          strict=True)) + "]"
+
+
+@dataclass(frozen=True)
+class Env:
+    """What a formula may name: ``values`` (reference text -> its :class:`Val`),
+    ``dims`` (name -> number)."""
+
+    values: Mapping[str, Val]
+    dims: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """A typed formula: its instructions, the register of its result, and its type."""
+
+    instrs: list[tuple[Any, ...]]
+    out: int
+    val: Val
+    #: registers by the value they read (reference text)
+    reads: dict[str, int]
+    #: the type of every register
+    vals: list[Val]
+
+
+def _fail(e: Expr, msg: str, hint: str | None = None) -> FormulaError:
+    return FormulaError(msg, e.pos, hint)
+
+
+class _Checker:
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.instrs: list[tuple[Any, ...]] = []
+        self.vals: list[Val] = []
+        self.reads: dict[str, int] = {}
+        #: for each (axis, size) seen on a value read, a register and its dimension
+        self.where: dict[tuple[str, Dim], tuple[int, int]] = {}
+
+    def emit(self, instr: tuple[Any, ...], val: Val) -> int:
+        self.instrs.append(instr)
+        self.vals.append(val)
+        return len(self.instrs) - 1
+
+    # names ---------------------------------------------------------------
+    def lengths(self) -> dict[Dim, tuple[int, int]]:
+        return {size: at for (_, size), at in self.where.items() if isinstance(size, str)}
+
+    def name(self, e: Name) -> int:
+        env = self.env
+        kinds = []
+        if e.name in env.values:
+            kinds.append("a node")
+        if e.name in env.dims:
+            kinds.append("a dims name")
+        if e.name in INDICES:
+            kinds.append(f"the index of the {INDICES[e.name]}")
+        if len(kinds) > 1:
+            raise _fail(e, f"'{e.name}' is both {kinds[0]} and {kinds[1]}",
+                        f"rename the node '{e.name}', so that the formula says which it means")
+        if e.name in env.values:
+            if e.name in self.reads:
+                return self.reads[e.name]
+            v = env.values[e.name]
+            r = self.emit(("in", e.name), v)
+            self.reads[e.name] = r
+            for d, (a, s) in enumerate(zip(v.axes, v.sizes, strict=True)):
+                self.where.setdefault((a, s), (r, d + 1))
+            return r
+        if e.name in env.dims:
+            n = float(env.dims[e.name])
+            return self.emit(("num", n), Val(const=n))
+        if e.name in INDICES:
+            axis = INDICES[e.name]
+            src = next(((s, at) for (a, s), at in self.where.items() if a == axis), None)
+            if src is None:
+                raise _fail(e, f"the index {e.name} runs along the {axis}, but no value this "
+                            f"formula reads has {axis}", f"use {e.name} with a value over the "
+                            f"{axis} (scores [M, N])")
+            size, (reg, d) = src
+            return self.emit(("idx", reg, d), Val((axis,), (size,)))
+        lengths = self.lengths()
+        if e.name in lengths:
+            reg, d = lengths[e.name]
+            return self.emit(("len", e.name, reg, d), Val())
+        if e.name in AXES:
+            raise _fail(e, f"'{e.name}' is an axis, which only a function over an axis takes "
+                        "as its last argument", f"e.g. sum(x, {e.name})")
+        known = sorted({*env.values, *env.dims, *INDICES, *lengths})
+        hint = did_you_mean(e.name, known) if known else "declare it as a node"
+        raise _fail(e, f"'{e.name}' is not a node, input, dims name, length or index this "
+                    "formula can read", hint)
+
+    # structure -----------------------------------------------------------
+    def expr(self, e: Expr) -> int:
+        if isinstance(e, Num):
+            return self.emit(("num", e.value), Val(const=e.value))
+        if isinstance(e, Name):
+            return self.name(e)
+        if isinstance(e, Unary):
+            a = self.expr(e.arg)
+            v = self.vals[a]
+            if v.dtype == "bool":
+                raise _fail(e, "a comparison's truth value cannot be negated with '-'",
+                            "write 1 - (a < b), or compare the other way round")
+            c = -v.const if v.const is not None else None
+            return self.emit(("neg", a), replace(v, const=c, simplex=False))
+        if isinstance(e, Binary):
+            return self.binary(e)
+        if isinstance(e, Call):
+            return self.call(e)
+        raise _fail(e, f"unknown formula node {type(e).__name__}")
+
+    def broadcast(self, e: Expr, regs: list[int], what: str) -> tuple[Val, list[int]]:
+        """The union of the operands' axes; each operand aligned to it."""
+        sizes: dict[str, Dim] = {}
+        for r in regs:
+            v = self.vals[r]
+            for a, s in zip(v.axes, v.sizes, strict=True):
+                old = sizes.get(a)
+                if old is None or old == 1:
+                    sizes[a] = s
+                elif s != 1 and old != s:
+                    raise _fail(e, f"{what}: the {a} axes differ, {old} and {s}",
+                                f"both sides must range over the same {a}; read values over "
+                                "one length, or name the axes of one side (axes: [...])")
+        axes = canonical(sizes.keys() | {a for r in regs for a in self.vals[r].axes})
+        if len([a for a in axes if a != "heads"]) > 3:
+            shown = "; ".join(self.vals[r].text() for r in regs if self.vals[r].axes)
+            raise _fail(e, f"{what} would make a value of {len(axes)} axes ({', '.join(axes)}) "
+                        f"from {shown}",
+                        "axes meet by name: a [C] vector is over features, not channels; name "
+                        "its axis with an expression's axes: [channels], or reduce one side first")
+        out_sizes = tuple(sizes.get(a, 1) for a in axes)
+        aligned = [self.align(r, axes) for r in regs]
+        dtypes = {self.vals[r].dtype for r in regs}
+        dtype = "bool" if dtypes == {"bool"} else "float"
+        w = any(self.vals[r].weights for r in regs) and is_scores(axes)
+        return Val(axes, out_sizes, dtype, weights=w), aligned
+
+    def align(self, r: int, axes: tuple[str, ...]) -> int:
+        v = self.vals[r]
+        if v.const is not None or v.axes == axes:
+            return r
+        shape = tuple(1 + v.axes.index(a) if a in v.axes else -1 for a in axes)
+        sizes = tuple(v.size(a) if a in v.axes else 1 for a in axes)
+        return self.emit(("align", r, shape), replace(v, axes=axes, sizes=sizes))
+
+    def binary(self, e: Binary) -> int:
+        a, b = self.expr(e.left), self.expr(e.right)
+        va, vb = self.vals[a], self.vals[b]
+        if va.const is not None and vb.const is not None:
+            n = _fold(e, e.op, va.const, vb.const)
+            return self.emit(("num", n), Val(const=n))
+        cmp = e.op not in _ARITH
+        if not cmp and "bool" in (va.dtype, vb.dtype) and e.op in ("-", "^", "/"):
+            pass  # a truth value is 1 or 0 in arithmetic
+        val, (ra, rb) = self.broadcast(e, [a, b], f"'{e.op}'")
+        val = replace(val, dtype="bool" if cmp else "float")
+        if cmp:
+            val = replace(val, weights=False)
+        return self.emit(("bin", e.op, ra, rb), val)
+
+    def call(self, e: Call) -> int:
+        name = REDUCTION_OF.get(e.fn, e.fn) if len(e.args) == 2 and _axis_arg(e) else e.fn
+        if name not in FUNCTIONS:
+            hint = did_you_mean(e.fn, FUNCTIONS.names())
+            raise _fail(e, f"unknown function '{e.fn}'", hint)
+        fn = FUNCTIONS[name]
+        args = list(e.args)
+        axis_name = None
+        if fn.takes_axis:
+            if not args or not _axis_arg(e):
+                raise _fail(e, f"{e.fn} works along an axis, named as its last argument",
+                            f"e.g. {e.fn}({'W, ' if fn.form == 'project' else ''}x, items); "
+                            f"the axes are {', '.join(AXES)}")
+            axis_e = args.pop()
+            assert isinstance(axis_e, Name)
+            axis_name = axis_e.name
+        lo, hi = fn.arity
+        if not lo <= len(args) <= hi:
+            want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            raise _fail(e, f"{e.fn} takes {want} value argument(s), found {len(args)}",
+                        f"{fn.name}: {fn.formula}")
+        regs = [self.expr(x) for x in args]
+        if fn.form == "elementwise":
+            if all(self.vals[r].const is not None for r in regs) and name in _FOLD:
+                n = _fold(e, name, *[self.vals[r].const for r in regs])  # type: ignore[arg-type]
+                return self.emit(("num", n), Val(const=n))
+            val, aligned = self.broadcast(e, regs, f"{e.fn}(...)")
+            if name == "where":
+                if self.vals[regs[0]].dtype != "bool":
+                    raise _fail(e.args[0], "where's first argument is a condition",
+                                "compare, e.g. where(j <= i, x, 0)")
+                val = replace(val, dtype="float" if any(self.vals[r].dtype == "float"
+                                                        for r in regs[1:]) else "bool")
+            else:
+                val = replace(val, dtype="float")
+            return self.emit(("call", name, tuple(aligned)), val)
+        assert axis_name is not None
+        if fn.form == "project":
+            w, x = regs
+            vw, vx = self.vals[w], self.vals[x]
+            if len(vw.axes) != 2 or "heads" in vw.axes:
+                raise _fail(e.args[0], f"project's first argument is a matrix [out, in], "
+                            f"found {vw.text()}", "declare it as a param with shape: [out, in]")
+            if axis_name not in vx.axes:
+                raise _fail(e.args[1], f"project works along the {axis_name}, which "
+                            f"{vx.text()} does not have", f"name one of {', '.join(vx.axes)}")
+            d = vx.axes.index(axis_name)
+            if vw.sizes[1] != vx.sizes[d]:
+                raise _fail(e, f"project: W maps {vw.sizes[1]} {axis_name} but x has "
+                            f"{vx.sizes[d]}", "make W's second size the axis' size"
+                            + (" (a length must be fixed: give the input a fixed length, or "
+                               "make W [out, N] with max_len)" if isinstance(vx.sizes[d], str)
+                               else ""))
+            sizes = list(vx.sizes)
+            sizes[d] = vw.sizes[0]
+            return self.emit(("proj", w, x, d + 1), replace(vx, sizes=tuple(sizes),
+                                                          weights=False, simplex=False))
+        (x,) = regs
+        vx = self.vals[x]
+        if axis_name not in vx.axes:
+            have = ", ".join(vx.axes) or "no axis"
+            raise _fail(e.args[-1], f"{e.fn} over the {axis_name}, but its argument has {have}",
+                        f"name one of its axes: {have}" if vx.axes else
+                        "a scalar has nothing to reduce")
+        d = vx.axes.index(axis_name)
+        size = vx.sizes[d]
+        sym = size if isinstance(size, str) else ""
+        if fn.form == "reduce":
+            axes = vx.axes[:d] + vx.axes[d + 1:]
+            sizes = vx.sizes[:d] + vx.sizes[d + 1:]
+            val = Val(axes, sizes, "float", weights=vx.weights and is_scores(axes))
+        else:
+            dist = fn.form == "normalise" and axis_name == "items"
+            val = replace(vx, dtype="float", simplex=dist and vx.axes[-1] == "items",
+                          weights=vx.weights or fn.form == "normalise")
+        return self.emit(("axis", name, x, d + 1, sym), val)
+
+    def finish(self, r: int) -> Program:
+        return Program(self.instrs, r, self.vals[r], self.reads, self.vals)
+
+
+def _axis_arg(e: Call) -> bool:
+    last = e.args[-1] if e.args else None
+    return isinstance(last, Name) and last.name in AXES
+
+
+_FOLD = {"sqrt", "exp", "log", "abs", "sin", "cos", "tanh", "min", "max"}
+
+
+def _fold(e: Expr, op: str, *xs: float) -> float:
+    """A number computed when compiling (``sqrt(d)``, ``1 - 0.5``)."""
+    import math
+
+    try:
+        table: dict[str, Any] = {
+            "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+            "/": lambda a, b: a / b, "^": lambda a, b: a ** b,
+            "<": lambda a, b: float(a < b), "<=": lambda a, b: float(a <= b),
+            ">": lambda a, b: float(a > b), ">=": lambda a, b: float(a >= b),
+            "==": lambda a, b: float(a == b), "!=": lambda a, b: float(a != b),
+            "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "abs": abs, "sin": math.sin,
+            "cos": math.cos, "tanh": math.tanh, "min": min, "max": max,
+        }
+        n = table[op](*xs)
+    except (ValueError, ZeroDivisionError, OverflowError) as exc:
+        raise _fail(e, f"the constant part {op} of the formula has no value: {exc}",
+                    "check the numbers and dims it uses") from None
+    if isinstance(n, complex) or not float("-inf") < float(n) < float("inf") or abs(n) > 1e30:
+        raise _fail(e, f"the constant part of the formula is out of range ({n})",
+                    "use smaller numbers")
+    return float(n)
+
+
+def typecheck(tree: Expr, env: Env) -> Program:
+    """The :class:`Program` of ``tree`` in ``env`` (see the module docstring).
+
+    Raises
+    ------
+    FormulaError
+        At the offending name or operator: an unknown name, function or axis; a name
+        that means two things; axes of different sizes; a wrong number of arguments.
+    """
+    c = _Checker(env)
+    # read every value first, so that lengths and indices know where their sizes are
+    for n in names(tree):
+        if n.name in env.values:
+            c.name(n)
+    r = c.expr(tree)
+    return c.finish(r)

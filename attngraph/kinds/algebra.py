@@ -1,0 +1,255 @@
+"""The algebra kinds: ``expr`` (a formula over named values) and ``param`` (a free
+parameter of any declared shape).
+
+An ``expr`` reads the nodes and inputs its formula names (each becomes an edge of
+the IR, role ``formula.<name>``, located at the name inside the formula), checks
+it statically (:mod:`attngraph.algebra.program`: names, axes by name, sizes,
+roles) and gives its result's type, with its axes named. Errors point inside the
+formula: the line and column of the offending name or operator.
+
+A ``param`` is a learned (or, with ``fixed: true``, a seeded constant) tensor of
+the declared shape, with its axes named, for formulas to read.
+
+Lowered in :mod:`attngraph.lower.algebra`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, model_validator
+
+from attngraph.algebra.axes import axes_of, canonical
+from attngraph.algebra.formula import FormulaError, formula_loc, parse
+from attngraph.algebra.program import Env, Program, Val, typecheck
+from attngraph.errors import ShapeError, SourceLoc, did_you_mean
+from attngraph.ir.graph import Dim, Node, TensorType
+from attngraph.kinds.base import KINDS, RuleCtx, Style, Work, WorkCtx, kind
+from attngraph.spec.models import FORMULA, NodeModel
+
+__all__ = ["ExprSpec", "ParamSpec", "program_of", "param_dims", "FORMULA_ROLE"]
+
+#: The role (field) of a formula's edges: ``formula.<name>``.
+FORMULA_ROLE = "formula"
+
+Formula = Annotated[str, StringConstraints(min_length=1, max_length=2000), FORMULA]
+AxisName = Literal["heads", "steps", "queries", "items", "inner", "channels", "height", "width",
+                   "features"]
+LengthSym = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9_]*$", max_length=64)]
+DimName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+Number = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
+
+
+class ExprSpec(NodeModel):
+    """A formula over named values: arithmetic as the paper writes it."""
+
+    kind: Literal["expr"]
+    formula: Formula
+    """The arithmetic, e.g. ``relu(s / sqrt(d)) ^ 2``: numbers; the nodes and inputs of the
+    spec by id (``s``, ``enc.state``); dims names; lengths (``N``: each example's real items);
+    the indices ``i`` (queries) and ``j`` (items); + − * / ^, comparisons, and the formula
+    functions (``exp``, ``sum(x, items)``...)."""
+    axes: list[AxisName] | None = None
+    """Names the result's axes anew, in the order of its dimensions (without heads): e.g.
+    ``[queries, items]`` for scores made by a linear over a fixed length."""
+    distribution: bool = False
+    """Declare that the result sums to one over its items (a hand-written normaliser), so a
+    readout takes it as a distribution."""
+
+
+class ParamSpec(NodeModel):
+    """A free parameter of a declared shape: a learned scalar per head, a vector, a matrix."""
+
+    kind: Literal["param"]
+    shape: Annotated[list[int | DimName | LengthSym], Field(max_length=3)] = Field(
+        default_factory=list)
+    """Its sizes, without heads: numbers, dims names, or a length symbol (``N``, with
+    ``max_len``); ``[]`` (the default) is one number."""
+    heads: int | DimName | None = None
+    """One parameter per head: a leading heads axis of this size."""
+    axes: list[AxisName] | None = None
+    """The names of its axes, one per entry of ``shape`` (default: named as any value of that
+    shape is: ``[d]`` features, ``[N, d]`` items and features, ``[N, N]`` queries and items)."""
+    init: Literal["zeros", "ones", "constant", "normal", "uniform", "xavier"] = "normal"
+    """How it starts: zeros, ones, ``value``, normal(0, ``std``), uniform over ``range``,
+    or Xavier-uniform (a matrix)."""
+    value: Number = 0.0
+    """``init: constant``: the starting value."""
+    std: Annotated[float, Field(gt=0.0, le=1e3, allow_inf_nan=False)] = 0.02
+    """``init: normal``: the standard deviation."""
+    range: Annotated[list[Number], Field(min_length=2, max_length=2)] = [-0.1, 0.1]
+    """``init: uniform``: the low and high ends."""
+    clamp: Annotated[list[Number], Field(min_length=2, max_length=2)] | None = None
+    """Keep it within [low, high] in every forward (a decay in (0, 1), a positive β)."""
+    fixed: bool = False
+    """A seeded constant (a buffer, never trained): random features, a fixed random matrix."""
+    max_len: Annotated[int, Field(gt=0, le=65536)] | None = None
+    """With a length symbol in ``shape``: how many positions it holds (the longest length a
+    forward may take); a forward uses the first N."""
+
+    @model_validator(mode="after")
+    def _ranges(self) -> ParamSpec:
+        for name in ("range", "clamp"):
+            lo_hi = getattr(self, name)
+            if lo_hi is not None and not lo_hi[0] < lo_hi[1]:
+                msg = f"{name} [{lo_hi[0]:g}, {lo_hi[1]:g}] must go from low to high"
+                raise ValueError(msg)
+        return self
+
+
+# ----------------------------------------------------------------------------
+# expr
+
+
+def _scores_like(ctx: RuleCtx, src: Node[Any]) -> bool:
+    """Whether a value comes from a scorer or a normaliser (over items whatever its length)."""
+    return KINDS[src.kind].role in ("scorer", "weights") if src.kind in KINDS else False
+
+
+def _val(ctx: RuleCtx, name: str, t: TensorType, scores: bool, where: SourceLoc) -> Val:
+    axes = axes_of(t, scores=scores)
+    if axes is None:
+        raise ShapeError(f"node '{ctx.node.id}': the axes of '{name}' {t} cannot be told",
+                         where, "name them with an expression's axes: [...] first")
+    lead: tuple[str, ...] = ("heads",) if t.heads else ()
+    sizes: tuple[Dim, ...] = ((t.heads,) if t.heads else ()) + tuple(t.dims)
+    dtype = "bool" if t.dtype == "bool" else "float"
+    return Val(lead + axes, sizes, dtype, weights=t.weights or (scores and t.dtype == "float"),
+               simplex=t.simplex)
+
+
+def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> Program:
+    """The typed program of an ``expr`` node (located errors inside its formula)."""
+    node = ctx.node
+    text = node.spec.formula
+    base = node.where("formula")
+    try:
+        tree = parse(text)
+    except FormulaError as exc:
+        raise ShapeError(f"node '{node.id}': {exc.message}", formula_loc(base, text, exc.offset),
+                         exc.hint) from None
+    values: dict[str, Val] = {}
+    for e in node.edges(FORMULA_ROLE):
+        src = ctx.graph.node(e.src) if not hasattr(ctx, "done") else ctx.done[e.src]
+        t = ctx.type_of(e)
+        values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
+    dims = dict(ctx.graph.dims if graph_dims is None else graph_dims)
+    try:
+        return typecheck(tree, Env(values, dims))
+    except FormulaError as exc:
+        raise ShapeError(f"node '{node.id}': {exc.message}", formula_loc(base, text, exc.offset),
+                         exc.hint) from None
+
+
+def _expr_work(ctx: WorkCtx) -> Work:
+    """A few operations per element of every step of the formula."""
+    prog = program_of(ctx)
+    size = 0
+    for v in (prog.val,):
+        size = max(size, math.prod(ctx.n(s) for s in v.sizes) if v.sizes else 1)
+    steps = max(1, len(prog.instrs))
+    return Work(size * steps, inner=size)
+
+
+@kind("expr", ExprSpec, lowering="attngraph.lower.algebra:lower_expr", role="support",
+      style=Style("#f3f3f3", "box"), transparent=True, work=_expr_work)
+def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """The formula's value: its axes, named, and its role (scores, weights)."""
+    s = ctx.spec
+    prog = program_of(ctx)
+    v = prog.val
+    axes = tuple(a for a in v.axes if a != "heads")
+    dims = tuple(sz for a, sz in zip(v.axes, v.sizes, strict=True) if a != "heads")
+    heads = v.sizes[0] if v.axes[:1] == ("heads",) else None
+    if heads is not None and not isinstance(heads, int):
+        ctx.fail(f"the heads axis has size {heads}", field="formula")
+    if s.axes is not None:
+        if len(s.axes) != len(dims):
+            ctx.fail(f"axes names {len(s.axes)} axes, but the formula's value {_show(v)} has "
+                     f"{len(dims)}", field="axes", hint=f"name {len(dims)} axes, in the order "
+                     "of the value's dimensions")
+        if len(set(s.axes)) != len(s.axes) or "heads" in s.axes:
+            ctx.fail("axes names an axis twice (or heads, which a value keeps apart)",
+                     field="axes", hint="name each axis once")
+        order = canonical(s.axes)
+        dims = tuple(dims[s.axes.index(a)] for a in order)
+        axes = order
+    simplex = v.simplex or s.distribution
+    if s.distribution and (not axes or axes[-1] != "items"):
+        ctx.fail(f"distribution: true says the value sums to one over its items, but it is "
+                 f"{_show(v)}", field="distribution",
+                 hint="declare it only for a value whose last axis is the items")
+    weights = v.weights or s.distribution
+    if weights and "items" not in axes:
+        weights = False
+    dtype: Any = "bool" if v.dtype == "bool" else "float"
+    return {"": TensorType(dims, heads=heads, dtype=dtype, simplex=simplex, weights=weights,
+                           axes=axes)}
+
+
+def _show(v: Val) -> str:
+    return v.text()
+
+
+# ----------------------------------------------------------------------------
+# param
+
+
+def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], int | None]:
+    """The parameter's dims (lengths kept as symbols), their axis names (in the order of
+    :data:`~attngraph.algebra.axes.AXES`) and its heads."""
+    s = ctx.spec
+    dims_table = ctx.graph.dims
+    dims: list[Dim] = []
+    for v in s.shape:
+        if isinstance(v, int):
+            if not 0 < v <= 1_000_000:
+                ctx.fail(f"shape size {v} is out of range (1 to 1,000,000)", field="shape")
+            dims.append(v)
+        elif v[:1].isupper():
+            if s.max_len is None:
+                ctx.fail(f"shape has the length {v}, known only when a batch arrives",
+                         field="shape", hint=f"add max_len: <the longest {v}> (the parameter "
+                         f"holds that many positions; a forward uses the first {v})")
+            dims.append(v)
+        elif v in dims_table:
+            dims.append(int(dims_table[v]))
+        else:
+            ctx.fail(f"shape: '{v}' is not a dims name", field="shape",
+                     hint=did_you_mean(v, dims_table) if dims_table else "declare it under dims:")
+    heads: int | None = None
+    if s.heads is not None:
+        h = s.heads if isinstance(s.heads, int) else dims_table.get(s.heads)
+        if h is None or not 0 < int(h) <= 1024:
+            ctx.fail(f"heads '{s.heads}' is not a dims name or a number from 1 to 1,024",
+                     field="heads")
+        heads = int(h)
+    if s.max_len is not None and not any(isinstance(d, str) for d in dims):
+        ctx.fail("max_len applies to a shape with a length (N)", field="max_len",
+                 hint="drop max_len, or write the length symbol in shape")
+    t = TensorType(tuple(dims))
+    names_ = tuple(s.axes) if s.axes is not None else axes_of(t)
+    if names_ is None or len(names_) != len(dims):
+        ctx.fail(f"axes names {len(s.axes or [])} axes for a shape of {len(dims)}", field="axes",
+                 hint="name one axis per entry of shape")
+    if len(set(names_)) != len(names_) or "heads" in names_:
+        ctx.fail("axes names an axis twice (or heads: use the heads field)", field="axes")
+    order = canonical(names_)
+    return tuple(dims[names_.index(a)] for a in order), order, heads
+
+
+def _param_work(ctx: WorkCtx) -> Work:
+    return Work(0)
+
+
+@kind("param", ParamSpec, lowering="attngraph.lower.algebra:lower_param", role="support",
+      style=Style("#fff2cc", "box"), work=_param_work)
+def param_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """A free parameter of the declared shape, its axes named."""
+    s = ctx.spec
+    dims, order, heads = param_dims(ctx)
+    if not s.fixed:
+        ctx.params += (heads or 1) * math.prod(
+            s.max_len if isinstance(d, str) else d for d in dims)
+    return {"": TensorType(dims, heads=heads, axes=order)}
