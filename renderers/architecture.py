@@ -16,7 +16,7 @@ from __future__ import annotations
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import Style
 from renderers.diagram import Cluster, Diagram, DNode
-from renderers.traits import role_of, style_of
+from renderers.traits import formulas, role_of, style_of
 
 __all__ = ["architecture"]
 
@@ -36,9 +36,16 @@ def _detail(n: Node) -> str:
         bits.append(f"{n.spec.dist} · {n.spec.estimator}")
     elif fn and isinstance(fn, str) and fn != n.kind:
         bits.append(fn)
+    bits += [_formula_text(f) for f in formulas(n)]
     if n.params:
         bits.append(f"{n.params:,} params")
     return " · ".join(bits)
+
+
+def _formula_text(text: str, most: int = 48) -> str:
+    """A formula on one line, cut to ``most`` characters."""
+    one = " ".join(text.split())
+    return one if len(one) <= most else one[:most - 1] + "…"
 
 
 def _mask_text(n: Node) -> str:

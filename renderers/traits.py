@@ -12,8 +12,9 @@ from __future__ import annotations
 from attngraph.ir.graph import Node
 from attngraph.kinds import KINDS, Style
 from attngraph.kinds.base import DEFAULT_STYLE
+from attngraph.spec.fields import fields_of
 
-__all__ = ["role_of", "style_of", "PSEUDO_STYLES"]
+__all__ = ["role_of", "style_of", "formulas", "PSEUDO_STYLES"]
 
 #: What the architecture view draws that is no node kind: a mask note, an output.
 PSEUDO_STYLES = {
@@ -34,3 +35,12 @@ def role_of(node: Node) -> str | None:
     """The role of ``node``'s kind (``"weights"``, ``"structure"``...), None if unknown."""
     k = KINDS.get(node.kind)
     return k.role if k is not None else None
+
+
+def formulas(node: Node) -> list[str]:
+    """The formulas ``node`` computes (the text of its model's formula fields): what a
+    diagram writes on an expression's node."""
+    if node.spec is None or node.is_input:
+        return []
+    table = fields_of(type(node.spec))
+    return [str(getattr(node.spec, table.attr(f))) for f in sorted(table.formulas)]

@@ -89,7 +89,9 @@ def _base_mode(node: Node) -> tuple[str, str]:
     t = _main_type(node)
     if t is None or t.rank == 0 or not isinstance(t.dims[0], str):
         return "scalar", ""
-    if role_of(node) in ("scorer", "weights") and t.rank >= 2 and isinstance(t.dims[1], str):
+    pairs = role_of(node) in ("scorer", "weights") or (t.axes is not None
+                                                       and t.axes[-2:] == ("queries", "items"))
+    if pairs and t.rank >= 2 and isinstance(t.dims[1], str):
         return "pairs", str(t.dims[1])
     return "items", str(t.dims[0])
 

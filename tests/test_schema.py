@@ -78,9 +78,13 @@ def _literals(ann: Any) -> set[Any]:
 
 
 def _allowed(prop: dict[str, Any]) -> set[Any]:
+    """The values a property allows: its enum or const, in any branch, or those of its
+    list's items (a list of Literal values, such as an expression's ``axes``)."""
     out: set[Any] = set()
     for b in [prop, *prop.get("anyOf", ()), *prop.get("oneOf", ())]:
         out |= set(b.get("enum", ())) | ({b["const"]} if "const" in b else set())
+        if isinstance(b.get("items"), dict):
+            out |= _allowed(b["items"])
     return out
 
 

@@ -200,7 +200,6 @@ class _Parser:
                                "split it into several expression nodes")
 
     def formula(self) -> Expr:
-        self.deeper(self.tok.pos)
         left = self.sum()
         if self.tok.kind == "op" and self.tok.text in _COMPARE:
             op = self.take()
@@ -209,7 +208,6 @@ class _Parser:
                 raise FormulaError("comparisons do not chain", self.tok.pos,
                                    "write (a < b) * (b < c) for a < b < c")
             left = Binary(op.pos, op.text, left, right)
-        self.depth -= 1
         return left
 
     def sum(self) -> Expr:
@@ -280,8 +278,10 @@ class _Parser:
             return Name(t.pos, t.text)
         if t.kind == "op" and t.text == "(":
             opened = self.take()
+            self.deeper(opened.pos)
             inner = self.formula()
             self.expect(")", opened)
+            self.depth -= 1
             return inner
         if t.kind == "end":
             raise FormulaError("the formula ends where a value is expected", t.pos,

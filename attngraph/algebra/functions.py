@@ -15,7 +15,10 @@ Its *form* says how it treats axes, which is all that shape inference needs:
 - ``normalise``: ``f(x, axis)`` keeps the axis and the result sums to one over it,
   over its real entries (``softmax``): over the items it is a distribution;
 - ``project``: ``f(W, x, axis)`` maps the named axis of ``x`` with the matrix ``W``
-  ``[out, in]`` (a linear map over the heads, or over the items of a fixed length).
+  ``[out, in]`` (a linear map over the heads, or over the items of a fixed length);
+- ``matmul``: ``f(a, b)`` contracts the last axis of ``a`` with the first of ``b``
+  (heads apart), as a matrix product: weights times weights, ``A Z`` of a
+  pseudo-inverse iteration; the axes left must be distinct.
 
 The implementation is a callable or a lazy ``"module:attribute"`` reference (the
 built-ins live in :mod:`attngraph.lower.algebra`, so nothing imports torch before a
@@ -34,9 +37,9 @@ from typing import Any, Literal
 
 from attngraph.registry import Registry
 
-__all__ = ["Function", "FUNCTIONS", "register_function", "Form"]
+__all__ = ["Function", "FUNCTIONS", "register_function", "Form", "function_table", "START", "END"]
 
-Form = Literal["elementwise", "reduce", "scan", "normalise", "project"]
+Form = Literal["elementwise", "reduce", "scan", "normalise", "project", "matmul"]
 
 
 @dataclass(frozen=True)
@@ -57,11 +60,19 @@ class Function:
     positive: bool = False
     doc: str = ""
     python: str = ""
+    #: the arguments as the docs write a call (default ``x``, or ``x, axis``)
+    args: str = ""
+
+    @property
+    def call(self) -> str:
+        """A call as the docs write it: ``clamp(x, lo, hi)``, ``sum(x, axis)``."""
+        args = self.args or ("x, axis" if self.takes_axis else "x")
+        return f"{self.name}({args})"
 
     @property
     def takes_axis(self) -> bool:
         """Whether the call names an axis (its last argument)."""
-        return self.form != "elementwise"
+        return self.form not in ("elementwise", "matmul")
 
 
 #: Every formula function by name.
@@ -122,15 +133,17 @@ _BUILTINS = (
     Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", python="torch.sign({0})"),
     # elementwise, several arguments
     Function("clamp", "min(max(x, lo), hi)", _impl("clamp"), arity=(3, 3),
-             doc="x clamped to [lo, hi]", python="torch.clamp({0}, {1}, {2})"),
+             doc="x clamped to [lo, hi]", python="torch.clamp({0}, {1}, {2})",
+             args="x, lo, hi"),
     Function("min", "min(a, b) — or min(x, axis): the least over the axis", _impl("minimum"),
              arity=(2, 2), doc="the smaller of two values (with an axis: a reduction)",
-             python="torch.minimum({0}, {1})"),
+             python="torch.minimum({0}, {1})", args="a, b"),
     Function("max", "max(a, b) — or max(x, axis): the largest over the axis", _impl("maximum"),
              arity=(2, 2), doc="the larger of two values (with an axis: a reduction)",
-             python="torch.maximum({0}, {1})"),
+             python="torch.maximum({0}, {1})", args="a, b"),
     Function("where", "a if c else b", _impl("where"), arity=(3, 3),
-             doc="a where the condition c holds, else b", python="torch.where({0}, {1}, {2})"),
+             doc="a where the condition c holds, else b", python="torch.where({0}, {1}, {2})",
+             args="c, a, b"),
     # over an axis
     Function("sum", "Σ over the axis", _impl("sum_"), form="reduce",
              doc="the sum over the real entries of the axis"),
@@ -149,9 +162,11 @@ _BUILTINS = (
     Function("softmax", "eˣ / Σ eˣ over the axis", _impl("softmax"), form="normalise",
              positive=True, doc="normalised exponentials over the real entries of the axis "
              "(over the items: a distribution)"),
+    Function("mm", "a b: Σ_k a_{..k} b_{k..}", _impl("mm"), form="matmul", arity=(2, 2),
+             doc="the matrix product: the last axis of a with the first of b", args="a, b"),
     Function("project", "W x over the axis", _impl("project"), form="project", arity=(2, 2),
              doc="the linear map W [out, in] applied along the axis of x (mixing heads; "
-             "projecting items of a fixed length)"),
+             "projecting items of a fixed length)", args="W, x, axis"),
 )
 
 for _fn in _BUILTINS:
@@ -159,3 +174,25 @@ for _fn in _BUILTINS:
 
 #: ``max(x, axis)`` and ``min(x, axis)`` are the reductions ``amax`` and ``amin``.
 REDUCTION_OF = {"max": "amax", "min": "amin"}
+
+
+#: The marker lines around the generated table of functions in docs/spec-language.md.
+START = "<!-- formula-functions:start (written by `attngraph docs` from the function registry) -->"
+END = "<!-- formula-functions:end -->"
+
+_FORMS = {"elementwise": "elementwise", "reduce": "over an axis: removes it",
+          "scan": "along an axis: keeps it", "normalise": "over an axis: sums to one",
+          "project": "along an axis: maps it", "matmul": "matrix product"}
+
+
+def function_table() -> str:
+    """The markdown table of every registered formula function (the docs print it).
+
+    >>> function_table().splitlines()[2].startswith("| `abs(x)` |")
+    True
+    """
+    rows = ["| function | computes | form |", "|---|---|---|"]
+    for _, f in FUNCTIONS.items():
+        text = f"{f.formula}: {f.doc}" if f.doc else f.formula
+        rows.append(f"| `{f.call}` | {text.replace('|', chr(92) + '|')} | {_FORMS[f.form]} |")
+    return "\n".join(rows) + "\n"

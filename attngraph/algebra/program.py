@@ -28,7 +28,11 @@ Instructions (``r`` registers are indices into the list of results so far):
 - ``("neg", a)``; ``("bin", op, a, b)``; ``("call", fn, (a, ...))``;
 - ``("axis", fn, a, dim, sym)``: a reduce, scan or normalise function over
   dimension ``dim`` of ``a`` (``sym``: the length whose padding mask applies, or "");
-- ``("proj", w, a, dim)``: the matrix ``w`` applied along dimension ``dim`` of ``a``;
+- ``("mm", a, b, a_heads, b_heads, a_rank, b_rank, sym)``: the matrix product of ``a``
+  and ``b`` (each of rank 1 or 2 besides heads), padded entries of the contracted
+  length ``sym`` taken as zero;
+- ``("proj", w, a, dim, sym)``: the matrix ``w`` applied along dimension ``dim`` of ``a``
+  (its padded entries, of length ``sym``, taken as zero);
 - ``("align", a, shape)``: register ``a`` viewed with singleton axes inserted
   (``shape``: for each result dimension, the source dimension or -1).
 """
@@ -271,6 +275,8 @@ class _Checker:
             else:
                 val = replace(val, dtype="float")
             return self.emit(("call", name, tuple(aligned)), val)
+        if fn.form == "matmul":
+            return self.matmul(e, *regs)
         assert axis_name is not None
         if fn.form == "project":
             w, x = regs
@@ -290,7 +296,8 @@ class _Checker:
                                else ""))
             sizes = list(vx.sizes)
             sizes[d] = vw.sizes[0]
-            return self.emit(("proj", w, x, d + 1), replace(vx, sizes=tuple(sizes),
+            sym = vx.sizes[d] if isinstance(vx.sizes[d], str) else ""
+            return self.emit(("proj", w, x, d + 1, sym), replace(vx, sizes=tuple(sizes),
                                                           weights=False, simplex=False))
         (x,) = regs
         vx = self.vals[x]
@@ -311,6 +318,36 @@ class _Checker:
             val = replace(vx, dtype="float", simplex=dist and vx.axes[-1] == "items",
                           weights=vx.weights or fn.form == "normalise")
         return self.emit(("axis", name, x, d + 1, sym), val)
+
+    def matmul(self, e: Call, a: int, b: int) -> int:
+        """``a b``: a's last axis against b's first (heads apart), as matrices."""
+        va, vb = self.vals[a], self.vals[b]
+        ra = [x for x in va.axes if x != "heads"]
+        rb = [x for x in vb.axes if x != "heads"]
+        if not ra or not rb or len(ra) > 2 or len(rb) > 2:
+            raise _fail(e, f"{e.fn} multiplies matrices or vectors, found {va.text()} and "
+                        f"{vb.text()}", "give it values of one or two axes besides heads")
+        ka, kb = va.size(ra[-1]), vb.size(rb[0])
+        if ka != kb:
+            raise _fail(e, f"{e.fn}: the {ra[-1]} of a ({ka}) and the {rb[0]} of b ({kb}) "
+                        "differ", "a's last axis and b's first must have one size")
+        ha = va.size("heads") if "heads" in va.axes else None
+        hb = vb.size("heads") if "heads" in vb.axes else None
+        if ha is not None and hb is not None and ha != hb:
+            raise _fail(e, f"{e.fn}: {ha} heads against {hb}", "give both the same heads")
+        rest = ra[:-1] + rb[1:]
+        if len(set(rest)) != len(rest) or tuple(rest) != canonical(rest):
+            raise _fail(e, f"{e.fn} would give axes ({', '.join(rest)}), which must be distinct "
+                        "and in the order " + ", ".join(AXES),
+                        "name the axes of one side anew (an expression's axes: [...]) first")
+        heads = ha if ha is not None else hb
+        axes = (("heads",) if heads is not None else ()) + tuple(rest)
+        sizes = ((heads,) if heads is not None else ()) + tuple(
+            [va.size(x) for x in ra[:-1]] + [vb.size(x) for x in rb[1:]])
+        w = (va.weights or vb.weights) and is_scores(axes)
+        sym = ka if isinstance(ka, str) else ""
+        return self.emit(("mm", a, b, ha is not None, hb is not None, len(ra), len(rb), sym),
+                         Val(axes, sizes, "float", weights=w))
 
     def finish(self, r: int) -> Program:
         return Program(self.instrs, r, self.vals[r], self.reads, self.vals)

@@ -1,10 +1,13 @@
 """Find the attention sites of a graph and place each on every axis, with the reason.
 
 An *attention site* is a readout whose weights come (directly, or through a
-dropout or an NTM ``address``) from a softmax or a categorical policy, or a
-``glimpse`` that crops an image at a location, a DRAW ``filterbank`` or Graves'
-soft ``window``. Sites inside block, repeat and loop bodies are found too.
-Everything is read from the IR, never from names, titles or comments.
+dropout or an NTM ``address``) from a softmax or a categorical policy; weights of a
+normaliser (a node of role ``weights``) that no readout reads, over any axis: a
+pointer over the items, or a softmax over the features of a vector whose weights
+scale something (``mul``); or a ``glimpse`` that crops an image at a location, a
+DRAW ``filterbank`` or Graves' soft ``window``. Sites inside block, repeat and loop
+bodies are found too. Everything is read from the IR, never from names, titles or
+comments.
 
 The axes, each with its values:
 
@@ -38,7 +41,7 @@ The axes, each with its values:
 
 from __future__ import annotations
 
-from attngraph.analysis.cost import readout_cost
+from attngraph.analysis.cost import readout_cost, weights_cost
 from attngraph.analysis.scope import Origin, Scope, origins, qid, role, scoring
 from attngraph.analysis.sensor_sites import SENSOR_SITES
 from attngraph.analysis.sites import (
@@ -52,8 +55,26 @@ from attngraph.analysis.sites import (
     recurrence,
 )
 from attngraph.ir.graph import Edge, Graph, Node
+from attngraph.spec.fields import fields_of
 
 __all__ = ["AXES", "Axis", "Site", "find_sites"]
+
+
+def _formula(n: Node) -> str | None:
+    """The formula of a node that computes one (an ``expr``), read from its model's
+    formula fields, else None."""
+    if n.is_input or n.spec is None:
+        return None
+    names = fields_of(type(n.spec)).formulas
+    return next((str(getattr(n.spec, f)) for f in sorted(names)), None)
+
+
+def _scores_edge(n: Node) -> Edge | None:
+    """The edge a normaliser reads its scores on; for a formula, its first value."""
+    e = n.edge("scores")
+    if e is None and _formula(n) is not None:
+        e = next(iter(n.inputs), None)
+    return e
 
 
 def _skip_dropout(scope: Scope, e: Edge) -> Node:
@@ -77,8 +98,16 @@ def _hardness(p: Node) -> Axis:
     fn = getattr(p.spec, "fn", p.kind)
     extra = {"sparsemax": " (sparse: many weights exactly 0)",
              "entmax15": " (entmax-1.5: sparse, many weights exactly 0)",
-             "topk": f" (only the {getattr(p.spec, 'k', 0)} highest scores keep weight)",
+             "topk": f" (only the {getattr(p.spec, 'k', 0)} highest scores keep weight"
+                     + (", and any tied with the last of them)"
+                        if getattr(p.spec, "ties", "first") == "keep" else ")"),
              }.get(fn, "")
+    formula = _formula(p)
+    if formula is not None:
+        t = p.types.get("")
+        dist = "a distribution over the items" if t is not None and t.simplex else \
+            "not a distribution (they need not sum to one)"
+        return Axis("soft", f"weights '{p.id}' are the formula {formula}: {dist}")
     if fn == "sum":
         return Axis("soft", f"weights of '{p.id}' are the kernel scores over their row sum, "
                     "φ(q_i)·φ(k_j) / Σ_j φ(q_i)·φ(k_j): linear attention, no softmax")
@@ -199,8 +228,9 @@ def _scorers(scope: Scope, e: Edge | None) -> list[Node]:
     n = scope.graph.node(e.src)
     if role(n) == "scorer":
         return [n]
-    if n.kind in ("add", "dropout", "position_bias"):
-        return [sc for x in n.inputs for sc in _scorers(scope, x)]
+    if n.kind in ("add", "dropout", "position_bias") or _formula(n) is not None:
+        found = [sc for x in n.inputs for sc in _scorers(scope, x)]
+        return list({sc.id: sc for sc in found}.values())
     return []
 
 
@@ -210,9 +240,9 @@ def _biases(scope: Scope, e: Edge | None) -> list[Node]:
         return []
     n = scope.graph.node(e.src)
     found = [n] if n.kind == "position_bias" else []
-    if n.kind in ("add", "dropout", "position_bias"):
+    if n.kind in ("add", "dropout", "position_bias") or _formula(n) is not None:
         found += [b for x in n.inputs for b in _biases(scope, x)]
-    return found
+    return list({b.id: b for b in found}.values())
 
 
 def _rotary(scope: Scope, scorers: list[Node]) -> bool:
@@ -256,11 +286,17 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     if p.kind == "address":
         c = _src(scope, p, "content")
         content = c if c is not None else p
-    if role(content) != "weights" or (
+    computed = _formula(content) is not None
+    if computed:  # weights a formula computes: a site when scores reach them
+        scorers = _scorers(scope, we)
+        if not scorers:
+            return None
+    elif role(content) != "weights" or (
         content.kind == "policy" and content.spec.dist != "categorical"
     ):
         return None
-    scorers = _scorers(scope, content.edge("scores"))
+    else:
+        scorers = _scorers(scope, content.edge("scores"))
     query, keys, learned = _qk(scope, scorers)
     ve = r.edge("values")
     values = tuple(origins(scope, ve)) if ve is not None else ()
@@ -272,7 +308,7 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
     axes = {
         "hardness": _hardness(content),
         "basis": _relative_basis(_basis(scorers, p, keys),
-                                 _biases(scope, content.edge("scores")),
+                                 _biases(scope, _scores_edge(content)),
                                  _rotary(scope, scorers)),
         "source": _source(query, keys, learned),
         "reach": _reach(scorers, content),
@@ -298,7 +334,7 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
 def _pointer_site(scope: Scope, p: Node) -> Site | None:
     """A softmax whose weights are themselves the result (nothing reads values with
     them): a pointer over the items, as a pointer network emits."""
-    scorers = _scorers(scope, p.edge("scores"))
+    scorers = _scorers(scope, _scores_edge(p))
     if not scorers or exposed(scope, p.id) is None:
         return None
     query, keys, learned = _qk(scope, scorers)
@@ -306,7 +342,7 @@ def _pointer_site(scope: Scope, p: Node) -> Site | None:
     heads = (wt.heads or 1) if wt is not None else 1
     axes = {
         "hardness": _hardness(p),
-        "basis": _relative_basis(_basis(scorers, p, keys), _biases(scope, p.edge("scores")),
+        "basis": _relative_basis(_basis(scorers, p, keys), _biases(scope, _scores_edge(p)),
                                  _rotary(scope, scorers)),
         "source": _source(query, keys, learned),
         "reach": _reach(scorers, p),
@@ -326,15 +362,111 @@ def _pointer_site(scope: Scope, p: Node) -> Site | None:
     )
 
 
+def _readers(scope: Scope, p: Node) -> list[tuple[Node, Edge]]:
+    """The nodes that read the weights of ``p`` (through dropouts), with the edge."""
+    out: list[tuple[Node, Edge]] = []
+    for n in scope.graph.nodes:
+        for e in n.inputs:
+            if e.src in scope.graph and e.port in ("", "sample") \
+                    and _skip_dropout(scope, e).id == p.id and n.kind != "dropout":
+                out.append((n, e))
+    return out
+
+
+def _normalised(n: Node) -> bool:
+    """Whether ``n`` makes weights of a normaliser over an axis (its type says so), or
+    weights a formula computes (a softmax over the features, a sigmoid of scores)."""
+    t = n.types.get("") or n.types.get("sample")
+    return (role(n) == "weights" or _formula(n) is not None) and t is not None and t.weights
+
+
+def _weights_site(scope: Scope, p: Node) -> Site:
+    """Weights that no readout reads: a softmax over any axis (the features of a vector
+    whose weights then scale something, or items), described by what it reads."""
+    scorers = _scorers(scope, _scores_edge(p))
+    wt = p.types.get("") or p.types.get("sample")
+    dims = wt.dims if wt is not None else ()
+    over_queries = getattr(p.spec, "axis", "items") == "queries" and len(dims) == 2
+    dim = dims[-2] if over_queries else (dims[-1] if dims else "?")
+    se = _scores_edge(p)
+    features = not scorers and isinstance(dim, int)
+    if features:
+        over = f"the {dim} features of '{se.ref if se else p.id}'"
+    else:
+        over = f"the {dim} {'queries' if over_queries else 'items'}"
+    made = origins(scope, se)
+    readers = _readers(scope, p)
+    values = tuple(_dedup([o for n, e in readers for x in n.inputs if x is not e
+                           for o in origins(scope, x)]))
+    used = ", ".join(f"'{n.id}' ({n.kind})" for n, _ in readers) or "nothing"
+    query, keys, learned = _qk(scope, scorers)
+    heads = (wt.heads or 1) if wt is not None else 1
+    if scorers:
+        basis = _relative_basis(_basis(scorers, p, keys), _biases(scope, se),
+                                _rotary(scope, scorers))
+        source = _source(query, keys, learned)
+        reach = _reach(scorers, p)
+    else:
+        located = bool(made) and all(o.kind == "position" for o in made)
+        basis = Axis("location" if located else "content",
+                     f"no scorer: the scores '{se.ref if se else '?'}' are computed from "
+                     f"{phrase(tuple(made))}, and the weights range over {over}")
+        source = Axis("self", f"no query and no keys: the scores come from "
+                      f"{phrase(tuple(made))} alone")
+        reach = (_reach(scorers, p) if getattr(p.spec, "mask", None) is not None else
+                 Axis("global", f"every one of {over} gets a weight"))
+    out = exposed(scope, p.id)
+    exposure = (Axis("explicit", f"weights '{p.id}' are the declared output '{out}'")
+                if out is not None else
+                Axis("implicit", f"weights '{p.id}' are internal (not a declared output), "
+                     f"read by {used}"))
+    axes = {
+        "hardness": _hardness(p),
+        "basis": basis,
+        "source": source,
+        "reach": reach,
+        "heads": heads_axis(heads, None, _key_heads(scope, scorers)) if scorers or heads > 1
+        else Axis("single-head", "one set of weights"),
+        "recurrence": recurrence(scope, query),
+        "exposure": exposure,
+    }
+    src = scope.graph.node(se.src) if se is not None and se.src in scope.graph else None
+    first = scorers or ([src] if src is not None and not src.is_input else [])
+    params = {qid(scope, n.id): n.params for n in first if n.params}
+    return Site(
+        id=qid(scope, p.id), form="weights",
+        chain=tuple(qid(scope, c.id) for c in (*first, p, *(n for n, _ in readers))),
+        fn=" + ".join(scoring(sc).fn for sc in scorers) or None,
+        formula="; ".join(scoring(sc).formula for sc in scorers) or None, heads=heads,
+        query=query, keys=keys, values=values, axes=axes,
+        cost=readout_cost(scope, p, scorers, p) if scorers else
+        weights_cost(scope, p, over, "k" if features else "N"),
+        params=params,
+    )
+
+
+def _passes_on(n: Node) -> bool:
+    """A formula whose value is still per item (scores or weights): the weights it reads
+    belong to the site of what reads its value."""
+    t = n.types.get("")
+    if _formula(n) is None or t is None:
+        return False
+    from attngraph.algebra.axes import axes_of, is_scores
+
+    names = axes_of(t)
+    return names is not None and is_scores(names)
+
+
 def _walk(scope: Scope) -> list[Site]:
     sites: list[Site] = []
-    read = {e.src for n in scope.graph.nodes for e in n.inputs
-            if n.kind != "dropout" and role(n) in ("readout", "memory", "weights", "attention")}
+    # weights a readout (or a memory, a normaliser, a fused attention) reads belong to
+    # that reader's site; through a dropout too
+    read = {_skip_dropout(scope, e).id for n in scope.graph.nodes for e in n.inputs
+            if e.src in scope.graph
+            and (role(n) in ("readout", "memory", "weights", "attention") or _passes_on(n))}
     for n in scope.graph.order():
-        if n.kind == "softmax" and n.id not in read:
-            site = _pointer_site(scope, n)
-            if site is not None:
-                sites.append(site)
+        if _normalised(n) and n.id not in read:
+            sites.append(_pointer_site(scope, n) or _weights_site(scope, n))
         if role(n) == "readout":
             site = _readout_site(scope, n)
             if site is not None:

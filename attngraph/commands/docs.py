@@ -42,19 +42,26 @@ def results_table() -> str:
 
 
 def reference_page(text: str, page: str) -> str:
-    """The spec-language page ``text`` with its field reference as the models say now;
-    a :class:`~attngraph.errors.RenderError` at ``page`` if it has no markers."""
+    """The spec-language page ``text`` with its field reference as the models say now,
+    and its table of formula functions as the registry says (where it has that table's
+    markers); a :class:`~attngraph.errors.RenderError` at ``page`` if it has no field
+    reference markers."""
     from attngraph.errors import RenderError, SourceLoc
     from attngraph.kinds.reference import END, START, field_reference, with_reference
     from attngraph.kinds.schema import json_schema
     from attngraph.train.tasks import task_lines
 
+    from attngraph.algebra import functions as fns
+
     try:
-        return with_reference(text, field_reference(json_schema(task_lines())))
+        text = with_reference(text, field_reference(json_schema(task_lines())))
     except ValueError:
         msg = f"{page} has no field reference markers"
         raise RenderError(msg, SourceLoc(page), f"put the lines {START} and {END} where "
                           "the generated tables go") from None
+    if fns.START in text:  # the table of formula functions, where the page has one
+        text = with_reference(text, fns.function_table(), fns.START, fns.END)
+    return text
 
 
 def catalog_entry(graph: Graph, spec: Path, images: dict[str, str],

@@ -26,9 +26,10 @@ from attngraph.algebra.program import Env, Program, Val, typecheck
 from attngraph.errors import ShapeError, SourceLoc, did_you_mean
 from attngraph.ir.graph import Dim, Node, TensorType
 from attngraph.kinds.base import KINDS, RuleCtx, Style, Work, WorkCtx, kind
-from attngraph.spec.models import FORMULA, NodeModel
+from attngraph.spec.fields import fields_of
+from attngraph.spec.models import FORMULA, NodeModel, Size
 
-__all__ = ["ExprSpec", "ParamSpec", "program_of", "param_dims", "FORMULA_ROLE"]
+__all__ = ["ExprSpec", "ParamSpec", "program_of", "param_dims", "table_reads", "FORMULA_ROLE"]
 
 #: The role (field) of a formula's edges: ``formula.<name>``.
 FORMULA_ROLE = "formula"
@@ -84,9 +85,9 @@ class ParamSpec(NodeModel):
     """Keep it within [low, high] in every forward (a decay in (0, 1), a positive β)."""
     fixed: bool = False
     """A seeded constant (a buffer, never trained): random features, a fixed random matrix."""
-    max_len: Annotated[int, Field(gt=0, le=65536)] | None = None
+    max_len: Size | None = None
     """With a length symbol in ``shape``: how many positions it holds (the longest length a
-    forward may take); a forward uses the first N."""
+    forward may take; at most 65,536); a formula reading it uses the first N; a size."""
 
     @model_validator(mode="after")
     def _ranges(self) -> ParamSpec:
@@ -115,8 +116,7 @@ def _val(ctx: RuleCtx, name: str, t: TensorType, scores: bool, where: SourceLoc)
     lead: tuple[str, ...] = ("heads",) if t.heads else ()
     sizes: tuple[Dim, ...] = ((t.heads,) if t.heads else ()) + tuple(t.dims)
     dtype = "bool" if t.dtype == "bool" else "float"
-    return Val(lead + axes, sizes, dtype, weights=t.weights or (scores and t.dtype == "float"),
-               simplex=t.simplex)
+    return Val(lead + axes, sizes, dtype, weights=t.weights, simplex=t.simplex)
 
 
 def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> Program:
@@ -158,6 +158,7 @@ def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The formula's value: its axes, named, and its role (scores, weights)."""
     s = ctx.spec
     prog = program_of(ctx)
+    _check_cuts(ctx, prog)
     v = prog.val
     axes = tuple(a for a in v.axes if a != "heads")
     dims = tuple(sz for a, sz in zip(v.axes, v.sizes, strict=True) if a != "heads")
@@ -186,6 +187,39 @@ def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     dtype: Any = "bool" if v.dtype == "bool" else "float"
     return {"": TensorType(dims, heads=heads, dtype=dtype, simplex=simplex, weights=weights,
                            axes=axes)}
+
+
+def table_reads(ctx: RuleCtx | Any, prog: Program) -> list[tuple[str, int, int, int]]:
+    """For each parameter over a length the formula reads: (name, its register, the
+    dimension, the register of another value over that length or -1, its dimension)."""
+    out = []
+    tables = set()
+    for e in ctx.node.edges(FORMULA_ROLE):
+        src = ctx.graph.node(e.src) if not hasattr(ctx, "done") else ctx.done[e.src]
+        if src.kind == "param" and src.spec.max_len:
+            tables.add(e.role.key or e.ref)
+    others = [r for name, r in prog.reads.items() if name not in tables]
+    for name in sorted(tables):
+        reg = prog.reads[name]
+        for d, sz in enumerate(prog.vals[reg].sizes):
+            if isinstance(sz, str):
+                ref = next(((r, dd) for r in others
+                            for dd, s2 in enumerate(prog.vals[r].sizes) if s2 == sz), (-1, -1))
+                out.append((name, reg, d + 1, ref[0], ref[1] + 1))
+    return out
+
+
+def _check_cuts(ctx: RuleCtx, prog: Program) -> None:
+    for name, _, d, ref, _ in table_reads(ctx, prog):
+        if ref < 0:
+            sz = prog.vals[prog.reads[name]].sizes[d - 1]
+            e = ctx.node.edge(f"{FORMULA_ROLE}.{name}")
+            raise ShapeError(f"node '{ctx.node.id}': the parameter '{name}' holds positions of "
+                             f"the length {sz}, but no other value this formula reads is over "
+                             f"{sz}, so the batch's {sz} is unknown here",
+                             e.loc if e is not None else ctx.node.loc,
+                             f"read a value over {sz} in the same formula (0 * sum(v, "
+                             "features) adds nothing and says the length)")
 
 
 def _show(v: Val) -> str:
@@ -225,6 +259,8 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
             ctx.fail(f"heads '{s.heads}' is not a dims name or a number from 1 to 1,024",
                      field="heads")
         heads = int(h)
+    if s.max_len is not None and not 0 < int(s.max_len) <= 65536:
+        ctx.fail(f"max_len {s.max_len:,} is out of range (1 to 65,536)", field="max_len")
     if s.max_len is not None and not any(isinstance(d, str) for d in dims):
         ctx.fail("max_len applies to a shape with a length (N)", field="max_len",
                  hint="drop max_len, or write the length symbol in shape")
@@ -249,6 +285,21 @@ def param_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """A free parameter of the declared shape, its axes named."""
     s = ctx.spec
     dims, order, heads = param_dims(ctx)
+    over = next((d for d in dims if isinstance(d, str)), None)
+    if over is not None:
+        # a formula cuts it to the run-time length of the other values it reads; no other
+        # node knows that length, so only formulas may read it
+        for n in ctx.graph.nodes:
+            bad = [e for e in n.inputs if e.src == ctx.node.id
+                   and e.role.field not in fields_of(type(n.spec)).formulas] \
+                if not n.is_input else []
+            if bad:
+                raise ShapeError(f"node '{n.id}': '{ctx.node.id}' holds {s.max_len} positions "
+                                 f"of the length {over}, which only a formula reading another "
+                                 f"value over {over} cuts to the batch's {over}", bad[0].loc,
+                                 f"read it in an expression with a value over {over}, e.g. "
+                                 f"{{kind: expr, formula: \"{ctx.node.id} + 0 * s\"}} with s "
+                                 f"over {over}, and read that instead")
     if not s.fixed:
         ctx.params += (heads or 1) * math.prod(
             s.max_len if isinstance(d, str) else d for d in dims)

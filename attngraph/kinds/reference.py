@@ -171,9 +171,10 @@ def field_reference(schema: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def with_reference(text: str, reference: str) -> str:
-    """``text`` (a page) with ``reference`` between its marker lines :data:`START` and
-    :data:`END`; ``ValueError`` if they are missing or out of order.
+def with_reference(text: str, reference: str, start: str = START, end: str = END) -> str:
+    """``text`` (a page) with ``reference`` between its marker lines ``start`` and ``end``
+    (default :data:`START` and :data:`END`); ``ValueError`` if they are missing or out
+    of order.
 
     Examples
     --------
@@ -181,8 +182,8 @@ def with_reference(text: str, reference: str) -> str:
     >>> with_reference(page, "new").splitlines()[2:5]
     ['', 'new', '']
     """
-    i, j = text.find(START), text.find(END)
+    i, j = text.find(start), text.find(end)
     if i < 0 or j < i:
         msg = "the page has no field reference markers"
         raise ValueError(msg)
-    return text[: i + len(START)] + "\n\n" + reference.rstrip() + "\n\n" + text[j:]
+    return text[: i + len(start)] + "\n\n" + reference.rstrip() + "\n\n" + text[j:]

@@ -20,7 +20,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.algebra.functions import FUNCTIONS
-from attngraph.errors import LoweringError
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
 __all__ = ["Expr", "Param", "lower_expr", "lower_param"]
@@ -107,6 +106,23 @@ def project(w: Tensor, x: Tensor, dim: int) -> Tensor:
     w2 = w.reshape(w.shape[-2], w.shape[-1])
     moved = x.movedim(dim, -1)  # (..., in)
     return torch.matmul(moved, w2.t()).movedim(-1, dim)
+
+
+def mm(a: Tensor, b: Tensor, a_heads: bool, b_heads: bool, a_rank: int, b_rank: int) -> Tensor:
+    """``a (B, [h,] [M,] K) @ b (B, [h,] K, [N])``: heads broadcast, vectors as rows or
+    columns."""
+    if b_heads and not a_heads:
+        a = a.unsqueeze(1)
+    if a_heads and not b_heads:
+        b = b.unsqueeze(1)
+    a2 = a if a_rank == 2 else a.unsqueeze(-2)
+    b2 = b if b_rank == 2 else b.unsqueeze(-1)
+    out = a2 @ b2
+    if b_rank == 1:
+        out = out.squeeze(-1)
+    if a_rank == 1:
+        out = out.squeeze(-2 if b_rank == 2 else -1)
+    return out
 
 
 # ----------------------------------------------------------------------------
@@ -205,18 +221,25 @@ class Expr(NodeModule):
                     regs.append(_BIN[ins[1]](_float(a, dtype), _float(b, dtype)))
             elif op == "call":
                 args = [regs[r] for r in ins[2]]
-                if ins[1] != "where":
-                    args = [_float(a, dtype) for a in args]
-                else:
-                    args = [args[0]] + [_float(a, dtype) if isinstance(a, Tensor) else
-                                        torch.tensor(a, dtype=dtype) for a in args[1:]]
+                first = 1 if ins[1] == "where" else 0  # where's condition stays bool
+                args = args[:first] + [_float(a, dtype) if isinstance(a, Tensor) else
+                                       torch.tensor(a, dtype=dtype, device=rt.device)
+                                       for a in args[first:]]
                 regs.append(self.impls[ins[1]](*args))
             elif op == "axis":
                 v = _float(regs[ins[2]], dtype)
                 mask = _mask(rt, ins[4], v.dim(), ins[3])
                 regs.append(self.impls[ins[1]](v, ins[3], mask))
+            elif op == "mm":
+                a = _float(regs[ins[1]], dtype)
+                mask = _mask(rt, ins[7], a.dim(), a.dim() - 1)
+                regs.append(mm(a if mask is None else a.masked_fill(~mask, 0.0),
+                               _float(regs[ins[2]], dtype), *ins[3:7]))
             elif op == "proj":
-                regs.append(project(regs[ins[1]], _float(regs[ins[2]], dtype), ins[3]))
+                v = _float(regs[ins[2]], dtype)
+                mask = _mask(rt, ins[4], v.dim(), ins[3])
+                regs.append(project(regs[ins[1]], v if mask is None else v.masked_fill(~mask, 0.0),
+                                    ins[3]))
             else:
                 regs.append(regs[ins[1]])
         y = regs[self.out]
@@ -246,25 +269,9 @@ def lower_expr(ctx: LowerCtx) -> NodeModule:
             impls[ins[1]] = impl
     v = prog.val
     pads = tuple((s, i + 1) for i, s in enumerate(v.sizes) if isinstance(s, str))
-    params = {e.role.key or e.ref for e in ctx.node.edges("formula")
-              if ctx.graph.node(e.src).kind == "param"}
-    others = [r for name, r in prog.reads.items() if name not in params]
-    cuts = []
-    for name in sorted(params):
-        reg = prog.reads[name]
-        for d, sz in enumerate(prog.vals[reg].sizes):
-            if not isinstance(sz, str):
-                continue
-            ref = next(((r, dd) for r in others for dd, s2 in enumerate(prog.vals[r].sizes)
-                        if s2 == sz), None)
-            if ref is None:
-                e = ctx.node.edge(f"formula.{name}")
-                msg = (f"node '{ctx.node.id}': the parameter '{name}' is over the length {sz}, "
-                       "but no other value the formula reads is")
-                raise LoweringError(msg, e.loc if e else ctx.node.loc,
-                                    f"read a value over {sz} in the same formula (its length "
-                                    "is the one used)")
-            cuts.append((reg, d + 1, ref[0], ref[1] + 1))
+    from attngraph.kinds.algebra import table_reads
+
+    cuts = [(reg, d, ref, rd) for _, reg, d, ref, rd in table_reads(ctx, prog)]
     perm: tuple[int, ...] = ()
     named = ctx.node.spec.axes
     if named is not None:

@@ -1,0 +1,346 @@
+"""The open algebra: the formula grammar, named axes, the ``expr`` and ``param`` kinds,
+their numbers against hand-written PyTorch with padding, and a function registered
+from outside reaching every stage."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+import attngraph
+from attngraph.algebra.formula import MAX_DEPTH, FormulaError, parse
+from attngraph.algebra.functions import FUNCTIONS, Function, function_table, register_function
+from attngraph.errors import ShapeError
+
+HEAD = """\
+attngraph: 1
+name: alg
+dims: {d: 8}
+inputs:
+  x: {type: vectors, dim: d}
+nodes:
+  q: {kind: queries, from: x, heads: 2}
+  k: {kind: keys, from: x, heads: 2}
+  v: {kind: values, from: x, heads: 2}
+  s: {kind: scorer, fn: scaled_dot, query: q, key: k}
+"""
+
+
+def _spec(nodes: str, outputs: str) -> str:
+    return HEAD + nodes + f"outputs: {outputs}\n"
+
+
+def _error(text: str) -> Any:
+    with pytest.raises(ShapeError) as info:
+        attngraph.loads_spec(text, "a.yaml")
+    return info.value.diagnostics[0]
+
+
+# -- the grammar --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "tree"), [
+    ("-x^2", "-(x ^ 2)"),
+    ("a - b - c", "((a - b) - c)"),
+    ("a ^ b ^ c", "(a ^ (b ^ c))"),
+    ("2 * x + y / 3", "((2 * x) + (y / 3))"),
+    ("a ** 2 · b × c ÷ d − e", "((((a ^ 2) * b) * c) / d) - e"),
+    ("√d", "sqrt(d)"),
+    ("j <= i", "(j <= i)"),
+    ("sum(p * v, items)", "sum((p * v), items)"),
+    ("enc.state + 1", "(enc.state + 1)"),
+])
+def test_precedence_and_notation(text: str, tree: str) -> None:
+    """Powers bind right to left above unary minus; papers' ·, ×, ÷, −, √ are read."""
+    got = str(parse(text))
+    assert got == tree or got == f"({tree})"
+
+
+@pytest.mark.parametrize(("text", "offset", "start"), [
+    ("a + ", 4, "the formula ends"),
+    ("(a + b", 6, "expected ')'"),
+    ("a $ b", 2, "unexpected character '$'"),
+    ("a = b", 2, "unexpected character '='"),
+    ("1e400", 0, "the number 1e400 is out of range"),
+    ("2e9 * x", 0, "the number 2e9 is out of range"),
+    ("a b", 2, "unexpected 'b'"),
+    ("f(a,)", 4, "expected a value"),
+    ("a < b < c", 6, "comparisons do not chain"),
+    ("x.y(1)", 0, "'x.y' is not a function"),
+    ("", 0, "the formula is empty"),
+])
+def test_syntax_errors_point_at_the_character(text: str, offset: int, start: str) -> None:
+    """Each syntax error names what is wrong at the offending character, with a hint."""
+    with pytest.raises(FormulaError) as info:
+        parse(text)
+    assert info.value.offset == offset
+    assert info.value.message.startswith(start)
+
+
+def test_nesting_is_refused_at_the_offending_character() -> None:
+    """Past the depth limit the reader stops at the bracket that goes too deep (it never
+    recurses without bound), and long formulas are refused before reading."""
+    deep = "(" * (MAX_DEPTH + 5) + "x" + ")" * (MAX_DEPTH + 5)
+    with pytest.raises(FormulaError) as info:
+        parse(deep)
+    assert "deeper than" in info.value.message
+    assert info.value.offset == MAX_DEPTH  # the first bracket past the limit
+    calls = "exp(" * 200 + "x" + ")" * 200
+    with pytest.raises(FormulaError, match="deeper than"):
+        parse(calls)
+    with pytest.raises(FormulaError, match="over the limit"):
+        parse("x+" * 1500 + "x")
+
+
+def test_the_reader_never_evaluates_code() -> None:
+    """Python in a formula is only names and calls: an unknown function, located."""
+    spec = _spec('  a: {kind: expr, formula: "__import__(s)"}\n', "{a: a}")
+    d = _error(spec)
+    assert d.message == "node 'a': unknown function '__import__'"
+    assert (d.loc.line, d.loc.col) == (11, 29)
+    for text in ("__import__('os').system('x')", "s.__class__", "lambda: 1"):
+        with pytest.raises((FormulaError, ShapeError)):
+            attngraph.loads_spec(_spec(f'  a: {{kind: expr, formula: "{text}"}}\n', "{a: a}"))
+
+
+# -- names, axes and located errors ---------------------------------------------
+
+
+def test_unknown_name_is_located_inside_the_formula() -> None:
+    """The column is the name's own, inside the quoted formula; the hint lists names."""
+    d = _error(_spec('  a: {kind: expr, formula: "relu(s) / sqrt(dd)"}\n', "{a: a}"))
+    assert (d.loc.line, d.loc.col) == (11, 44)
+    assert "'dd' is not a node, input, dims name, length or index" in d.message
+    assert "d" in (d.hint or "")
+
+
+def test_a_name_that_is_two_things_is_an_error() -> None:
+    """A node named like a dims entry is refused, never silently one or the other."""
+    d = _error(_spec('  d: {kind: expr, formula: "s * 2"}\n  a: {kind: expr, formula: "s / d"}\n',
+                     "{a: a}"))
+    assert "'d' is both a node and a dims name" in d.message
+    assert (d.loc.line, d.loc.col) == (12, 33)
+
+
+def test_axes_meet_by_name_not_position() -> None:
+    """A per-item bias [N] adds to every query's row of [N, N]; a [C] vector times an
+    image [C, H, W] is refused (features are not channels) unless renamed."""
+    g = attngraph.loads_spec(_spec(
+        '  b: {kind: scorer, fn: mlp, key: x}\n  a: {kind: expr, formula: "s + b"}\n',
+        "{a: a}"))
+    assert str(g.node("a").type()) == "[N, N] ×2"
+    image = """\
+attngraph: 1
+name: img
+inputs:
+  im: {type: image, channels: 4, height: 5, width: 4}
+  g:  {type: vector, dim: 4}
+nodes:
+  y: {kind: expr, formula: "g * im"}
+outputs: {y: y}
+"""
+    with pytest.raises(ShapeError) as info:
+        attngraph.loads_spec(image, "img.yaml")
+    d = info.value.diagnostics[0]
+    assert "4 axes" in d.message and "channels" in d.message
+    assert (d.loc.line, d.loc.col) == (7, 31)
+    renamed = image.replace('  y: {kind: expr, formula: "g * im"}',
+                            '  gc: {kind: expr, formula: "g", axes: [channels]}\n'
+                            '  y: {kind: expr, formula: "gc * im"}')
+    g = attngraph.loads_spec(renamed)
+    assert str(g.node("y").type()) == "[4, 5, 4]"
+
+
+def test_sizes_must_agree() -> None:
+    """Values over different lengths do not meet on their items axis."""
+    spec = """\
+attngraph: 1
+name: two
+inputs:
+  a: {type: vectors, dim: 4}
+  b: {type: vectors, dim: 4, length: M}
+nodes:
+  y: {kind: expr, formula: "a + b"}
+outputs: {y: y}
+"""
+    with pytest.raises(ShapeError, match="the items axes differ, N and M"):
+        attngraph.loads_spec(spec)
+
+
+def test_reductions_and_indices() -> None:
+    """max over the items drops the axis; i and j index the queries and items."""
+    g = attngraph.loads_spec(_spec(
+        '  m: {kind: expr, formula: "max(s, items)"}\n'
+        '  c: {kind: expr, formula: "s * (j <= i)"}\n'
+        '  h: {kind: expr, formula: "mean(s, heads)"}\n', "{m: m, c: c, h: h}"))
+    assert str(g.node("m").type()) == "[N] ×2"
+    assert str(g.node("c").type()) == "[N, N] ×2"
+    assert str(g.node("h").type()) == "[N, N]"
+
+
+# -- roles ---------------------------------------------------------------------
+
+
+def test_weights_that_are_not_a_distribution_need_saying_so() -> None:
+    """relu(s)² is not a distribution: a readout refuses it with a hint naming
+    ``distribution: false``, and takes it once the spec says so; softmax(s, items)
+    is a distribution; 3·p of a softmax p is not."""
+    bad = _spec('  a: {kind: expr, formula: "relu(s) ^ 2"}\n'
+                "  z: {kind: readout, weights: a, values: v}\n", "{z: z}")
+    with pytest.raises(ShapeError) as info:
+        attngraph.loads_spec(bad)
+    assert "distribution: false" in (info.value.diagnostics[0].hint or "")
+    ok = bad.replace("values: v}", "values: v, distribution: false}")
+    assert str(attngraph.loads_spec(ok).node("z").type()) == "[N, 8]"
+    g = attngraph.loads_spec(_spec(
+        '  p: {kind: expr, formula: "softmax(s, items)"}\n'
+        "  z: {kind: readout, weights: p, values: v}\n"
+        '  t: {kind: expr, formula: "3 * p"}\n', "{z: z, t: t}"))
+    assert g.node("p").type().simplex and not g.node("t").type().simplex
+    assert g.node("t").type().weights
+
+
+def test_a_declared_distribution_is_read_as_one() -> None:
+    """``distribution: true`` marks a hand-written normaliser; over no items it is refused."""
+    g = attngraph.loads_spec(_spec(
+        '  p: {kind: expr, formula: "exp(s - logsumexp(s, items))", distribution: true}\n'
+        "  z: {kind: readout, weights: p, values: v}\n", "{z: z}"))
+    assert g.node("p").type().simplex
+    d = _error(_spec('  m: {kind: expr, formula: "max(s, items)", distribution: true}\n',
+                     "{m: m}"))
+    assert "distribution: true" in d.message
+
+
+# -- numbers -------------------------------------------------------------------
+
+
+def _mha(model: Any, x: Any, name: str) -> Any:
+    sd = dict(model.named_parameters())
+    y = x @ sd[f"nodes.{name}.proj.weight"].T + sd[f"nodes.{name}.proj.bias"]
+    b, n, d = y.shape
+    return y.reshape(b, n, 2, d // 2).transpose(1, 2)
+
+
+def test_formulas_equal_their_hand_written_references_with_padding() -> None:
+    """A zero-logit softmax, a decayed causal sum with a learned γ per head, squared-ReLU
+    weights over N, and a masked max, each equal to PyTorch written by hand to 1e-5,
+    at the real positions of a padded batch."""
+    torch = pytest.importorskip("torch")
+    spec = _spec(
+        '  m: {kind: expr, formula: "max(s, items)"}\n'
+        '  p: {kind: expr, formula: "exp(s - m) / (exp(-m) + sum(exp(s - m), items))"}\n'
+        "  g: {kind: param, heads: 2, init: constant, value: 0.9, clamp: [0.0, 1.0]}\n"
+        '  dec: {kind: expr, formula: "s * where(j <= i, g ^ relu(i - j), 0)"}\n'
+        '  a: {kind: expr, formula: "relu(s) ^ 2 / N"}\n'
+        "  z: {kind: readout, weights: a, values: v, distribution: false}\n",
+        "{m: m, p: p, dec: dec, z: z}")
+    model = attngraph.compile(attngraph.loads_spec(spec), seed=0).eval()
+    x = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0))
+    mask = torch.arange(5)[None, :] < torch.tensor([5, 3, 1])[:, None]
+    got = model(x=x, x_mask=mask)
+    q, k, v = (_mha(model, x, c) for c in "qkv")
+    s = q @ k.transpose(-1, -2) / math.sqrt(4)
+    keep = mask[:, None, None, :]
+    real = (mask[:, None, :, None] & keep).expand(3, 2, 5, 5)
+    e = torch.exp(s.masked_fill(~keep, float("-inf")))
+    p = e / (1 + e.sum(-1, keepdim=True))
+    m = s.masked_fill(~keep, float("-inf")).amax(-1)
+    i, j = torch.arange(5)[:, None], torch.arange(5)[None, :]
+    dec = s * torch.where(j <= i, 0.9 ** (i - j).clamp(min=0).float(), torch.zeros(()))
+    n = mask.sum(-1).float()[:, None, None, None]
+    a = torch.relu(s).pow(2).masked_fill(~keep, 0.0) / n
+    z = (a @ v).transpose(1, 2).flatten(2)
+    tol = {"atol": 1e-5, "rtol": 1e-5}
+    torch.testing.assert_close(got["p"][real], p[real], **tol)
+    torch.testing.assert_close(got["dec"][real], dec[real], **tol)
+    rows = mask[:, None, :].expand(3, 2, 5)
+    torch.testing.assert_close(got["m"][rows], m[rows], **tol)
+    torch.testing.assert_close(got["z"][mask], z[mask], **tol)
+    assert (got["p"][~real] == 0).all()  # padding stays padding
+
+
+def test_params_count_seed_clamp_and_fix() -> None:
+    """Learned params are counted (fixed ones are buffers, not counted), start as asked,
+    are the same for one seed, and a clamp holds in the forward."""
+    torch = pytest.importorskip("torch")
+    spec = _spec(
+        "  w: {kind: param, shape: [d, 3], init: normal, std: 0.5}\n"
+        "  f: {kind: param, shape: [4], init: uniform, range: [-1, 1], fixed: true}\n"
+        "  c: {kind: param, heads: 2, init: constant, value: 5.0, clamp: [0, 1]}\n"
+        '  y: {kind: expr, formula: "s * c"}\n', "{y: y, w: w, f: f}")
+    g = attngraph.loads_spec(spec)
+    assert g.node("w").params == 24 and g.node("f").params == 0 and g.node("c").params == 2
+    m1, m2 = attngraph.compile(g, seed=3), attngraph.compile(g, seed=3)
+    assert sum(p.numel() for p in m1.parameters()) == g.params
+    torch.testing.assert_close(m1.nodes.w.value, m2.nodes.w.value)
+    torch.testing.assert_close(m1.nodes.f.value, m2.nodes.f.value)
+    assert "nodes.f.value" in dict(m1.named_buffers())
+    assert (m1.nodes.f.value.abs() <= 1).all()
+    x = torch.randn(2, 3, 8)
+    out = m1(x=x)
+    s = out["y"]  # s * clamp(5, 0, 1) = s
+    q, k = (_mha(m1, x, c) for c in "qk")
+    torch.testing.assert_close(s, q @ k.transpose(-1, -2) / 2.0, atol=1e-5, rtol=1e-5)
+
+
+def test_a_param_over_a_length_is_cut_to_the_batch() -> None:
+    """A table [N, N] with max_len gives its first N rows and columns inside a formula
+    that reads a value over N; read by anything else it is a located error."""
+    torch = pytest.importorskip("torch")
+    spec = _spec("  r: {kind: param, shape: [N, N], max_len: 16, axes: [queries, items]}\n"
+                 '  y: {kind: expr, formula: "s + r"}\n', "{y: y}")
+    model = attngraph.compile(attngraph.loads_spec(spec), seed=0)
+    out = model(x=torch.randn(2, 5, 8))["y"]
+    assert out.shape == (2, 2, 5, 5)
+    bad = _spec("  r: {kind: param, shape: [N, N], max_len: 16, axes: [queries, items]}\n"
+                "  p: {kind: softmax, scores: r}\n", "{p: p}")
+    d = _error(bad)
+    assert "only a formula" in d.message and (d.loc.line, d.loc.col) == (12, 30)
+
+
+# -- a function registered from outside -----------------------------------------
+
+
+def squash(x: Any) -> Any:
+    """x / (1 + |x|): a function a user's package registers."""
+    return x / (1 + x.abs())
+
+
+def test_a_registered_function_reaches_every_stage(tmp_path: Any) -> None:
+    """One registration: validate accepts it, both views draw its formula, describe
+    finds the site, the docs table lists it, and compile, the Python export and
+    torch.export compute it."""
+    torch = pytest.importorskip("torch")
+    from renderers import render
+
+    from attngraph.analysis.describe import describe
+
+    with FUNCTIONS.scoped():
+        register_function(Function("squash", "x / (1 + |x|)", squash, positive=False,
+                                   doc="a soft sign"))
+        spec = _spec('  a: {kind: expr, formula: "squash(s)"}\n'
+                     "  z: {kind: readout, weights: a, values: v, distribution: false}\n",
+                     "{z: z}")
+        g = attngraph.loads_spec(spec)
+        assert "squash(s)" in render(g, "architecture", "mermaid")
+        assert render(g, "unrolled", "mermaid")
+        site = describe(g).sites[0]
+        assert "squash(s)" in site.axes["hardness"].reason
+        assert "| `squash(x)` | x / (1 + \\|x\\|): a soft sign | elementwise |" in function_table()
+        model = attngraph.compile(g, seed=0).eval()
+        x = torch.randn(2, 4, 8)
+        want = model(x=x)["z"]
+        q, k, v = (_mha(model, x, c) for c in "qkv")
+        s = q @ k.transpose(-1, -2) / 2.0
+        ref = (squash(s) @ v).transpose(1, 2).flatten(2)
+        torch.testing.assert_close(want, ref, atol=1e-5, rtol=1e-5)
+        ns: dict[str, Any] = {}
+        exec(compile(model.code, "gen.py", "exec"), ns)  # noqa: S102 - our own export
+        twin = ns["Alg"]()
+        twin.load_state_dict(model.state_dict())
+        torch.testing.assert_close(twin.eval()(x)["z"], want)
+        prog = torch.export.export(model, (), {"x": x})
+        torch.testing.assert_close(prog.module()(x=x)["z"], want)
+    assert "squash" not in FUNCTIONS
