@@ -201,10 +201,9 @@ class Expr(NodeModule):
                 m = rt.masks.get(ins[1])
                 if m is not None:
                     regs.append(m.sum(-1).to(dtype))
-                else:
+                else:  # the length itself, kept symbolic (torch.export, ONNX)
                     n = regs[ins[2]].shape[ins[3]]
-                    regs.append(torch.full((rt.batch,), float(n), dtype=dtype,
-                                           device=rt.device))
+                    regs.append(torch.ones(rt.batch, dtype=dtype, device=rt.device) * n)
             elif op == "idx":
                 n = regs[ins[1]].shape[ins[2]]
                 regs.append(torch.arange(n, device=rt.device, dtype=dtype).reshape(1, n))
@@ -213,12 +212,16 @@ class Expr(NodeModule):
             elif op == "neg":
                 regs.append(-regs[ins[1]])
             elif op == "bin":
-                a, b = regs[ins[2]], regs[ins[3]]
+                # numbers as 0-d tensors: an operator of a number and a tensor exports to
+                # ONNX either way round
+                a, b = (_float(r, dtype) if isinstance(r, Tensor) else
+                        torch.tensor(r, dtype=dtype, device=rt.device)
+                        for r in (regs[ins[2]], regs[ins[3]]))
                 if ins[1] in ("<", "<=", ">", ">=", "==", "!="):
-                    a = a if isinstance(a, Tensor) else torch.tensor(a, dtype=dtype)
-                    regs.append(_BIN[ins[1]](a, b))
-                else:
-                    regs.append(_BIN[ins[1]](_float(a, dtype), _float(b, dtype)))
+                    a, b = regs[ins[2]], regs[ins[3]]
+                    a = a if isinstance(a, Tensor) else torch.tensor(a, dtype=dtype,
+                                                                     device=rt.device)
+                regs.append(_BIN[ins[1]](a, b))
             elif op == "call":
                 args = [regs[r] for r in ins[2]]
                 first = 1 if ins[1] == "where" else 0  # where's condition stays bool
