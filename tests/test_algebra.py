@@ -313,9 +313,8 @@ def test_a_registered_function_reaches_every_stage(tmp_path: Any) -> None:
     finds the site, the docs table lists it, and compile, the Python export and
     torch.export compute it."""
     torch = pytest.importorskip("torch")
-    from renderers import render
-
     from attngraph.analysis.describe import describe
+    from renderers import render
 
     with FUNCTIONS.scoped():
         register_function(Function("squash", "x / (1 + |x|)", squash, positive=False,

@@ -158,7 +158,8 @@ def _tokens(text: str) -> list[_Tok]:
                 hint = "compare with == (a formula never assigns)"
             elif ch in "[]{}":
                 hint = "group with round brackets ( )"
-            raise FormulaError(f"unexpected character {shown} in the formula", i, hint)
+            msg = f"unexpected character {shown} in the formula"
+            raise FormulaError(msg, i, hint)
         kind = m.lastgroup or ""
         if kind != "space":
             tok = m.group()
@@ -190,13 +191,15 @@ class _Parser:
         if self.tok.text != text or self.tok.kind != "op":
             found = "the end of the formula" if self.tok.kind == "end" else f"'{self.tok.text}'"
             hint = f"close the '(' at character {opened.pos + 1}" if opened else None
-            raise FormulaError(f"expected '{text}', found {found}", self.tok.pos, hint)
+            msg = f"expected '{text}', found {found}"
+            raise FormulaError(msg, self.tok.pos, hint)
         return self.take()
 
     def deeper(self, pos: int) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise FormulaError(f"the formula nests deeper than {MAX_DEPTH} levels", pos,
+            msg = f"the formula nests deeper than {MAX_DEPTH} levels"
+            raise FormulaError(msg, pos,
                                "split it into several expression nodes")
 
     def formula(self) -> Expr:
@@ -205,7 +208,8 @@ class _Parser:
             op = self.take()
             right = self.sum()
             if self.tok.kind == "op" and self.tok.text in _COMPARE:
-                raise FormulaError("comparisons do not chain", self.tok.pos,
+                msg = "comparisons do not chain"
+                raise FormulaError(msg, self.tok.pos,
                                    "write (a < b) * (b < c) for a < b < c")
             left = Binary(op.pos, op.text, left, right)
         return left
@@ -253,8 +257,11 @@ class _Parser:
             self.take()
             value = float(t.text)
             if not math.isfinite(value) or abs(value) > MAX_NUMBER:
-                raise FormulaError(f"the number {t.text} is out of range (at most "
-                                   f"{MAX_NUMBER:g} in magnitude)", t.pos,
+                msg = (
+                    f"the number {t.text} is out of range (at most "
+                                   f"{MAX_NUMBER:g} in magnitude)"
+                )
+                raise FormulaError(msg, t.pos,
                                    "write a smaller constant; products of large constants "
                                    "overflow float32")
             return Num(t.pos, value)
@@ -262,7 +269,8 @@ class _Parser:
             self.take()
             if self.tok.kind == "op" and self.tok.text == "(":
                 if "." in t.text:
-                    raise FormulaError(f"'{t.text}' is not a function", t.pos,
+                    msg = f"'{t.text}' is not a function"
+                    raise FormulaError(msg, t.pos,
                                        "a call names a function, e.g. exp(x)")
                 opened = self.take()
                 self.deeper(opened.pos)
@@ -284,9 +292,11 @@ class _Parser:
             self.depth -= 1
             return inner
         if t.kind == "end":
-            raise FormulaError("the formula ends where a value is expected", t.pos,
+            msg = "the formula ends where a value is expected"
+            raise FormulaError(msg, t.pos,
                                "complete the formula, e.g. 'x * 2'")
-        raise FormulaError(f"expected a value, found '{t.text}'", t.pos,
+        msg = f"expected a value, found '{t.text}'"
+        raise FormulaError(msg, t.pos,
                            "a value is a number, a name, a call f(x) or a bracket (...)")
 
 
@@ -306,16 +316,21 @@ def parse(text: str) -> Expr:
     ('+', '(2 ^ -x)')
     """
     if len(text) > MAX_LENGTH:
-        raise FormulaError(f"the formula is {len(text):,} characters long, over the limit of "
-                           f"{MAX_LENGTH:,}", MAX_LENGTH, "split it into several expression nodes")
+        msg = (
+            f"the formula is {len(text):,} characters long, over the limit of "
+                           f"{MAX_LENGTH:,}"
+        )
+        raise FormulaError(msg, MAX_LENGTH, "split it into several expression nodes")
     if not text.strip():
-        raise FormulaError("the formula is empty", 0, "write the arithmetic, e.g. 'relu(s) ^ 2'")
+        msg = "the formula is empty"
+        raise FormulaError(msg, 0, "write the arithmetic, e.g. 'relu(s) ^ 2'")
     p = _Parser(text)
     tree = p.formula()
     if p.tok.kind != "end":
         hint = "join values with an operator" if p.tok.kind in ("num", "name") else \
             "remove it, or open a bracket before it" if p.tok.text == ")" else None
-        raise FormulaError(f"unexpected '{p.tok.text}' after a complete formula", p.tok.pos, hint)
+        msg = f"unexpected '{p.tok.text}' after a complete formula"
+        raise FormulaError(msg, p.tok.pos, hint)
     return tree
 
 

@@ -164,7 +164,7 @@ class _Checker:
         if e.name in AXES:
             raise _fail(e, f"'{e.name}' is an axis, which only a function over an axis takes "
                         "as its last argument", f"e.g. sum(x, {e.name})")
-        known = sorted({*env.values, *env.dims, *INDICES, *lengths})
+        known = sorted({*env.values, *env.dims, *INDICES, *(str(n) for n in lengths)})
         hint = did_you_mean(e.name, known) if known else "declare it as a node"
         raise _fail(e, f"'{e.name}' is not a node, input, dims name, length or index this "
                     "formula can read", hint)
@@ -294,10 +294,10 @@ class _Checker:
                             + (" (a length must be fixed: give the input a fixed length, or "
                                "make W [out, N] with max_len)" if isinstance(vx.sizes[d], str)
                                else ""))
-            sizes = list(vx.sizes)
-            sizes[d] = vw.sizes[0]
+            new = list(vx.sizes)
+            new[d] = vw.sizes[0]
             sym = vx.sizes[d] if isinstance(vx.sizes[d], str) else ""
-            return self.emit(("proj", w, x, d + 1, sym), replace(vx, sizes=tuple(sizes),
+            return self.emit(("proj", w, x, d + 1, sym), replace(vx, sizes=tuple(new),
                                                           weights=False, simplex=False))
         (x,) = regs
         vx = self.vals[x]

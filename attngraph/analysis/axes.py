@@ -104,8 +104,8 @@ def _hardness(p: Node) -> Axis:
              }.get(fn, "")
     formula = _formula(p)
     if formula is not None:
-        t = p.types.get("")
-        dist = "a distribution over the items" if t is not None and t.simplex else \
+        out = p.types.get("")
+        dist = "a distribution over the items" if out is not None and out.simplex else \
             "not a distribution (they need not sum to one)"
         return Axis("soft", f"weights '{p.id}' are the formula {formula}: {dist}")
     if fn == "sum":

@@ -46,12 +46,11 @@ def reference_page(text: str, page: str) -> str:
     and its table of formula functions as the registry says (where it has that table's
     markers); a :class:`~attngraph.errors.RenderError` at ``page`` if it has no field
     reference markers."""
+    from attngraph.algebra import functions as fns
     from attngraph.errors import RenderError, SourceLoc
     from attngraph.kinds.reference import END, START, field_reference, with_reference
     from attngraph.kinds.schema import json_schema
     from attngraph.train.tasks import task_lines
-
-    from attngraph.algebra import functions as fns
 
     try:
         text = with_reference(text, field_reference(json_schema(task_lines())))

@@ -111,7 +111,8 @@ def _scores_like(ctx: RuleCtx, src: Node[Any]) -> bool:
 def _val(ctx: RuleCtx, name: str, t: TensorType, scores: bool, where: SourceLoc) -> Val:
     axes = axes_of(t, scores=scores)
     if axes is None:
-        raise ShapeError(f"node '{ctx.node.id}': the axes of '{name}' {t} cannot be told",
+        msg = f"node '{ctx.node.id}': the axes of '{name}' {t} cannot be told"
+        raise ShapeError(msg,
                          where, "name them with an expression's axes: [...] first")
     lead: tuple[str, ...] = ("heads",) if t.heads else ()
     sizes: tuple[Dim, ...] = ((t.heads,) if t.heads else ()) + tuple(t.dims)
@@ -127,7 +128,8 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
     try:
         tree = parse(text)
     except FormulaError as exc:
-        raise ShapeError(f"node '{node.id}': {exc.message}", formula_loc(base, text, exc.offset),
+        msg = f"node '{node.id}': {exc.message}"
+        raise ShapeError(msg, formula_loc(base, text, exc.offset),
                          exc.hint) from None
     values: dict[str, Val] = {}
     for e in node.edges(FORMULA_ROLE):
@@ -138,7 +140,8 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
     try:
         return typecheck(tree, Env(values, dims))
     except FormulaError as exc:
-        raise ShapeError(f"node '{node.id}': {exc.message}", formula_loc(base, text, exc.offset),
+        msg = f"node '{node.id}': {exc.message}"
+        raise ShapeError(msg, formula_loc(base, text, exc.offset),
                          exc.hint) from None
 
 
@@ -189,7 +192,7 @@ def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                            axes=axes)}
 
 
-def table_reads(ctx: RuleCtx | Any, prog: Program) -> list[tuple[str, int, int, int]]:
+def table_reads(ctx: RuleCtx | Any, prog: Program) -> list[tuple[str, int, int, int, int]]:
     """For each parameter over a length the formula reads: (name, its register, the
     dimension, the register of another value over that length or -1, its dimension)."""
     out = []
@@ -214,9 +217,12 @@ def _check_cuts(ctx: RuleCtx, prog: Program) -> None:
         if ref < 0:
             sz = prog.vals[prog.reads[name]].sizes[d - 1]
             e = ctx.node.edge(f"{FORMULA_ROLE}.{name}")
-            raise ShapeError(f"node '{ctx.node.id}': the parameter '{name}' holds positions of "
+            msg = (
+                f"node '{ctx.node.id}': the parameter '{name}' holds positions of "
                              f"the length {sz}, but no other value this formula reads is over "
-                             f"{sz}, so the batch's {sz} is unknown here",
+                             f"{sz}, so the batch's {sz} is unknown here"
+            )
+            raise ShapeError(msg,
                              e.loc if e is not None else ctx.node.loc,
                              f"read a value over {sz} in the same formula (0 * sum(v, "
                              "features) adds nothing and says the length)")
@@ -258,17 +264,18 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
         if h is None or not 0 < int(h) <= 1024:
             ctx.fail(f"heads '{s.heads}' is not a dims name or a number from 1 to 1,024",
                      field="heads")
-        heads = int(h)
+        heads = int(h)  # type: ignore[arg-type]  # checked just above
     if s.max_len is not None and not 0 < int(s.max_len) <= 65536:
         ctx.fail(f"max_len {s.max_len:,} is out of range (1 to 65,536)", field="max_len")
     if s.max_len is not None and not any(isinstance(d, str) for d in dims):
         ctx.fail("max_len applies to a shape with a length (N)", field="max_len",
                  hint="drop max_len, or write the length symbol in shape")
     t = TensorType(tuple(dims))
-    names_ = tuple(s.axes) if s.axes is not None else axes_of(t)
-    if names_ is None or len(names_) != len(dims):
+    named = tuple(s.axes) if s.axes is not None else axes_of(t)
+    if named is None or len(named) != len(dims):
         ctx.fail(f"axes names {len(s.axes or [])} axes for a shape of {len(dims)}", field="axes",
                  hint="name one axis per entry of shape")
+    names_: tuple[str, ...] = tuple(named or ())
     if len(set(names_)) != len(names_) or "heads" in names_:
         ctx.fail("axes names an axis twice (or heads: use the heads field)", field="axes")
     order = canonical(names_)
@@ -294,9 +301,12 @@ def param_shape(ctx: RuleCtx) -> dict[str, TensorType]:
                    and e.role.field not in fields_of(type(n.spec)).formulas] \
                 if not n.is_input else []
             if bad:
-                raise ShapeError(f"node '{n.id}': '{ctx.node.id}' holds {s.max_len} positions "
+                msg = (
+                    f"node '{n.id}': '{ctx.node.id}' holds {s.max_len} positions "
                                  f"of the length {over}, which only a formula reading another "
-                                 f"value over {over} cuts to the batch's {over}", bad[0].loc,
+                                 f"value over {over} cuts to the batch's {over}"
+                )
+                raise ShapeError(msg, bad[0].loc,
                                  f"read it in an expression with a value over {over}, e.g. "
                                  f"{{kind: expr, formula: \"{ctx.node.id} + 0 * s\"}} with s "
                                  f"over {over}, and read that instead")

@@ -55,45 +55,45 @@ def clamp(x: Tensor, lo: Tensor | float, hi: Tensor | float) -> Tensor:
     return torch.clamp(x, lo, hi)
 
 
-def sum_(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+def masked_sum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     return (x if mask is None else x.masked_fill(~mask, 0.0)).sum(dim)
 
 
-def mean_(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+def masked_mean(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     if mask is None:
         return x.mean(dim)
     count = mask.sum(dim).to(x.dtype).clamp(min=1)
     return x.masked_fill(~mask, 0.0).sum(dim) / count
 
 
-def amax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+def masked_amax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     if mask is None:
         return x.amax(dim)
     top = x.masked_fill(~mask, torch.finfo(x.dtype).min).amax(dim)
     return torch.where(mask.any(dim), top, torch.zeros_like(top))
 
 
-def amin(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    return -amax(-x, dim, mask)
+def masked_amin(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+    return -masked_amax(-x, dim, mask)
 
 
-def logsumexp(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+def masked_logsumexp(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     if mask is None:
         return torch.logsumexp(x, dim)
     out = torch.logsumexp(x.masked_fill(~mask, torch.finfo(x.dtype).min), dim)
     return torch.where(mask.any(dim), out, torch.zeros_like(out))
 
 
-def norm(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+def masked_norm(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     sq = (x * x) if mask is None else (x * x).masked_fill(~mask, 0.0)
     return torch.sqrt(sq.sum(dim))
 
 
-def cumsum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+def masked_cumsum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     return (x if mask is None else x.masked_fill(~mask, 0.0)).cumsum(dim)
 
 
-def softmax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+def masked_softmax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     if mask is None:
         return torch.softmax(x, dim)
     low = x.masked_fill(~mask, torch.finfo(x.dtype).min)
@@ -149,11 +149,12 @@ def _align(x: Tensor | float, shape: tuple[int, ...]) -> Tensor | float:
     return x.reshape(sizes)
 
 
-def _float(x: Tensor | float, dtype: torch.dtype) -> Tensor | float:
+def _float(x: Any, dtype: torch.dtype) -> Any:
+    """A truth value as 1.0 and 0.0 of ``dtype`` (numbers and float tensors as they are)."""
     return x.to(dtype) if isinstance(x, Tensor) and x.dtype == torch.bool else x
 
 
-_BIN = {
+_BIN: dict[str, Any] = {
     "+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div, "^": torch.pow,
     "<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge, "==": torch.eq, "!=": torch.ne,
 }
@@ -254,6 +255,10 @@ class Expr(NodeModule):
                 y = torch.where(m, y, torch.zeros((), dtype=y.dtype, device=y.device))
         return y.permute(self.perm) if self.perm else y
 
+    def python_line(self, args: dict[str, str], rt: str, require: Any) -> str:
+        """This expression as one line of torch (see :func:`python_line`)."""
+        return python_line(self, args, rt, require)
+
 
 def lower_expr(ctx: LowerCtx) -> NodeModule:
     """The formula's program; functions resolved from the registry."""
@@ -321,7 +326,7 @@ class Param(NodeModule):
         self.clamp_to = clamp_to
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
-        v = self.value
+        v: Tensor = self.value
         if self.clamp_to is not None:
             v = v.clamp(self.clamp_to[0], self.clamp_to[1])
         return v
@@ -338,3 +343,165 @@ def lower_param(ctx: LowerCtx) -> NodeModule:
     return Param(shape, s.init, float(s.value), float(s.std), (float(s.range[0]),
                  float(s.range[1])), s.fixed, (float(s.clamp[0]), float(s.clamp[1]))
                  if s.clamp is not None else None)
+
+
+# ----------------------------------------------------------------------------
+# the Python export: an expression as one line of torch
+
+
+def length_of(rt: Runtime, sym: str, like: Tensor, dim: int) -> Tensor:
+    """Per example, the real items of length ``sym``: its padding mask's count, else
+    dimension ``dim`` of ``like``. ``(B,)``."""
+    m = rt.masks.get(sym)
+    if m is not None:
+        return m.sum(-1).to(like.dtype)
+    return torch.ones(like.shape[0], dtype=like.dtype, device=like.device) * like.shape[dim]
+
+
+def positions(like: Tensor, dim: int) -> Tensor:
+    """0, 1, ... along dimension ``dim`` of ``like``, as ``(1, L)``."""
+    n = like.shape[dim]
+    return torch.arange(n, device=like.device, dtype=like.dtype).reshape(1, n)
+
+
+def padding_of(rt: Runtime, sym: str, ndim: int, dim: int) -> Tensor | None:
+    """The padding mask of length ``sym`` (True = real) placed at dimension ``dim`` of a
+    value of ``ndim`` dimensions, or None."""
+    return _mask(rt, sym, ndim, dim)
+
+
+def over_real(fn: Any, x: Tensor, dim: int, rt: Runtime, sym: str) -> Tensor:
+    """``fn(x, dim, mask)`` over the real entries of dimension ``dim`` (length ``sym``)."""
+    return fn(x, dim, _mask(rt, sym, x.dim(), dim))
+
+
+def zero_padding(y: Tensor, rt: Runtime, pads: tuple[tuple[str, int], ...]) -> Tensor:
+    """``y`` with 0 at every padded position of its lengths ``(symbol, dimension)``."""
+    for sym, d in pads:
+        m = _mask(rt, sym, y.dim(), d)
+        if m is not None:
+            y = torch.where(m, y, torch.zeros((), dtype=y.dtype, device=y.device))
+    return y
+
+
+#: over an axis without padding: the plain torch call, ``{0}`` the value, ``{1}`` the dim
+_PLAIN_AXIS = {"sum": "{0}.sum({1})", "mean": "{0}.mean({1})", "amax": "{0}.amax({1})",
+               "amin": "{0}.amin({1})", "logsumexp": "torch.logsumexp({0}, {1})",
+               "norm": "torch.linalg.vector_norm({0}, dim={1})", "cumsum": "{0}.cumsum({1})",
+               "softmax": "torch.softmax({0}, {1})"}
+_MASKED_AXIS = {"sum": masked_sum, "mean": masked_mean, "amax": masked_amax,
+                "amin": masked_amin, "logsumexp": masked_logsumexp, "norm": masked_norm,
+                "cumsum": masked_cumsum, "softmax": masked_softmax}
+_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "<": "<", "<=": "<=", ">": ">",
+        ">=": ">=", "==": "==", "!=": "!="}
+
+
+def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
+    """The expression ``mod`` computes, as one Python expression of torch calls.
+
+    ``args`` maps each input role (``formula.s``) to its variable, ``rt`` names the
+    forward's runtime, ``require(obj)`` bundles a helper and gives its name (the
+    padding-aware reductions, the lengths). Numbers are written as numbers, aligned
+    values as indexing with ``None``, functions as their registered Python text.
+    """
+    text: list[str] = []
+    bools: list[bool] = []
+    ndims: list[int] = []
+    reads = [ins for ins in mod.program if ins[0] == "in"]  # the values read come first
+    for ins in reads:
+        text.append(args["formula." + ins[1]])
+        bools.append(False)
+        ndims.append(-1)  # their rank is their own
+    for reg, d, src, sd in mod.cuts:  # parameters over a length: the first N entries
+        text[reg] = f"{text[reg]}.narrow({d}, 0, {text[src]}.shape[{sd}])"
+    for ins in mod.program[len(reads):]:
+        op = ins[0]
+        is_bool = False
+        if op == "num":
+            t, nd = repr(float(ins[1])), 0
+        elif op == "len":
+            t, nd = f"{require(length_of)}({rt}, {ins[1]!r}, {text[ins[2]]}, {ins[3]})", 1
+        elif op == "idx":
+            t, nd = f"{require(positions)}({text[ins[1]]}, {ins[2]})", 2
+        elif op == "align":
+            src = text[ins[1]]
+            keys = [":"] + [":" if d > 0 else "None" for d in ins[2]]
+            if ndims[ins[1]] == 1:  # a per-example scalar
+                keys = [":"] + ["None"] * len(ins[2])
+            while keys and keys[-1] == ":":
+                keys.pop()
+            t, nd = f"{src}[{', '.join(keys)}]", 1 + len(ins[2])
+            is_bool = bools[ins[1]]
+        elif op == "neg":
+            t, nd = f"-{text[ins[1]]}", ndims[ins[1]]
+        elif op == "bin":
+            a, b = text[ins[2]], text[ins[3]]
+            cmp = ins[1] in ("<", "<=", ">", ">=", "==", "!=")
+            if not cmp:
+                a = f"{a}.to({rt}.dtype)" if bools[ins[2]] else a
+                b = f"{b}.to({rt}.dtype)" if bools[ins[3]] else b
+            t, nd, is_bool = f"({a} {_OPS[ins[1]]} {b})", _rank(ndims[ins[2]], ndims[ins[3]]), cmp
+        elif op == "call":
+            fn = FUNCTIONS[ins[1]]
+            vals = [text[r] if not bools[r] or (ins[1] == "where" and k == 0)
+                    else f"{text[r]}.to({rt}.dtype)" for k, r in enumerate(ins[2])]
+            if ins[1] in ("min", "max", "where", "clamp"):  # torch wants tensors there
+                vals = [v if ndims[r] != 0 else f"torch.tensor({v})"
+                        for v, r in zip(vals, ins[2], strict=True)]
+            if fn.python:
+                t = fn.python.format(*vals)
+            else:
+                t = f"{require(mod.impls[ins[1]])}({', '.join(vals)})"
+            nd = _rank(*(ndims[r] for r in ins[2]))
+        elif op == "axis":
+            x = text[ins[2]]
+            if ins[4]:
+                fn_name = require(_MASKED_AXIS[ins[1]]) if ins[1] in _MASKED_AXIS \
+                    else require(mod.impls[ins[1]])
+                t = f"{require(over_real)}({fn_name}, {x}, {ins[3]}, {rt}, {ins[4]!r})"
+            elif ins[1] in _PLAIN_AXIS:
+                t = _PLAIN_AXIS[ins[1]].format(x, ins[3])
+            else:
+                t = f"{require(mod.impls[ins[1]])}({x}, {ins[3]}, None)"
+            nd = ndims[ins[2]] if ndims[ins[2]] < 0 else \
+                ndims[ins[2]] - (1 if FUNCTIONS[ins[1]].form == "reduce" else 0)
+        elif op == "mm":
+            a = text[ins[1]]
+            if ins[7]:
+                a = (f"{a}.masked_fill(~{require(padding_of)}({rt}, {ins[7]!r}, {a}.dim(), "
+                     f"{a}.dim() - 1), 0.0)")
+            t = f"{require(mm)}({a}, {text[ins[2]]}, {', '.join(map(repr, ins[3:7]))})"
+            nd = -1
+        else:  # proj
+            x = text[ins[2]]
+            if ins[4]:
+                x = (f"{x}.masked_fill(~{require(padding_of)}({rt}, {ins[4]!r}, {x}.dim(), "
+                     f"{ins[3]}), 0.0)")
+            t, nd = f"{require(project)}({text[ins[1]]}, {x}, {ins[3]})", ndims[ins[2]]
+        text.append(t)
+        bools.append(is_bool)
+        ndims.append(nd)
+    y = text[mod.out]
+    if y.startswith("(") and y.endswith(")") and _balanced(y[1:-1]):
+        y = y[1:-1]
+    if ndims[mod.out] == 0:
+        y = f"torch.full(({rt}.batch,), {y}, dtype={rt}.dtype, device={rt}.device)"
+    if mod.pads:
+        y = f"{require(zero_padding)}({y}, {rt}, {mod.pads!r})"
+    if mod.perm:
+        y = f"({y}).permute{mod.perm!r}"
+    return y
+
+
+def _rank(*nds: int) -> int:
+    """The dimensions of a result of operands of these (-1: a value read, of its own rank)."""
+    return -1 if -1 in nds else max(nds, default=0)
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0

@@ -175,7 +175,7 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     #: per node, the schedule steps its expression names (written before it)
     pending: list[tuple[str, list[tuple[str, Any]]]] = []
     for key, mod in model.nodes._modules.items():
-        if mod is None:
+        if mod is None or _inline(mod):
             continue
         nid = key[1:] if key.startswith("@") else key
         try:
@@ -195,6 +195,12 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     return (header + "from __future__ import annotations\n\n" + bundle.import_lines()
             + "\n\n\n" + defs + "\n\n" + f"class {top}(nn.Module):\n"
             + _class_doc(graph) + init + "\n" + forward)
+
+
+def _inline(mod: Any) -> bool:
+    """A node written as one line of torch in forward (an expression), not a module."""
+    return callable(getattr(mod, "python_line", None)) and not any(
+        True for _ in mod.parameters()) and not any(True for _ in mod.buffers())
 
 
 def _header(graph: Graph, top: str, sig: Any) -> str:
@@ -287,7 +293,7 @@ def _forward(model: AttnModel, graph: Graph, sig: Any, runtime: str, group: str 
     lines = [head, f'        """{", ".join(args)} -> {{{outs}}}."""\n']
     lines += _bind_inputs(model, runtime, reads, rt)
     for st in model.plan:
-        lines += _statement(st, model, graph, names, reads, group, rt)
+        lines += _statement(st, model, graph, names, reads, group, rt, bundle)
     lines.append(f"        if {rt}.aux or {rt}.steps:  # per-node extras, stacked over loop "
                  "steps\n")
     lines.append(f"            self.aux = {rt}.finish()\n")
@@ -340,17 +346,35 @@ def _bind_inputs(model: AttnModel, runtime: str, reads: set[str], rt: str) -> li
                 f"{rt}.masks[{sym!r}] = {a.name}"
             out.append(f"{pad}{op}\n")
             seen.add(sym)
+    for a in args:  # as the binder does: only the real entries of positions are read
+        own = str(a.t.dims[0]) if a.t.dims else ""
+        if a.port or a.type != "positions" or own not in seen:
+            continue
+        out.append(f"        # padded entries of '{a.input}' (its own mask) read position 0\n")
+        out.append(f"        if {own!r} in {rt}.masks:\n")
+        out.append(f"            {a.input} = {a.input}.masked_fill(~{rt}.masks[{own!r}], 0)\n")
     return out
 
 
 def _statement(st: Step, model: AttnModel, graph: Graph, names: _Names, reads: set[str],
-               group: str | None, rt: str) -> list[str]:
+               group: str | None, rt: str, bundle: Bundle) -> list[str]:
     """The lines of one scheduled node (or stacked group of linears)."""
     node = graph.node(st.node)
     out = ["\n"]
     where = yaml_line(node)
     if where:
         out.append(comment(where, 8))
+    mod = model.nodes._modules.get(st.key)
+    if mod is not None and _inline(mod):  # an expression: one line of torch
+        args = {inp.role: names.of[inp.key] + (".detach()" if inp.detach else "")
+                for inp in st.inputs}
+        write: Callable[..., str] = mod.python_line  # type: ignore[assignment]
+        line = write(args, rt, bundle.require)
+        if "F." in line:
+            bundle.add_import("torch.nn", "functional", "F")
+        var = names.new(st.node)
+        out.append(f"        {var} = {line}  # {shape(node.types[''])}\n")
+        return out
     x = Doc("{", [Pair(f"{inp.role!r}: ", names.of[inp.key] + (".detach()" if inp.detach
                                                                   else ""))
                   for inp in st.inputs], "}")

@@ -28,9 +28,10 @@ __all__ = ["Fields", "fields_of", "nested_models"]
 
 def _marks(annotation: object, metadata: tuple[object, ...] = ()) -> set[object]:
     """Every marker inside an annotation (through Annotated, unions and containers)."""
-    found: set[object] = {m for m in metadata if m in (SIZE, REF, BLOCK, FORMULA)}
+    marks = (SIZE, REF, BLOCK, FORMULA)
+    found: set[object] = {m for m in metadata if m in marks}
     if typing.get_origin(annotation) is typing.Annotated:
-        found |= {m for m in getattr(annotation, "__metadata__", ()) if m in (SIZE, REF, BLOCK, FORMULA)}
+        found |= {m for m in getattr(annotation, "__metadata__", ()) if m in marks}
     for arg in typing.get_args(annotation):
         found |= _marks(arg)
     return found
