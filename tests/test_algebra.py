@@ -12,7 +12,7 @@ import pytest
 import attngraph
 from attngraph.algebra.formula import MAX_DEPTH, FormulaError, parse
 from attngraph.algebra.functions import FUNCTIONS, Function, function_table, register_function
-from attngraph.errors import ShapeError
+from attngraph.errors import ShapeError, SpecError
 
 HEAD = """\
 attngraph: 1
@@ -343,3 +343,52 @@ def test_a_registered_function_reaches_every_stage(tmp_path: Any) -> None:
         prog = torch.export.export(model, (), {"x": x})
         torch.testing.assert_close(prog.module()(x=x)["z"], want)
     assert "squash" not in FUNCTIONS
+
+
+# -- defects the fuzzer found (each pins its located message) ---------------------
+
+
+def test_a_truth_value_is_not_declared_a_distribution() -> None:
+    """``distribution: true`` on a comparison is refused at the field (it compiled, then
+    failed in the readout's matmul)."""
+    d = _error(_spec('  p: {kind: expr, formula: "s > 0", distribution: true}\n', "{p: p}"))
+    assert d.message.startswith("node 'p': distribution: true says the value sums to one")
+    assert (d.loc.line, d.loc.col) == (11, 51)
+    assert d.hint == "normalise it first, e.g. (s > 0) / sum(s > 0, items)"
+
+
+def test_a_function_of_numbers_only_broadcasts() -> None:
+    """relu(1) (a function no constant folder knows, of numbers only) adds to a value."""
+    torch = pytest.importorskip("torch")
+    g = attngraph.loads_spec(_spec('  y: {kind: expr, formula: "x + relu(1) * gelu(0.5)"}\n',
+                                   "{y: y}"))
+    x = torch.randn(2, 3, 8)
+    y = attngraph.compile(g, seed=0)(x=x)["y"]
+    torch.testing.assert_close(y, x + torch.nn.functional.gelu(torch.tensor(0.5)))
+
+
+def test_a_long_chain_is_refused_at_the_operation_past_the_limit() -> None:
+    """x + x + ... past MAX_OPERATIONS is one located error (it was a RecursionError)."""
+    from attngraph.algebra.formula import MAX_OPERATIONS
+
+    text = "x" + "+x" * 500
+    d = _error(_spec(f'  y: {{kind: expr, formula: "{text}"}}\n', "{y: y}"))
+    assert d.message == f"node 'y': the formula has more than {MAX_OPERATIONS} operations"
+    assert d.loc.col == 29 + 2 * MAX_OPERATIONS + 1
+
+
+def test_a_param_over_a_length_bounds_it() -> None:
+    """max_len bounds the length for the guard (validate at a longer length refuses it),
+    and a longer batch at run time says so instead of a narrow error."""
+    torch = pytest.importorskip("torch")
+    spec = _spec("  b: {kind: param, shape: [N], max_len: 2}\n"
+                 '  y: {kind: expr, formula: "mean(x, features) + b"}\n', "{y: y}")
+    with pytest.raises(SpecError) as info:  # the resource guard's refusal
+        attngraph.loads_spec(spec, "a.yaml", length=5)
+    d = info.value.diagnostics[0]
+    assert "covers max_len 2 positions, but the length N is 5" in d.message
+    model = attngraph.compile(attngraph.loads_spec(spec), seed=0)
+    from attngraph.errors import LoweringError
+
+    with pytest.raises(LoweringError, match="holds 2 positions .* but this batch has 5"):
+        model(x=torch.randn(1, 5, 8))

@@ -43,13 +43,17 @@ from attngraph.errors import SourceLoc
 
 __all__ = [
     "Expr", "Num", "Name", "Unary", "Binary", "Call", "FormulaError", "parse",
-    "MAX_LENGTH", "MAX_DEPTH", "MAX_NUMBER", "names", "walk", "formula_loc", "formula_refs",
+    "MAX_LENGTH", "MAX_DEPTH", "MAX_NUMBER", "MAX_OPERATIONS", "names", "walk", "formula_loc",
+    "formula_refs",
 ]
 
 #: Longest formula read, in characters.
 MAX_LENGTH = 2000
 #: Deepest nesting of brackets, calls and operators.
 MAX_DEPTH = 32
+#: Most operations (operators and calls) in one formula: the checker walks the tree
+#: recursively, and a chain ``x + x + ...`` is as deep as it is long.
+MAX_OPERATIONS = 128
 #: Largest magnitude of a number written in a formula: beyond it float32 arithmetic
 #: (largest 3.4e38) overflows after a few products.
 MAX_NUMBER = 1e9
@@ -177,6 +181,14 @@ class _Parser:
         self.toks = _tokens(text)
         self.i = 0
         self.depth = 0
+        self.ops = 0
+
+    def count(self, pos: int) -> None:
+        """One more operation; past :data:`MAX_OPERATIONS`, refused at this one."""
+        self.ops += 1
+        if self.ops > MAX_OPERATIONS:
+            msg = f"the formula has more than {MAX_OPERATIONS} operations"
+            raise FormulaError(msg, pos, "split it into several expression nodes")
 
     @property
     def tok(self) -> _Tok:
@@ -206,6 +218,7 @@ class _Parser:
         left = self.sum()
         if self.tok.kind == "op" and self.tok.text in _COMPARE:
             op = self.take()
+            self.count(op.pos)
             right = self.sum()
             if self.tok.kind == "op" and self.tok.text in _COMPARE:
                 msg = "comparisons do not chain"
@@ -218,6 +231,7 @@ class _Parser:
         left = self.product()
         while self.tok.kind == "op" and self.tok.text in "+-":
             op = self.take()
+            self.count(op.pos)
             left = Binary(op.pos, op.text, left, self.product())
         return left
 
@@ -225,12 +239,14 @@ class _Parser:
         left = self.unary()
         while self.tok.kind == "op" and self.tok.text in ("*", "/"):
             op = self.take()
+            self.count(op.pos)
             left = Binary(op.pos, op.text, left, self.unary())
         return left
 
     def unary(self) -> Expr:
         if self.tok.kind == "op" and self.tok.text in ("-", "+", "√"):
             op = self.take()
+            self.count(op.pos)
             self.deeper(op.pos)
             arg = self.unary()
             self.depth -= 1
@@ -245,6 +261,7 @@ class _Parser:
         base = self.atom()
         if self.tok.kind == "op" and self.tok.text == "^":
             op = self.take()
+            self.count(op.pos)
             self.deeper(op.pos)
             exp = self.unary()
             self.depth -= 1
@@ -273,6 +290,7 @@ class _Parser:
                     raise FormulaError(msg, t.pos,
                                        "a call names a function, e.g. exp(x)")
                 opened = self.take()
+                self.count(t.pos)
                 self.deeper(opened.pos)
                 args: list[Expr] = []
                 if not (self.tok.kind == "op" and self.tok.text == ")"):

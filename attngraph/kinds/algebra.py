@@ -180,6 +180,10 @@ def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         dims = tuple(dims[s.axes.index(a)] for a in order)
         axes = order
     simplex = v.simplex or s.distribution
+    if s.distribution and v.dtype == "bool":
+        ctx.fail(f"distribution: true says the value sums to one over its items, but it is a "
+                 f"truth value {_show(v)}", field="distribution",
+                 hint="normalise it first, e.g. (s > 0) / sum(s > 0, items)")
     if s.distribution and (not axes or axes[-1] != "items"):
         ctx.fail(f"distribution: true says the value sums to one over its items, but it is "
                  f"{_show(v)}", field="distribution",
@@ -283,6 +287,10 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
 
 
 def _param_work(ctx: WorkCtx) -> Work:
+    """Nothing to compute; a table over a length bounds that length by ``max_len``."""
+    for d in ctx.out().dims:
+        if isinstance(d, str) and ctx.spec.max_len:
+            ctx.at_most(d, int(ctx.spec.max_len), "max_len")
     return Work(0)
 
 

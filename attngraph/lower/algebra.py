@@ -140,8 +140,9 @@ def _mask(rt: Runtime, sym: str, ndim: int, dim: int) -> Tensor | None:
 
 
 def _align(x: Tensor | float, shape: tuple[int, ...]) -> Tensor | float:
-    """``x (B, *own)`` viewed as ``(B, *result)``: source dim (1-based) or -1 per result dim."""
-    if not isinstance(x, Tensor):
+    """``x (B, *own)`` viewed as ``(B, *result)``: source dim (1-based) or -1 per result dim;
+    a number, or a function of numbers only (a 0-d tensor), broadcasts as it is."""
+    if not isinstance(x, Tensor) or x.dim() == 0:
         return x
     if x.dim() == 1:  # a per-example scalar (a length)
         return x.reshape(x.shape[0], *([1] * len(shape)))
@@ -193,7 +194,11 @@ class Expr(NodeModule):
                 dtype = v.dtype
             regs.append(v)
         for reg, d, src, sd in self.cuts:  # parameters over a length: its first N entries
-            regs[reg] = regs[reg].narrow(d, 0, regs[src].shape[sd])
+            n, most = regs[src].shape[sd], regs[reg].shape[d]
+            torch._check(n <= most, lambda n=n, most=most: (
+                f"a parameter of this formula holds {most} positions (its max_len), but this "
+                f"batch has {n}: raise max_len, or give shorter inputs"))
+            regs[reg] = regs[reg].narrow(d, 0, n)
         for ins in self.program[len(regs):]:
             op = ins[0]
             if op == "num":
@@ -247,8 +252,8 @@ class Expr(NodeModule):
             else:
                 regs.append(regs[ins[1]])
         y = regs[self.out]
-        if not isinstance(y, Tensor):
-            y = torch.full((rt.batch,), float(y), dtype=dtype, device=rt.device)
+        if not isinstance(y, Tensor) or y.dim() == 0:  # a number: one per example
+            y = torch.ones(rt.batch, dtype=dtype, device=rt.device) * y
         for sym, d in self.pads:
             m = _mask(rt, sym, y.dim(), d)
             if m is not None:
@@ -423,6 +428,8 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
             t, nd = f"{require(length_of)}({rt}, {ins[1]!r}, {text[ins[2]]}, {ins[3]})", 1
         elif op == "idx":
             t, nd = f"{require(positions)}({text[ins[1]]}, {ins[2]})", 2
+        elif op == "align" and ndims[ins[1]] == 0:  # numbers broadcast as they are
+            t, nd, is_bool = text[ins[1]], 0, bools[ins[1]]
         elif op == "align":
             src = text[ins[1]]
             keys = [":"] + [":" if d > 0 else "None" for d in ins[2]]
@@ -485,7 +492,7 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
     if y.startswith("(") and y.endswith(")") and _balanced(y[1:-1]):
         y = y[1:-1]
     if ndims[mod.out] == 0:
-        y = f"torch.full(({rt}.batch,), {y}, dtype={rt}.dtype, device={rt}.device)"
+        y = f"torch.ones({rt}.batch, dtype={rt}.dtype, device={rt}.device) * {y}"
     if mod.pads:
         y = f"{require(zero_padding)}({y}, {rt}, {mod.pads!r})"
     if mod.perm:
