@@ -57,7 +57,8 @@ CASES = [
      "  s: {kind: scorer, fn: dot, query: items, key: items}\n"
      "  z: {kind: readout, weights: s, values: items}\noutputs: {z: z}\n",
      ShapeError, 9, 31, "node 'z': weights 's' are not normalised over items",
-     "feed the readout a softmax (or a policy's sample), not raw scores"),
+     "feed the readout a softmax (or a policy's sample); to read weights that are not a "
+     "distribution as they are (sigmoid attention), add distribution: false"),
     ("weights_over_other_items",
      "  s: {kind: scorer, fn: dot, query: items, key: items}\n"
      "  p: {kind: softmax, scores: s}\n"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from attngraph.analysis.scope import Scope, scoring
 from attngraph.ir.graph import Dim, Node, TensorType
 
-__all__ = ["Cost", "fmt_product", "readout_cost", "glimpse_cost"]
+__all__ = ["Cost", "fmt_product", "readout_cost", "glimpse_cost", "weights_cost"]
 
 _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -147,6 +147,24 @@ def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node
     if notes:
         reason += "; " + ", ".join(notes)
     return Cost((*outer, *pairs, "d"), tuple(where.items()), reason)
+
+
+def weights_cost(scope: Scope, weights: Node, over: str, name: str = "N") -> Cost:
+    """Cost of weights that no readout reads (a softmax over the features of a vector
+    whose weights scale something): one weight per entry of the weights' type; a fixed
+    size of the normalised (last) axis is named ``name`` (``k`` for features)."""
+    wt = weights.types.get("") or weights.types.get("sample")
+    dims: tuple[Dim, ...] = wt.dims if wt is not None else (name,)
+    where: dict[str, int] = {}
+    factors: list[Dim] = [_sym(d, name if i == len(dims) - 1 else "M", where)
+                          for i, d in enumerate(dims)]
+    if wt is not None and wt.heads:
+        factors.append(wt.heads)
+    outer, notes = _outer_factors(scope, where)
+    reason = f"one weight per entry, normalised over {over}"
+    if notes:
+        reason += "; " + ", ".join(notes)
+    return Cost((*outer, *factors), tuple(where.items()), reason)
 
 
 def glimpse_cost(scope: Scope, glimpse: Node) -> Cost:

@@ -162,7 +162,13 @@ def _nodes(
         where = f"node '{nid}'"
         spec = _resolve_model(ctx, where, path, spec)
         steps = getattr(spec, "steps", None)
-        if isinstance(steps, str) and steps in ctx.dims and steps not in known:
+        if isinstance(steps, str) and steps in ctx.dims and steps in known:
+            # a number (the dims entry) or one step per item of the node: say so, not guess
+            ctx.error((*path, "steps"), f"{where}: steps '{steps}' is both an entry of dims "
+                      f"({ctx.dims[steps]}) and a node or input{scope}", "rename one of them: "
+                      "steps: <dims name> runs that many steps, steps: <node> one step per "
+                      "item of its first axis")
+        elif isinstance(steps, str) and steps in ctx.dims:
             # a loop's steps given as a dims name: a number, not a reference
             spec = spec.model_copy(update={"steps": ctx.dims[steps]})
         edges = []

@@ -112,6 +112,11 @@ class SoftmaxSpec(NodeModel):
     k: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     """fn topk: how many of the highest scores keep weight (required for topk, refused for the
     others)."""
+    ties: Literal["first", "keep"] = "first"
+    """fn topk: scores tied with the k-th highest. ``first`` keeps exactly k items, the first in
+    item order among the tied (as ``torch.topk``); ``keep`` keeps every item whose score is at
+    least the k-th highest, k or more, as papers write the top-k mask. Refused for the other fns.
+    """
     axis: Literal["items", "queries"] = "items"
     """``items``: each query's weights sum to 1 over the items; ``queries``: each item's weights sum
     to 1 over the queries (slots compete; needs scores ``[M, N]``)."""
@@ -317,9 +322,10 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if s.fn == "topk" and s.k is None:
         ctx.fail("fn topk keeps the k highest scores, but 'k' is missing", field="fn",
                  hint="add k: <how many>, e.g. k: 4")
-    if s.k is not None and s.fn != "topk":
-        ctx.fail(f"'k' applies to fn topk, not {s.fn}", field="k",
-                 hint="drop 'k', or set fn: topk")
+    for name in ("k", "ties"):
+        if name in s.model_fields_set and s.fn != "topk":
+            ctx.fail(f"'{name}' applies to fn topk, not {s.fn}", field=name,
+                     hint=f"drop '{name}', or set fn: topk")
     if s.fn == "sum":
         _check_kernel_scores(ctx)
     if s.axis == "queries" and t.rank != 2:

@@ -54,10 +54,15 @@ from attngraph.spec.models import Model
 __all__ = [
     "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
     "DEFAULT_STYLE", "spec_kinds", "Bound", "Work", "WorkCtx", "WorkRule", "dense_work",
-    "elementwise_work", "no_work", "HoistRule",
+    "elementwise_work", "no_work", "HoistRule", "FIXED_IMAGE",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
+
+#: The hint of an image size that is a length (``fixed``'s default speaks of weights):
+#: what makes an image of fixed sizes.
+FIXED_IMAGE = ("an image has three fixed sizes [C, H, W]: give it an image input {type: image, "
+               "height: H, width: W}, a conv of one, or to_image of items made from one")
 
 #: What a kind does in an attention mechanism (read by the renderers and describe):
 #: ``items`` makes items; ``projection`` queries, keys or values; ``scorer`` scores;

@@ -13,7 +13,15 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
+from attngraph.kinds.base import (
+    FIXED_IMAGE,
+    RuleCtx,
+    Style,
+    Work,
+    WorkCtx,
+    elementwise_work,
+    kind,
+)
 from attngraph.spec.models import SIZE, Ident, NodeModel, Ref, Size
 
 __all__ = ["ConvSpec", "ToImageSpec"]
@@ -85,7 +93,7 @@ def conv_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         c = 1 if t.rank == 1 else ctx.features("from")
         ctx.params += c * k * s.out + (s.out if s.bias else 0)
         return {"": TensorType((t.dims[0], s.out))}
-    c, h, w = (ctx.fixed(x, f"the {what} of the image", "from")
+    c, h, w = (ctx.fixed(x, f"the {what} of the image", "from", FIXED_IMAGE)
                for x, what in zip(t.dims, ("channels", "height", "width"), strict=True))
     pad = k // 2 if s.padding is None else s.padding
     h2, w2 = (h + 2 * pad - k) // s.stride + 1, (w + 2 * pad - k) // s.stride + 1

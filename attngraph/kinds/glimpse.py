@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
+from attngraph.kinds.base import FIXED_IMAGE, RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.spec.models import SIZE, Ident, NodeModel, PosInt, Ref, Size
 
 
@@ -53,7 +53,8 @@ def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if loc.rank != 1 or loc.dims[0] != 2 or loc.dtype != "float":
         ctx.fail(f"glimpse location is [2] (x, y in [-1, 1]), got {loc}", "loc",
                  "predict it with {kind: linear, from: <state>, out: 2, act: tanh}")
-    c, h, w = (ctx.fixed(x, f"the {what} of image '{ctx.edge('image').ref}'", "image")
+    c, h, w = (ctx.fixed(x, f"the {what} of image '{ctx.edge('image').ref}'", "image",
+                         FIXED_IMAGE)
                for x, what in zip(img.dims, ("channels", "height", "width"), strict=True))
     s = ctx.spec
     if s.size * (2 ** (s.scales - 1)) > 4 * max(h, w):
@@ -160,7 +161,8 @@ def filterbank_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if img.dtype != "float" or img.heads:
             ctx.fail(f"filterbank reads an image [C, H, W] of pixels, got {img}", "image",
                      "give it an image input {type: image, height: H, width: W}")
-        c, b, a = (ctx.fixed(x, f"the {what} of image '{ctx.edge('image').ref}'", "image")
+        c, b, a = (ctx.fixed(x, f"the {what} of image '{ctx.edge('image').ref}'", "image",
+                             FIXED_IMAGE)
                    for x, what in zip(img.dims, ("channels", "height", "width"), strict=True))
         if s.canvas is not None:
             cv = ctx.t("canvas")

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from attngraph.ir.graph import TensorType
+from attngraph.ir.graph import Dim, TensorType
 from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import NodeModel, Ref, Size
 
@@ -90,8 +90,28 @@ def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         v = ctx.t(role)
         if v.rank != 1 or v.dims[0] != mem.dims[1] or v.dtype != "float" or v.heads:
             ctx.fail(f"{role} vector must be [{mem.dims[1]}], got {v}", role,
-                     f"project it with a linear to out: {mem.dims[1]}")
+                     _vector_hint(ctx.edge(role).ref, v, mem.dims[1]))
     return {"": mem}
+
+
+def _vector_hint(ref: str, v: TensorType, width: Dim) -> str:
+    """How to make one vector [width] of ``v``: a linear maps a fixed feature size; a
+    length (one value per item) or several items must become one vector first."""
+    to = f"a linear with out: {width}"
+    if v.dtype != "float":
+        return f"ids become vectors through an embedding first, then {to}"
+    if v.heads:
+        return f"merge the heads of '{ref}' in a readout (combine: concat) first, then {to}"
+    if v.rank == 0:
+        return f"give {to} of the controller state instead"
+    if v.rank == 1 and isinstance(v.dims[0], str):
+        return (f"'{ref}' holds one value per item ({v.dims[0]}, a length known only when a "
+                f"batch arrives, which no linear can map): read the items out with such "
+                f"weights (a readout gives [d]), then {to}")
+    if v.rank > 1:
+        return (f"'{ref}' holds {v.dims[0]} vectors: make one (a pool, or a readout of the "
+                f"items), then {to}")
+    return f"project it with {to}"
 
 
 @kind("address", AddressSpec, lowering="attngraph.lower.memory:AddressNode", role="memory",

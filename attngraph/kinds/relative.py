@@ -8,6 +8,7 @@ never depends on the padding after it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -70,7 +71,7 @@ def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"a relative position bias needs scores [M, N] of queries against items, "
                  f"got {t}", "scores", "give it the scores of a scorer with queries [M, d] "
                  "(pairs: all)")
-    if ctx.done[ctx.edge("scores").src].types[ctx.edge("scores").port].simplex:
+    if t.weights:
         ctx.fail("a relative position bias is added to scores, not to weights", "scores",
                  "add it before the softmax")
     if s.fn == "t5":
@@ -108,4 +109,5 @@ def rotary_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if ctx.spec.base <= 1:
         ctx.fail(f"a base of {ctx.spec.base:g} gives angles θ_i = base^(−2i/d) that do not "
                  "fall with i", field="base", hint="write a base above 1 (10000 in RoFormer)")
-    return {"": t}
+    # rotated values: whatever came in, they are not weights that sum to one any more
+    return {"": replace(t, simplex=False, weights=False)}

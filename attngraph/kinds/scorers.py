@@ -65,6 +65,9 @@ class ScorerInfo:
     #: additive), so a loop whose keys do not change computes that once (the module
     #: then has ``prepare("key", k)`` and takes the prepared keys in their place)
     prepares_key: bool = False
+    #: the parameters of a bias inside the function, ``bias(dq, dk, hidden)`` (``b`` in
+    #: additive's tanh), which ``bias: false`` drops; None: it has none to drop
+    bias: Callable[[int, int, int], int] | None = None
 
 
 #: Every scorer function by name; ``fn: <name>`` in a spec refers to an entry.
@@ -94,12 +97,12 @@ for _info in (
                applies="query"),
     ScorerInfo("additive", "vᵀ tanh(W q + U k)",
                params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive"),
-               inner=lambda dq, dk, h: h, prepares_key=True),
+               inner=lambda dq, dk, h: h, prepares_key=True, bias=lambda dq, dk, h: h),
     ScorerInfo("cosine", "β · cos(q, k)", same_size=True, module=_mod("Cosine"),
                spec_params=lambda spec: 1 if spec.beta == "learned" else 0),
     ScorerInfo("mlp", "vᵀtanh(W k)", needs_query=False, takes_query=False,
                params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore"),
-               inner=lambda dq, dk, h: h, applies="key"),
+               inner=lambda dq, dk, h: h, applies="key", bias=lambda dq, dk, h: h),
     ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
                params=lambda dq, dk, h: dq + dk, module=_mod("Gat")),
     ScorerInfo("gatv2", "aᵀ LeakyReLU_0.2(q + k) (GATv2: a after the nonlinearity)",
@@ -141,6 +144,10 @@ class ScorerSpec(NodeModel):
     features: Ref | None = None
     """additive: per-item features f_i ``[N, k]`` (or ``[N]``) inside the score,
     vᵀ tanh(W q + U k_i + V f_i): a coverage, or features of the previous alignment."""
+    bias: bool = True
+    """additive, mlp: whether the sum inside the tanh has a learned bias b (``hidden`` parameters
+    per head); false drops it, vᵀ tanh(W q + U k_i), as Bahdanau et al. and pointer networks
+    write it. Refused for a function without such a bias."""
 
     @field_validator("beta", mode="before")
     @classmethod
@@ -264,6 +271,11 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"scorer fn '{s.fn}': params({dq}, {dk}, {hidden}) raised "
                  f"{type(exc).__name__}: {exc}", field="fn",
                  hint="the error is in the params function of its ScorerInfo")
+    if not s.bias:
+        if info.bias is None:
+            ctx.fail(f"fn '{s.fn}' ({info.formula}) has no bias to drop", field="bias",
+                     hint="drop 'bias: false'; fn additive and mlp have a bias inside the tanh")
+        ctx.params -= info.bias(dq, dk, hidden) * (heads or 1)
     return {"": _pairs(ctx, q, k, n)}
 
 

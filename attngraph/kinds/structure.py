@@ -104,8 +104,10 @@ class LoopSpec(NodeModel):
     body: BlockName
     """The block run at each step, defined under ``blocks:``."""
     steps: PosInt | Ref
-    """The number of steps T: a positive integer, or a reference whose first axis gives T (e.g. the
-    target tokens)."""
+    """The number of steps T: a positive integer; the name of an entry of ``dims`` (that many
+    steps); or a reference to a node or input (``node`` or ``node.port``), one step per item of its
+    first axis (e.g. the target tokens: T steps). A name that is both a dims entry and a node is
+    an error."""
     inputs: dict[Ident, Ref] = Field(default_factory=dict)
     """Body inputs that get the same value at every step (e.g. the encoder states): a reference by
     body input."""

@@ -7,7 +7,8 @@ Lowered in :mod:`attngraph.lower.support`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from dataclasses import replace
+from typing import Annotated, Literal, NoReturn
 
 from pydantic import Field
 
@@ -93,12 +94,14 @@ class NormSpec(NodeModel):
 
 
 class AddSpec(NodeModel):
-    """The sum of its inputs (a residual); a vector broadcasts over items."""
+    """The sum of its inputs (a residual); a vector broadcasts over items, or over an
+    image's channels."""
 
     kind: Literal["add"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
-    """Two or more float inputs of one shape and heads, summed (a vector ``[d]`` broadcasts over
-    items)."""
+    """Two or more float inputs of one shape and heads, summed: a vector ``[d]`` broadcasts over
+    items ``[N, d]``, a vector ``[C]`` over the channels of an image ``[C, H, W]``, and an axis of
+    size 1 stretches."""
 
 
 class MulSpec(NodeModel):
@@ -106,8 +109,9 @@ class MulSpec(NodeModel):
 
     kind: Literal["mul"]
     from_: Annotated[list[Ref], Field(min_length=2, max_length=64)] = Field(alias="from")
-    """Two or more float inputs of one shape and heads, multiplied elementwise (a vector broadcasts
-    over items)."""
+    """Two or more float inputs of one shape and heads, multiplied elementwise; they broadcast as
+    add's do (a vector over items, a vector ``[C]`` over an image's channels, an axis of size 1
+    stretches)."""
 
 
 class GainSpec(NodeModel):
@@ -115,7 +119,8 @@ class GainSpec(NodeModel):
 
     kind: Literal["gain"]
     from_: Ref = Field(alias="from")
-    """Float values, scaled by a learned scalar γ."""
+    """Float values, scaled by a learned scalar γ (weights scaled so are no longer a distribution
+    a readout takes)."""
     init: Annotated[float, Field(ge=-1000.0, le=1000.0, allow_inf_nan=False)] = 1.0
     """The initial value of γ."""
 
@@ -170,7 +175,8 @@ def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     _no_heads(ctx, t)
     d, out = ctx.features("from"), ctx.spec.out
     ctx.params += d * out + (out if ctx.spec.bias else 0)
-    return {"": t.with_dims(*t.dims[:-1], out)}
+    # new values: whatever the input was (weights that sum to one), these are features
+    return {"": TensorType((*t.dims[:-1], out))}
 
 
 def _mlp_work(ctx: WorkCtx) -> Work:
@@ -289,24 +295,91 @@ def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims, heads=t.heads)}
 
 
-def _broadcast(ctx: RuleCtx, ts: list[TensorType], what: str = "add",
-               ones: bool = False) -> tuple:
-    """The common shape of ``ts``, aligned at the last axis; with ``ones``, an axis of
-    size 1 also stretches (a gate [1] scales every feature)."""
+def is_image(t: TensorType) -> bool:
+    """Whether ``t`` is an image ``[C, H, W]``: three fixed axes, no heads, its features
+    (the channels) first, as ``conv``, ``items`` and ``glimpse`` read it."""
+    return (t.rank == 3 and not t.heads and t.dtype == "float"
+            and all(isinstance(d, int) for d in t.dims))
+
+
+def trailing_ones(t: TensorType, others: list[TensorType]) -> int:
+    """How many axes of size 1 follow ``t``'s own when it broadcasts against ``others``:
+    2 for a vector ``[C]`` against an image ``[C, H, W]`` (one value per channel, the
+    image's features), 0 otherwise (shapes meet at their last axis: features last)."""
+    if t.rank == 1 and t.dims != (1,) and any(is_image(o) for o in others):
+        return 2
+    return 0
+
+
+def _broadcast(ctx: RuleCtx, what: str) -> tuple:
+    """The common shape of the inputs of ``from``, by meaning: a vector ``[d]``
+    broadcasts over items ``[N, d]`` (shapes meet at their features, the last axis), a
+    vector ``[C]`` over an image ``[C, H, W]`` one value per channel (its features,
+    first), and an axis of size 1 stretches (a gate ``[1]`` scales every feature)."""
+    edges = list(ctx.node.edges("from"))
+    ts = [ctx.type_of(e) for e in edges]
+    placed: list[tuple] = []
+    for e, t in zip(edges, ts, strict=True):
+        image = next((o for o in ts if is_image(o)), None)
+        trail = trailing_ones(t, ts)
+        if trail and image is not None and t.dims[0] != image.dims[0]:
+            c, h, w = image.dims
+            ctx.fail(f"'{e.ref}' {t} cannot {what} an image {image}: a vector is one value "
+                     f"per channel (an image's features come first), and it has {c} "
+                     "channels", str(e.role),
+                     f"give a vector of the {c} channels (e.g. a linear with out: {c}); to "
+                     f"weight the positions, give a map [{h}, {w}]")
+        placed.append((*t.dims, *([1] * trail)))
     dims: list = []
-    for t in sorted(ts, key=lambda x: -x.rank):
-        for i, d in enumerate(reversed(t.dims)):
+    for shape in sorted(placed, key=lambda x: -len(x)):
+        for i, d in enumerate(reversed(shape)):
             if i >= len(dims):
                 dims.insert(0, d)
-            elif ones and d == 1:
+            elif d == 1:
                 continue
-            elif ones and dims[-1 - i] == 1:
+            elif dims[-1 - i] == 1:
                 dims[-1 - i] = d
             elif dims[-1 - i] != d:
-                shapes = ", ".join(str(x) for x in ts)
-                ctx.fail(f"{what} needs inputs of one shape, got {shapes}",
-                         hint="project one of them with a linear to the other's size")
+                _mismatch(ctx, what, edges, ts, placed, i)
     return tuple(dims)
+
+
+def _mismatch(ctx: RuleCtx, what: str, edges: list[Edge], ts: list[TensorType],
+              placed: list[tuple], i: int) -> NoReturn:
+    """Fail for inputs that differ at axis ``i`` from the end (of their ``placed``
+    shapes), with a hint that can be followed: a linear changes a fixed feature size;
+    nothing changes a length."""
+    msg = f"{what} needs inputs of one shape, got {', '.join(str(t) for t in ts)}"
+    at = [(e, t, p[-1 - i]) for e, t, p in zip(edges, ts, placed, strict=True)
+          if len(p) > i and p[-1 - i] != 1]
+    (e0, t0, a), (e1, t1, b) = next((x, y) for x in at for y in at if x[2] != y[2])
+    if isinstance(a, int) and isinstance(b, int):
+        if i == 0 and not any(is_image(t) for t in ts):
+            # features of two fixed sizes: a linear maps one to the other
+            e, t, size = (e1, t1, a) if not t1.heads else (e0, t0, b)
+            if t.heads:
+                ctx.fail(msg, hint=f"give both the same size per head ({a} and {b} now)")
+            ctx.fail(msg, hint=f"project '{e.ref}' to {size} features with a linear "
+                     f"({{kind: linear, from: {e.ref}, out: {size}}}) and {what} that")
+        ctx.fail(msg, hint="give the inputs one shape: only an axis of size 1 stretches (a "
+                 "vector [d] broadcasts over items [N, d], a vector [C] over the channels of "
+                 "an image [C, H, W])")
+    lengths = [x for x in (a, b) if isinstance(x, str)]
+    msg += (f"; {' and '.join(lengths)} {'is a length' if len(lengths) == 1 else 'are lengths'}"
+            ", known only when a batch arrives, which no linear can change")
+    if i > 0:
+        # items of two lengths (or a length and a fixed count): one of them pooled into a
+        # vector [d] broadcasts over the other's items
+        e, t = (e0, t0) if isinstance(a, int) else (e1, t1)
+        if t.rank == 2 and not t.heads:
+            same = (f"if '{e0.ref}' and '{e1.ref}' hold the same items, declare one length "
+                    "on both inputs (length: ...); otherwise " if len(lengths) == 2 else "")
+            ctx.fail(msg, hint=f"{same}pool '{e.ref}' into one vector [d] ({{kind: pool, "
+                     f"from: {e.ref}}}), which broadcasts over the items")
+    ctx.fail(msg, hint="shapes meet at their last axis (the features) and only an axis of "
+             "size 1 stretches, so one value per item [N] cannot scale items [N, d]; a "
+             "readout (weights: <a softmax over the items>, values: <the items>) sums "
+             "weighted items")
 
 
 @kind("add", AddSpec, lowering="attngraph.lower.support:Add", transparent=True)
@@ -318,7 +391,7 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail("add needs float inputs with the same heads",
                  hint="token ids become vectors through items (embed:) or embedding; merge "
                  "heads in the readout (combine: concat)")
-    return {"": TensorType(_broadcast(ctx, ts), heads=ts[0].heads)}
+    return {"": TensorType(_broadcast(ctx, "add"), heads=ts[0].heads)}
 
 
 @kind("mul", MulSpec, lowering="attngraph.lower.support:Add", transparent=True,
@@ -329,20 +402,20 @@ def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if len({t.heads for t in ts}) > 1 or any(t.dtype != "float" for t in ts):
         ctx.fail("mul needs float inputs with the same heads",
                  hint="token ids become vectors through items (embed:) or embedding")
-    # a gate of size 1 (a scalar per example) scales every feature
-    return {"": TensorType(_broadcast(ctx, ts, "mul", ones=True), heads=ts[0].heads)}
+    return {"": TensorType(_broadcast(ctx, "mul"), heads=ts[0].heads)}
 
 
 @kind("gain", GainSpec, lowering="attngraph.lower.support:Gain", transparent=True,
       work=elementwise_work)
 def gain_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """γ·x: the input's type, one parameter."""
+    """γ·x: the input's shape, one parameter."""
     t = ctx.t("from")
     if t.dtype != "float":
         ctx.fail(f"gain multiplies float values, got {t}", "from",
                  "token ids become vectors through items (embed:) or embedding")
     ctx.params += 1
-    return {"": t}
+    # γ·p of weights p is weights that sum to γ, not to one: no longer a distribution
+    return {"": replace(t, simplex=False)}
 
 
 @kind("pool", PoolSpec, lowering="attngraph.lower.support:Pool", transparent=True,

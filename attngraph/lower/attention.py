@@ -170,6 +170,7 @@ class Softmax(NodeModule):
         self.temperature = float(s.temperature)
         self.fn: str = s.fn
         self.k = s.k
+        self.ties: str = s.ties
         self.over_queries = s.axis == "queries"
         #: no structural mask: only padding of the items (their length symbol) applies
         items = self.t.dims[-1] if self.t.dims else None
@@ -198,7 +199,7 @@ class Softmax(NodeModule):
         if self.fn == "entmax15":
             return masked_entmax15(s, mask)
         if self.fn == "topk":
-            return masked_topk(s, mask, int(self.k))
+            return masked_topk(s, mask, int(self.k), ties=self.ties)
         if self.fn == "sum":
             return masked_ratio(s, mask)
         return masked_softmax(s, mask)

@@ -11,8 +11,9 @@ __all__ = ["Gather", "Onehot"]
 
 
 class Gather(NodeModule):
-    """(B, N, d) at (B,) or (B, M) -> (B, d) or (B, M, d). The positions were checked
-    against each example's real items when forward read them."""
+    """(B, N, d) at (B,) or (B, M) -> (B, d) or (B, M, d). The positions' real entries
+    were checked against each example's real items when forward read them, and their
+    padded entries set to 0 (:mod:`attngraph.lower.inputs`), so every index is in range."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()

@@ -272,6 +272,7 @@ class InputBinder:
         if checking:
             _check_values(bound, same)
             _check_positions(self.args, vals, masks)
+        _pad_positions(self.args, vals, masks)
         # the batch size as the tensor gives it: an int, or a symbol under torch.export
         batch = bound[0][1].shape[0] if bound else 1
         return vals, masks, batch
@@ -311,6 +312,19 @@ def _check_positions(args: list[Arg], vals: dict[str, Tensor],
                    f"{int(length[b])} real items of '{a.of}'",
                    f"positions count from 0 and point at real items of '{a.of}' (its mask); "
                    "padded entries of the positions (their own mask) are not read")
+
+
+def _pad_positions(args: list[Arg], vals: dict[str, Tensor],
+                   masks: dict[str, Tensor]) -> None:
+    """A positions input's padded entries (its own mask) become position 0: only the
+    real entries are checked and mean anything, so whatever padding holds (-1, -100, a
+    past item) never indexes outside the items (a gather at a padded entry reads item 0)."""
+    for a in args:
+        if a.port or a.type != "positions" or a.input not in vals:
+            continue
+        own = masks.get(str(a.t.dims[0]))
+        if own is not None:
+            vals[a.input] = vals[a.input].masked_fill(~own, 0)  # (B, T)
 
 
 def _check_nested_mask(a: Arg, x: Tensor) -> None:

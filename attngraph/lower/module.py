@@ -257,6 +257,29 @@ def _share_parameters(graph: Graph, mods: NodeDict) -> None:
             table = owner if graph.node(tie).kind == "embedding" else \
                 owner.get_submodule("embed")
             mods[node.id].weight = table.get_parameter("weight")
+    _owners_first(graph, mods)
+
+
+def _owners_first(graph: Graph, mods: NodeDict) -> None:
+    """Register each owner of parameters before the nodes that use them (``share``,
+    ``tie``): torch lists a shared parameter once, under the first module path that
+    holds it, so ``named_parameters()`` and the state dict name the owner."""
+    order: dict[str, None] = {}
+
+    def place(nid: str, seen: frozenset[str]) -> None:
+        if nid in order or nid in seen or nid not in mods:
+            return
+        spec = graph.node(nid).spec
+        for target in (getattr(spec, "share", None), getattr(spec, "tie", None)):
+            if isinstance(target, str):  # (a repeat's share is a flag of its own)
+                place(target, seen | {nid})
+        order[nid] = None
+
+    for nid in mods.keys():
+        place(nid, frozenset())
+    placed = {module_key(nid): mods._modules[module_key(nid)] for nid in order}
+    mods._modules.clear()
+    mods._modules.update(placed)
 
 
 def last_uses(schedule: list[Step], keep: set[str]) -> tuple[tuple[str, ...], ...]:

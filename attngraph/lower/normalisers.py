@@ -4,7 +4,8 @@
   the simplex, ``max(z - τ, 0)``;
 - entmax-1.5 (Peters, Niculae & Martins, 2019): ``max(z/2 - τ, 0)²``, between softmax
   and sparsemax, computed exactly by sorting (their Algorithm 2);
-- top-k: a softmax over the k highest scores, zero elsewhere;
+- top-k: a softmax over the k highest scores, zero elsewhere (ties: the first k in
+  item order, or every score tied with the k-th);
 - sum: the scores over their row sum, for non-negative scores (kernel attention).
 
 Each takes scores ``(.., N)`` and a bool mask broadcastable to them (True = may be
@@ -80,16 +81,24 @@ def masked_entmax15(z: Tensor, mask: Tensor | None) -> Tensor:
     return _finish(torch.clamp(_filled(z, mask) - tau_star, min=0) ** 2, mask)
 
 
-def masked_topk(z: Tensor, mask: Tensor | None, k: int) -> Tensor:
+def masked_topk(z: Tensor, mask: Tensor | None, k: int, ties: str = "first") -> Tensor:
     """Softmax over the ``k`` highest real scores of each row; 0 elsewhere.
 
-    Exactly ``k`` items are kept (ties broken by position, as ``torch.topk`` does),
-    or every real item when a row has fewer than ``k``.
+    With ``ties="first"`` exactly ``k`` items are kept, the first in item order among
+    the scores tied with the k-th highest (``torch.topk`` picks among them as it
+    likes); with ``ties="keep"`` every real item whose score is at least the k-th
+    highest, so tied items all keep weight; every real item when a row has fewer
+    than ``k``.
     """
     filled = _filled(z, mask)
     k = min(k, z.shape[-1])
-    idx = filled.topk(k, dim=-1).indices
-    keep = torch.zeros_like(filled, dtype=torch.bool).scatter(-1, idx, True)
+    kth = filled.topk(k, dim=-1).values[..., -1:]  # (.., 1): the k-th highest score
+    above, tied = filled > kth, filled == kth  # (.., N)
+    if ties == "keep":
+        keep = above | tied
+    else:  # as many of the tied as the k places left, in item order
+        left = k - above.sum(-1, keepdim=True)
+        keep = above | (tied & (tied.cumsum(-1) <= left))
     if mask is not None:
         keep = keep & mask
     p = masked_softmax(z, keep)

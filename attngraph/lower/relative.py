@@ -46,6 +46,7 @@ class PositionBias(NodeModule):
         self.heads = t.heads
         self.fn: str = s.fn
         h = t.heads or 1
+        self.h = h
         if s.fn == "alibi":
             self.register_buffer("slopes", torch.tensor(alibi_slopes(h)), persistent=False)
         else:
@@ -60,7 +61,11 @@ class PositionBias(NodeModule):
         j = torch.arange(n, device=scores.device)[None, :]
         if self.fn == "alibi":
             dist = (i - j).abs().to(scores.dtype)  # (M, N)
-            bias = -self.slopes.to(scores.dtype)[:, None, None] * dist  # (h, M, N)
+            # a float64 model gets the slopes in float64, not float32's values cast
+            slopes = torch.tensor(alibi_slopes(self.h), dtype=scores.dtype,
+                                  device=scores.device) \
+                if scores.dtype == torch.float64 else self.slopes.to(scores.dtype)
+            bias = -slopes[:, None, None] * dist  # (h, M, N)
         else:
             bucket = t5_bucket(j - i, self.bidirectional, self.buckets, self.max_distance)
             bias = self.table(bucket).permute(2, 0, 1).to(scores.dtype)  # (h, M, N)
@@ -78,13 +83,19 @@ class Rotary(NodeModule):
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
         d = ctx.features("from")
-        theta = float(ctx.spec.base) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+        self.base, self.d = float(ctx.spec.base), d
+        theta = self.base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
         self.register_buffer("theta", theta.float(), persistent=False)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         v = x["from"]  # (B, [h,] N, d)
         n = v.shape[-2]
-        angle = torch.arange(n, device=v.device, dtype=torch.float32)[:, None] * self.theta
+        if v.dtype == torch.float64:  # the angles in float64, not float32's values cast
+            theta = self.base ** (-torch.arange(0, self.d, 2, device=v.device,
+                                                dtype=torch.float64) / self.d)
+            angle = torch.arange(n, device=v.device, dtype=torch.float64)[:, None] * theta
+        else:
+            angle = torch.arange(n, device=v.device, dtype=torch.float32)[:, None] * self.theta
         cos, sin = angle.cos().to(v.dtype), angle.sin().to(v.dtype)  # (N, d/2)
         a, b = v[..., 0::2], v[..., 1::2]
         return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)

@@ -202,16 +202,23 @@ class General(Scorer):
         return ((q @ self.W) * k).sum(-1)
 
 
+def _bias(heads: int | None, hidden: int, spec: Any) -> nn.Parameter | None:
+    """The bias inside the tanh, ([h,] H) zeros; None with ``bias: false``."""
+    if not getattr(spec, "bias", True):
+        return None
+    return nn.Parameter(torch.zeros(((heads,) if heads else ()) + (hidden,)))
+
+
 class Additive(Scorer):
     """vᵀ tanh(W q + U k + V f + b) (Bahdanau; with per-item features f, Chorowski's
     location-aware and See's coverage scores): ``W`` (dq, H), ``U`` (dk, H), ``V``
-    (c, H) when there are features, ``b``, ``v`` (H)."""
+    (c, H) when there are features, ``b`` unless ``bias: false``, ``v`` (H)."""
 
     def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
                     read: QueryRead) -> None:
         self.W = _param(heads, dq, hidden)
         self.U = _param(heads, dk, hidden)
-        self.b = nn.Parameter(torch.zeros(((heads,) if heads else ()) + (hidden,)))
+        self.b = _bias(heads, hidden, spec)
         self.v = _param(heads, hidden)
         f = read.features
         self.V = _param(heads, 1 if f.rank == 1 else int(f.dims[-1]), hidden) \
@@ -232,7 +239,7 @@ class Additive(Scorer):
             # a decoder's step (the loop's hot path): vᵀ tanh(W s + b + U h_j), U h_j
             # prepared once; one query vector per row, no heads
             q, uk = x["query"], x["key"]  # (B, dq), (B, N, H)
-            return torch.tanh(torch.addmm(self.b, q, self.W).unsqueeze(-2) + uk) @ self.v
+            return torch.tanh(self._query(q).unsqueeze(-2) + uk) @ self.v
         if f is not None:
             k = x["key"]  # (B, [h,] N, dk), or U k (B, [h,] N, H) when prepared
             if self.feature_vector:
@@ -266,10 +273,11 @@ class Additive(Scorer):
     def _query(self, q: Tensor) -> Tensor:
         """W q + b: (B, [h,] [M,] H)."""
         if self.W.dim() == 2:
-            if q.dim() == 2:
+            if q.dim() == 2 and self.b is not None:
                 return torch.addmm(self.b, q, self.W)  # one query per row: one op
             return F.linear(q, self.W.T, self.b)
-        return q @ self.W + self.b.unsqueeze(-2)
+        wq = q @ self.W
+        return wq if self.b is None else wq + self.b.unsqueeze(-2)
 
     def one(self, q: Tensor, k: Tensor) -> Tensor:
         if q.dim() == 2:  # (B, dq) against (B, N, dk): no head axis
@@ -314,18 +322,20 @@ class Cosine(Scorer):
 
 
 class MlpScore(Scorer):
-    """vᵀ tanh(W k + b): each item scored alone; ``W`` (dk, H), ``b``, ``v`` (H)."""
+    """vᵀ tanh(W k + b): each item scored alone; ``W`` (dk, H), ``b`` unless ``bias:
+    false``, ``v`` (H)."""
 
     def make_params(self, dq: int, dk: int, hidden: int, heads: int | None, spec: Any,
                     read: QueryRead) -> None:
         self.W = _param(heads, dk, hidden)
-        self.b = nn.Parameter(torch.zeros(((heads,) if heads else ()) + (hidden,)))
+        self.b = _bias(heads, hidden, spec)
         self.v = _param(heads, hidden)
 
     def items(self, k: Tensor) -> Tensor:
         if self.W.dim() == 2:  # one linear with its bias, then vᵀ as a matmul
             return torch.tanh(F.linear(k, self.W.T, self.b)) @ self.v  # (B, N)
-        e = torch.tanh(k @ self.W + self.b.unsqueeze(-2))  # (B, h, N, H)
+        wk = k @ self.W
+        e = torch.tanh(wk if self.b is None else wk + self.b.unsqueeze(-2))  # (B, h, N, H)
         return (e * self.v.unsqueeze(-2)).sum(-1)  # (B, h, N)
 
 

@@ -92,12 +92,14 @@ def lower_embedding(ctx: LowerCtx) -> NodeModule:
     return Embedding(int(vocab), int(s.dim))
 
 
-def sinusoid(n: int, dim: int, device: torch.device) -> Tensor:
-    """Sinusoidal position table (n, dim): sin on even, cos on odd features."""
-    pos = torch.arange(n, device=device, dtype=torch.float32)[:, None]
-    freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32)
+def sinusoid(n: int, dim: int, device: torch.device,
+             dtype: torch.dtype = torch.float32) -> Tensor:
+    """Sinusoidal position table (n, dim): sin on even, cos on odd features, computed
+    in ``dtype``."""
+    pos = torch.arange(n, device=device, dtype=dtype)[:, None]
+    freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=dtype)
                      * (-math.log(10000.0) / dim))
-    pe = torch.zeros(n, dim, device=device)
+    pe = torch.zeros(n, dim, device=device, dtype=dtype)
     pe[:, 0::2] = torch.sin(pos * freq)
     pe[:, 1::2] = torch.cos(pos * freq)
     return pe
@@ -125,11 +127,12 @@ class Position(NodeModule):
                 raise ValueError(msg)
             pe = self.weight[:n]
         else:
-            # computed in float32 (float16 loses the phases of far positions), then
-            # in the features' own dtype, so a half or bf16 model stays in it
-            pe = sinusoid(n, self.dim, src.device)
-            if src.is_floating_point():
-                pe = pe.to(src.dtype)
+            # computed in float32 at least (float16 loses the phases of far positions),
+            # in float64 for a float64 model (not float32's values cast), then in the
+            # model's dtype, so a half or bf16 model stays in it
+            out = src.dtype if src.is_floating_point() else rt.dtype
+            pe = sinusoid(n, self.dim, src.device, torch.promote_types(out, torch.float32))
+            pe = pe.to(out)
         return pe.unsqueeze(0).expand(src.shape[0], n, self.dim)  # (B, N, dim)
 
 
@@ -142,15 +145,23 @@ class PatchCentres(NodeModule):
 
     def __init__(self, rows: int, cols: int) -> None:
         super().__init__()
-        x = (torch.arange(cols, dtype=torch.float32) + 0.5) / cols * 2 - 1
-        y = (torch.arange(rows, dtype=torch.float32) + 0.5) / rows * 2 - 1
-        yy, xx = torch.meshgrid(y, x, indexing="ij")
-        self.register_buffer("centres", torch.stack([xx, yy], -1).reshape(-1, 2))
+        self.rows, self.cols = rows, cols
+        self.register_buffer("centres", patch_centres(rows, cols, torch.float32))
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         src = x["from"]
-        c = self.centres.to(src.dtype)
+        # a float64 model gets the centres computed in float64, not float32's cast
+        c = patch_centres(self.rows, self.cols, src.dtype).to(src.device) \
+            if src.dtype == torch.float64 else self.centres.to(src.dtype)
         return c.unsqueeze(0).expand(src.shape[0], *c.shape)  # (B, N, 2)
+
+
+def patch_centres(rows: int, cols: int, dtype: torch.dtype) -> Tensor:
+    """The (x, y) centres of ``rows × cols`` patches in ``[-1, 1]``, row by row: (N, 2)."""
+    x = (torch.arange(cols, dtype=dtype) + 0.5) / cols * 2 - 1
+    y = (torch.arange(rows, dtype=dtype) + 0.5) / rows * 2 - 1
+    yy, xx = torch.meshgrid(y, x, indexing="ij")
+    return torch.stack([xx, yy], -1).reshape(-1, 2)
 
 
 def lower_position(ctx: LowerCtx) -> NodeModule:
@@ -198,16 +209,23 @@ def lower_norm(ctx: LowerCtx) -> NodeModule:
 
 
 class Add(NodeModule):
-    """Sum (``add``) or product (``mul``) of the inputs; a vector broadcasts over items."""
+    """Sum (``add``) or product (``mul``) of the inputs; a vector broadcasts over items,
+    and over an image's channels (one value per channel, ``trail`` axes of 1 after it)."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
-        self.roles = [str(e.role) for e in ctx.node.edges("from")]
+        from attngraph.kinds.support import trailing_ones
+
+        edges = ctx.node.edges("from")
+        self.roles = [str(e.role) for e in edges]
         self.out_type = ctx.node.types[""]
         self.mul = ctx.node.kind == "mul"
+        ts = [ctx.type_of(e) for e in edges]
+        self.trail = [trailing_ones(t, ts) for t in ts]
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
-        vals = [expand_to(x[r], self.out_type) for r in self.roles]
+        vals = [expand_to(x[r].reshape(*x[r].shape, *([1] * n)) if n else x[r], self.out_type)
+                for r, n in zip(self.roles, self.trail, strict=True)]
         out = vals[0]
         for v in vals[1:]:
             out = out * v if self.mul else out + v
