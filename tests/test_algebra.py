@@ -286,18 +286,21 @@ def test_params_count_seed_clamp_and_fix() -> None:
 
 
 def test_a_param_over_a_length_is_cut_to_the_batch() -> None:
-    """A table [N, N] with max_len gives its first N rows and columns inside a formula
-    that reads a value over N; read by anything else it is a located error."""
+    """A table [N, N] with max_len gives its first N rows and columns, read by a formula
+    or by any kind (Synthesizer's random attention: a softmax of the table itself)."""
     torch = pytest.importorskip("torch")
     spec = _spec("  r: {kind: param, shape: [N, N], max_len: 16, axes: [queries, items]}\n"
-                 '  y: {kind: expr, formula: "s + r"}\n', "{y: y}")
+                 '  y: {kind: expr, formula: "s + r"}\n'
+                 "  p: {kind: softmax, scores: r}\n"
+                 "  z: {kind: readout, weights: p, values: x}\n", "{y: y, z: z}")
     model = attngraph.compile(attngraph.loads_spec(spec), seed=0)
-    out = model(x=torch.randn(2, 5, 8))["y"]
-    assert out.shape == (2, 2, 5, 5)
-    bad = _spec("  r: {kind: param, shape: [N, N], max_len: 16, axes: [queries, items]}\n"
-                "  p: {kind: softmax, scores: r}\n", "{p: p}")
-    d = _error(bad)
-    assert "only a formula" in d.message and (d.loc.line, d.loc.col) == (12, 30)
+    x = torch.randn(2, 5, 8)
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    out = model(x=x, x_mask=mask)
+    assert out["y"].shape == (2, 2, 5, 5)
+    r = model.nodes.r.value[0, :5, :5]
+    p = torch.softmax(r.masked_fill(~mask[:, None, :], float("-inf")), -1)
+    torch.testing.assert_close(out["z"][mask], (p @ x)[mask], atol=1e-5, rtol=1e-5)
 
 
 # -- a function registered from outside -----------------------------------------

@@ -217,9 +217,10 @@ def table_reads(ctx: RuleCtx | Any, prog: Program) -> list[tuple[str, int, int, 
 
 
 def _check_cuts(ctx: RuleCtx, prog: Program) -> None:
+    known = _input_lengths(ctx)
     for name, _, d, ref, _ in table_reads(ctx, prog):
-        if ref < 0:
-            sz = prog.vals[prog.reads[name]].sizes[d - 1]
+        sz = prog.vals[prog.reads[name]].sizes[d - 1]
+        if ref < 0 and sz not in known:
             e = ctx.node.edge(f"{FORMULA_ROLE}.{name}")
             msg = (
                 f"node '{ctx.node.id}': the parameter '{name}' holds positions of "
@@ -286,6 +287,14 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
     return tuple(dims[names_.index(a)] for a in order), order, heads
 
 
+def _input_lengths(ctx: Any) -> set[str]:
+    """The length symbols of the graph's inputs: their sizes are known in every forward
+    (read off the inferred inputs while shapes are inferred)."""
+    nodes = ctx.done.values() if hasattr(ctx, "done") else ctx.graph.nodes
+    return {d for n in nodes if n.is_input for t in n.types.values() for d in t.dims
+            if isinstance(d, str)}
+
+
 def _param_work(ctx: WorkCtx) -> Work:
     """Nothing to compute; a table over a length bounds that length by ``max_len``."""
     for d in ctx.out().dims:
@@ -301,7 +310,7 @@ def param_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     s = ctx.spec
     dims, order, heads = param_dims(ctx)
     over = next((d for d in dims if isinstance(d, str)), None)
-    if over is not None:
+    if over is not None and over not in _input_lengths(ctx):
         # a formula cuts it to the run-time length of the other values it reads; no other
         # node knows that length, so only formulas may read it
         for n in ctx.graph.nodes:

@@ -194,6 +194,8 @@ class Expr(NodeModule):
                 dtype = v.dtype
             regs.append(v)
         for reg, d, src, sd in self.cuts:  # parameters over a length: its first N entries
+            if src < 0:  # cut by the parameter itself, to the batch's size
+                continue
             n, most = regs[src].shape[sd], regs[reg].shape[d]
             torch._check(n <= most, lambda n=n, most=most: (
                 f"a parameter of this formula holds {most} positions (its max_len), but this "
@@ -207,6 +209,9 @@ class Expr(NodeModule):
                 m = rt.masks.get(ins[1])
                 if m is not None:
                     regs.append(m.sum(-1).to(dtype))
+                elif ins[1] in rt.sizes:
+                    regs.append(torch.ones(rt.batch, dtype=dtype, device=rt.device)
+                                * rt.sizes[ins[1]])
                 else:  # the length itself, kept symbolic (torch.export, ONNX)
                     n = regs[ins[2]].shape[ins[3]]
                     regs.append(torch.ones(rt.batch, dtype=dtype, device=rt.device) * n)
@@ -307,8 +312,12 @@ class Param(NodeModule):
 
     def __init__(self, shape: tuple[int, ...], init: str, value: float, std: float,
                  lo_hi: tuple[float, float], fixed: bool,
-                 clamp_to: tuple[float, float] | None) -> None:
+                 clamp_to: tuple[float, float] | None,
+                 lengths: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__()
+        #: (dimension, length) of each axis over a length: cut to the batch's size
+        self.lengths = lengths
+        self.reads_sizes = bool(lengths)
         t = torch.empty(1, *shape)
         if init == "zeros":
             nn.init.zeros_(t)
@@ -332,6 +341,14 @@ class Param(NodeModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         v: Tensor = self.value
+        for d, sym in self.lengths:  # the first N positions of the table
+            n = rt.sizes.get(sym)
+            if n is not None:
+                most = v.shape[d]
+                torch._check(n <= most, lambda n=n, most=most: (
+                    f"the parameter holds {most} positions (its max_len), but this batch has "
+                    f"{n}: raise max_len, or give shorter inputs"))
+                v = v.narrow(d, 0, n)
         if self.clamp_to is not None:
             v = v.clamp(self.clamp_to[0], self.clamp_to[1])
         return v
@@ -345,9 +362,11 @@ def lower_param(ctx: LowerCtx) -> NodeModule:
     dims, _, heads = param_dims(ctx)
     shape = ((heads,) if heads else ()) + tuple(
         s.max_len if isinstance(d, str) else int(d) for d in dims)
+    lead = 2 if heads else 1
+    lengths = tuple((lead + i, d) for i, d in enumerate(dims) if isinstance(d, str))
     return Param(shape, s.init, float(s.value), float(s.std), (float(s.range[0]),
                  float(s.range[1])), s.fixed, (float(s.clamp[0]), float(s.clamp[1]))
-                 if s.clamp is not None else None)
+                 if s.clamp is not None else None, lengths)
 
 
 # ----------------------------------------------------------------------------
@@ -360,7 +379,8 @@ def length_of(rt: Runtime, sym: str, like: Tensor, dim: int) -> Tensor:
     m = rt.masks.get(sym)
     if m is not None:
         return m.sum(-1).to(like.dtype)
-    return torch.ones(like.shape[0], dtype=like.dtype, device=like.device) * like.shape[dim]
+    n = rt.sizes.get(sym, like.shape[dim])
+    return torch.ones(like.shape[0], dtype=like.dtype, device=like.device) * n
 
 
 def positions(like: Tensor, dim: int) -> Tensor:
@@ -418,7 +438,8 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
         bools.append(False)
         ndims.append(-1)  # their rank is their own
     for reg, d, src, sd in mod.cuts:  # parameters over a length: the first N entries
-        text[reg] = f"{text[reg]}.narrow({d}, 0, {text[src]}.shape[{sd}])"
+        if src >= 0:
+            text[reg] = f"{text[reg]}.narrow({d}, 0, {text[src]}.shape[{sd}])"
     for ins in mod.program[len(reads):]:
         op = ins[0]
         is_bool = False

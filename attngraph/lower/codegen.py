@@ -321,6 +321,16 @@ def _bind_inputs(model: AttnModel, runtime: str, reads: set[str], rt: str) -> li
         kw.append(f"device={first}.device")
     out = [f"        {rt} = " + render(Doc(f"{runtime}(", list(kw), ")"), 8, WIDTH,
                                           lead=len(rt) + 3) + "\n"]
+    if any(getattr(m, "reads_sizes", False) for m in model.modules()):
+        seen_sizes: set[str] = set()
+        out.append("        # the size of each length in this batch\n")
+        for a in args:
+            if a.port:
+                continue
+            for i, d in enumerate(a.t.dims):
+                if isinstance(d, str) and d not in seen_sizes:
+                    seen_sizes.add(d)
+                    out.append(f"        {rt}.sizes[{d!r}] = {a.name}.shape[{1 + i}]\n")
     masks = [a for a in args if a.port == "mask"]
     if masks:
         out.append("        # padding masks (True = a real item), by the length they mask\n")

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from attngraph.errors import LoweringError, did_you_mean
-from attngraph.lower.module import AttnModel, Runtime
+from attngraph.lower.module import AttnModel, Runtime, input_sizes
 from attngraph.lower.structure import Loop, LoopCursor
 from attngraph.passes.hoist import ancestors
 
@@ -194,7 +194,7 @@ def _bind(model: AttnModel, graph_inputs: set[str],
     given = {k: v for k, v in inputs.items() if k in binder.names and v is not None}
     ref = model._reference()
     vals, masks, batch = binder.bind(given, ref)
-    rt = Runtime(masks=masks, batch=int(batch))
+    rt = Runtime(masks=masks, batch=int(batch), sizes=input_sizes(binder.args, vals))
     floats = [v for v in vals.values() if v.is_floating_point()]
     rt.dtype = floats[0].dtype if floats else (ref.dtype if ref is not None else rt.dtype)
     if vals:

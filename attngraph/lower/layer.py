@@ -148,6 +148,10 @@ class BlockLayer(nn.Module):
         floats = [v for v in vals.values() if v.is_floating_point()]
         rt = Runtime(batch=first.shape[0], device=first.device,  # (not int(): a symbol)
                      dtype=floats[0].dtype if floats else torch.get_default_dtype())
+        for name in names:  # the size of each length in this batch
+            for i, d in enumerate(self.inputs[name].dims):
+                if isinstance(d, str) and 1 + i < vals[name].dim():
+                    rt.sizes.setdefault(d, vals[name].shape[1 + i])
         for name, m in masks.items():
             t = self.inputs[name]
             if not (t.dims and isinstance(t.dims[0], str)):

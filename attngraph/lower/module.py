@@ -89,6 +89,8 @@ class Runtime:
 
     #: symbolic length -> bool mask (B, L), True = real item
     masks: dict[str, Tensor] = field(default_factory=dict)
+    #: symbolic length -> its size in this batch (padded), read off the inputs
+    sizes: dict[str, Any] = field(default_factory=dict)
     #: extra tensors exposed by nodes, keyed ``"<node id>.<name>"``
     aux: dict[str, Tensor] = field(default_factory=dict)
     #: batch size (of the first input)
@@ -108,6 +110,20 @@ class Runtime:
             self.aux[key] = torch.stack(seq, 1)
         self.steps.clear()
         return self.aux
+
+
+def input_sizes(args: Any, vals: dict[str, Tensor]) -> dict[str, Any]:
+    """The size of each symbolic length in a batch: ``{"N": x.shape[1], ...}`` from the
+    bound inputs (``args``: an input binder's arguments; ``vals``: their values)."""
+    sizes: dict[str, Any] = {}
+    for a in args:
+        x = vals.get(a.input)
+        if a.port or x is None:
+            continue
+        for i, d in enumerate(a.t.dims):
+            if isinstance(d, str) and 1 + i < x.dim():
+                sizes.setdefault(d, x.shape[1 + i])
+    return sizes
 
 
 class NodeModule(nn.Module):
@@ -536,7 +552,7 @@ class AttnModel(GraphModule):
         """Checked input values and the runtime state (masks, batch, dtype, device)."""
         ref = self._reference()
         vals, masks, batch = self.binder.bind(kwargs, ref)
-        rt = Runtime(masks=masks, batch=batch)
+        rt = Runtime(masks=masks, batch=batch, sizes=input_sizes(self.binder.args, vals))
         floats = [v for v in vals.values() if v.is_floating_point()]
         if floats:
             rt.dtype = floats[0].dtype
