@@ -395,3 +395,23 @@ def test_a_param_over_a_length_bounds_it() -> None:
 
     with pytest.raises(LoweringError, match="holds 2 positions .* but this batch has 5"):
         model(x=torch.randn(1, 5, 8))
+
+
+def test_indices_over_declared_sizes_and_a_known_length() -> None:
+    """A decay mask that reads no value runs its indices over ``sizes:`` (a length's size
+    in the batch); N is each example's real items, with or without a mask."""
+    torch = pytest.importorskip("torch")
+    spec = _spec("  g: {kind: param, heads: 2, init: constant, value: 0.9}\n"
+                 '  dm: {kind: expr, formula: "where(j <= i, g ^ relu(i - j), 0)", '
+                 "sizes: {queries: N, items: N}}\n"
+                 '  n: {kind: expr, formula: "N * 1"}\n', "{dm: dm, n: n}")
+    model = attngraph.compile(attngraph.loads_spec(spec), seed=0)
+    x = torch.randn(2, 4, 8)
+    out = model(x=x, x_mask=torch.tensor([[True] * 4, [True] * 2 + [False] * 2]))
+    i, j = torch.arange(4)[:, None], torch.arange(4)[None, :]
+    want = torch.where(j <= i, 0.9 ** (i - j).clamp(min=0).float(), torch.zeros(()))
+    torch.testing.assert_close(out["dm"][0, 1], want)
+    assert out["n"].tolist() == [4.0, 2.0]
+    assert model(x=x)["n"].tolist() == [4.0, 4.0]
+    d = _error(_spec('  dm: {kind: expr, formula: "i - j"}\n', "{dm: dm}"))
+    assert "sizes: {queries: N}" in (d.hint or "")

@@ -22,7 +22,10 @@ Instructions (``r`` registers are indices into the list of results so far):
 - ``("in", role)``: the value read by edge ``role``;
 - ``("num", x)``: a number;
 - ``("len", sym, r, dim)``: per example, the real items of length ``sym`` (its
-  padding mask's count, else dimension ``dim`` of register ``r``);
+  padding mask's count, else the batch's size of it, else dimension ``dim`` of
+  register ``r``);
+- ``("idxn", size)``: 0, 1, ... ``size`` (a number, or a length's size in the batch),
+  shaped ``(1, L)``;
 - ``("idx", r, dim)``: 0, 1, ... along dimension ``dim`` of register ``r``, shaped
   ``(1, L)`` (a value over that one axis);
 - ``("neg", a)``; ``("bin", op, a, b)``; ``("call", fn, (a, ...))``;
@@ -83,10 +86,15 @@ class Val:
 @dataclass(frozen=True)
 class Env:
     """What a formula may name: ``values`` (reference text -> its :class:`Val`),
-    ``dims`` (name -> number)."""
+    ``dims`` (name -> number), ``sizes`` (axis -> size, for indices over an axis no value
+    has), ``lengths`` (the symbols a forward knows the size of)."""
 
     values: Mapping[str, Val]
     dims: Mapping[str, int] = field(default_factory=dict)
+    #: sizes of the axes the indices run along where no value read has them
+    sizes: Mapping[str, Dim] = field(default_factory=dict)
+    #: the lengths whose size every forward knows (the inputs')
+    lengths: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -151,20 +159,27 @@ class _Checker:
         if e.name in INDICES:
             axis = INDICES[e.name]
             src = next(((s, at) for (a, s), at in self.where.items() if a == axis), None)
+            if src is None and axis in env.sizes:
+                size = env.sizes[axis]
+                return self.emit(("idxn", size), Val((axis,), (size,)))
             if src is None:
                 raise _fail(e, f"the index {e.name} runs along the {axis}, but no value this "
                             f"formula reads has {axis}", f"use {e.name} with a value over the "
-                            f"{axis} (scores [M, N])")
+                            f"{axis} (scores [M, N]), or give the axis a size: sizes: "
+                            f"{{{axis}: N}}")
             size, (reg, d) = src
             return self.emit(("idx", reg, d), Val((axis,), (size,)))
         lengths = self.lengths()
         if e.name in lengths:
             reg, d = lengths[e.name]
             return self.emit(("len", e.name, reg, d), Val())
+        if e.name in env.lengths:
+            return self.emit(("len", e.name, -1, -1), Val())
         if e.name in AXES:
             raise _fail(e, f"'{e.name}' is an axis, which only a function over an axis takes "
                         "as its last argument", f"e.g. sum(x, {e.name})")
-        known = sorted({*env.values, *env.dims, *INDICES, *(str(n) for n in lengths)})
+        known = sorted({*env.values, *env.dims, *INDICES, *(str(n) for n in lengths),
+                        *env.lengths})
         hint = did_you_mean(e.name, known) if known else "declare it as a node"
         raise _fail(e, f"'{e.name}' is not a node, input, dims name, length or index this "
                     "formula can read", hint)

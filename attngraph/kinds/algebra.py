@@ -57,6 +57,10 @@ class ExprSpec(NodeModel):
     distribution: bool = False
     """Declare that the result sums to one over its items (a hand-written normaliser), so a
     readout takes it as a distribution."""
+    sizes: dict[AxisName, int | DimName | LengthSym] | None = None
+    """Sizes of the axes the indices ``i`` and ``j`` run along where no value the formula
+    reads has them: e.g. ``{queries: N, items: N}`` for a decay mask γ^(i−j) as a node of its
+    own (numbers, dims names, or an input's length)."""
 
 
 class ParamSpec(NodeModel):
@@ -137,8 +141,22 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
         t = ctx.type_of(e)
         values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
     dims = dict(ctx.graph.dims if graph_dims is None else graph_dims)
+    lengths = _input_lengths(ctx)
+    sizes: dict[str, Dim] = {}
+    for axis, size in (node.spec.sizes or {}).items():
+        if isinstance(size, int):
+            if not 0 < size <= 65536:
+                ctx.fail(f"sizes: {axis} {size} is out of range (1 to 65,536)", field="sizes")
+            sizes[axis] = size
+        elif size in dims:
+            sizes[axis] = int(dims[size])
+        elif size in lengths:
+            sizes[axis] = size
+        else:
+            ctx.fail(f"sizes: '{size}' is not a dims name or the length of an input",
+                     field="sizes", hint=did_you_mean(size, [*dims, *lengths]))
     try:
-        return typecheck(tree, Env(values, dims))
+        return typecheck(tree, Env(values, dims, sizes, frozenset(lengths)))
     except FormulaError as exc:
         msg = f"node '{node.id}': {exc.message}"
         raise ShapeError(msg, formula_loc(base, text, exc.offset),

@@ -175,6 +175,8 @@ class Expr(NodeModule):
                  pads: tuple[tuple[str, int], ...], cuts: tuple[tuple[int, int, int, int], ...],
                  perm: tuple[int, ...], formula: str, impls: dict[str, Any]) -> None:
         super().__init__()
+        #: the exported file sets the runtime's sizes when a formula reads one
+        self.reads_sizes = any(ins[0] in ("len", "idxn") for ins in program)
         self.program = program
         self.out = out
         self.pads = pads
@@ -213,8 +215,11 @@ class Expr(NodeModule):
                     regs.append(torch.ones(rt.batch, dtype=dtype, device=rt.device)
                                 * rt.sizes[ins[1]])
                 else:  # the length itself, kept symbolic (torch.export, ONNX)
-                    n = regs[ins[2]].shape[ins[3]]
+                    n = regs[ins[2]].shape[ins[3]] if ins[2] >= 0 else rt.sizes[ins[1]]
                     regs.append(torch.ones(rt.batch, dtype=dtype, device=rt.device) * n)
+            elif op == "idxn":
+                n = ins[1] if isinstance(ins[1], int) else rt.sizes[ins[1]]
+                regs.append(torch.arange(n, device=rt.device, dtype=dtype).reshape(1, n))
             elif op == "idx":
                 n = regs[ins[1]].shape[ins[2]]
                 regs.append(torch.arange(n, device=rt.device, dtype=dtype).reshape(1, n))
@@ -373,14 +378,14 @@ def lower_param(ctx: LowerCtx) -> NodeModule:
 # the Python export: an expression as one line of torch
 
 
-def length_of(rt: Runtime, sym: str, like: Tensor, dim: int) -> Tensor:
-    """Per example, the real items of length ``sym``: its padding mask's count, else
-    dimension ``dim`` of ``like``. ``(B,)``."""
+def length_of(rt: Runtime, sym: str, like: Tensor | None = None, dim: int = 0) -> Tensor:
+    """Per example, the real items of length ``sym``: its padding mask's count, else its
+    size in the batch (else dimension ``dim`` of ``like``). ``(B,)``."""
     m = rt.masks.get(sym)
     if m is not None:
-        return m.sum(-1).to(like.dtype)
-    n = rt.sizes.get(sym, like.shape[dim])
-    return torch.ones(like.shape[0], dtype=like.dtype, device=like.device) * n
+        return m.sum(-1).to(rt.dtype)
+    n = rt.sizes[sym] if sym in rt.sizes or like is None else like.shape[dim]
+    return torch.ones(rt.batch, dtype=rt.dtype, device=rt.device) * n
 
 
 def positions(like: Tensor, dim: int) -> Tensor:
@@ -445,8 +450,13 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
         is_bool = False
         if op == "num":
             t, nd = repr(float(ins[1])), 0
+        elif op == "len" and ins[2] < 0:
+            t, nd = f"{require(length_of)}({rt}, {ins[1]!r})", 1
         elif op == "len":
             t, nd = f"{require(length_of)}({rt}, {ins[1]!r}, {text[ins[2]]}, {ins[3]})", 1
+        elif op == "idxn":
+            n = ins[1] if isinstance(ins[1], int) else f"{rt}.sizes[{ins[1]!r}]"
+            t, nd = (f"torch.arange({n}, device={rt}.device, dtype={rt}.dtype)[None, :]", 2)
         elif op == "idx":
             t, nd = f"{require(positions)}({text[ins[1]]}, {ins[2]})", 2
         elif op == "align" and ndims[ins[1]] == 0:  # numbers broadcast as they are
