@@ -28,7 +28,21 @@ arithmetic only inserts axes of size one, never reorders.
 
 from __future__ import annotations
 
-from attngraph.ir.graph import TensorType
+from typing import Protocol
+
+
+class TensorType(Protocol):
+    """What the algebra reads of a value's type (the IR's ``TensorType``; the algebra
+    does not import the IR, whose builder reads formulas)."""
+
+    @property
+    def dims(self) -> tuple[int | str, ...]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def weights(self) -> bool: ...
+    @property
+    def axes(self) -> tuple[str, ...] | None: ...
 
 __all__ = ["AXES", "ORDER", "axes_of", "canonical", "is_scores"]
 

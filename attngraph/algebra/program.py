@@ -50,7 +50,10 @@ from attngraph.algebra.axes import AXES, canonical, is_scores
 from attngraph.algebra.formula import Binary, Call, Expr, FormulaError, Name, Num, Unary, names
 from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF
 from attngraph.errors import did_you_mean
-from attngraph.ir.graph import Dim
+
+#: A size: a fixed integer, or a symbol known at run time (as the IR's ``Dim``; the
+#: algebra does not import the IR, whose builder reads formulas).
+Dim = int | str
 
 __all__ = ["Val", "Env", "Program", "typecheck", "INDICES"]
 
