@@ -415,3 +415,55 @@ def test_indices_over_declared_sizes_and_a_known_length() -> None:
     assert model(x=x)["n"].tolist() == [4.0, 4.0]
     d = _error(_spec('  dm: {kind: expr, formula: "i - j"}\n', "{dm: dm}"))
     assert "sizes: {queries: N}" in (d.hint or "")
+
+
+@pytest.mark.parametrize(("node", "col", "message", "hint"), [
+    ('  y: {kind: expr, formula: "x / (2 - 2)"}\n', 31,
+     "division by zero: the divisor is the constant 0", "divide by a value that is not 0"),
+    ('  y: {kind: expr, formula: "x + 0 ^ -1"}\n', 35,
+     "the constant part ^ of the formula has no value: 0.0 cannot be raised to a negative "
+     "power", "check the numbers and dims it uses"),
+    ('  y: {kind: expr, formula: "x (1)"}\n', 29, "'x' is a node, not a function",
+     "join it with an operator, e.g. x * (...)"),
+    ('  y: {kind: expr, formula: "x ,"}\n', 31, "unexpected ',' after a complete formula",
+     "join it to the formula with an operator, or remove it"),
+    ("  y: {kind: param, shape: [0]}\n", 27, "shape size 0 is out of range (1 to 1,000,000)",
+     "write a size from 1 to 1,000,000, or a dims name"),
+    ("  y: {kind: param, shape: [N], max_len: 65537}\n", 41,
+     "max_len 65,537 is out of range (1 to 65,536)",
+     "write a number of positions from 1 to 65,536"),
+    ("  y: {kind: param, shape: [4, 4], axes: [items, items]}\n", 41,
+     "axes names an axis twice (or heads: use the heads field)",
+     "name each axis once; a head axis is the heads field"),
+])
+def test_certain_errors_are_located_with_a_hint(node: str, col: int, message: str,
+                                                 hint: str) -> None:
+    """What is certainly wrong (a constant zero divisor, 0 to a negative power, a node
+    called as a function, a stray token, parameters out of range) is one located error
+    with a hint (the fuzzer found these without one, or running into inf)."""
+    spec = f"attngraph: 1\nname: e\ndims: {{d: 8}}\ninputs:\n  x: {{type: vectors, dim: d}}\n" \
+        f"nodes:\n{node}outputs: {{y: y}}\n"
+    d = _error(spec)
+    assert (d.loc.line, d.loc.col) == (7, col), d.message
+    assert d.message == f"node 'y': {message}"
+    assert d.hint == hint
+
+
+def test_the_words_of_nested_tokens_are_refused_outside_a_map() -> None:
+    """A formula over [N, W] ids of nested tokens cannot see the words' padding (it
+    crashed on the (B, N, W) mask): a located refusal pointing to a map."""
+    spec = """\
+attngraph: 1
+name: nested
+inputs:
+  doc: {type: tokens, vocab: 100, nested: true}
+nodes:
+  f: {kind: expr, formula: "doc * 2"}
+outputs: {f: f}
+"""
+    with pytest.raises(ShapeError) as info:
+        attngraph.loads_spec(spec, "n.yaml")
+    d = info.value.diagnostics[0]
+    assert (d.loc.line, d.loc.col) == (6, 29)
+    assert "over the words W of nested tokens" in d.message
+    assert "map" in (d.hint or "")

@@ -73,6 +73,8 @@ def axes_of(t: TensorType, *, scores: bool = False) -> tuple[str, ...] | None:
     if len(dims) == 1:
         return ("items",) if over_items or sym[0] else ("features",)
     if len(dims) == 2:
+        if all(sym) and dims[0] != dims[1] and t.dtype != "float":
+            return ("items", "inner")  # ids (or a mask) of nested tokens: sentences, words
         return ("queries", "items") if over_items or sym[1] else ("items", "features")
     if len(dims) == 3:
         if not any(sym):

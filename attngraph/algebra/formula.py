@@ -346,7 +346,8 @@ def parse(text: str) -> Expr:
     tree = p.formula()
     if p.tok.kind != "end":
         hint = "join values with an operator" if p.tok.kind in ("num", "name") else \
-            "remove it, or open a bracket before it" if p.tok.text == ")" else None
+            "remove it, or open a bracket before it" if p.tok.text == ")" else \
+            "join it to the formula with an operator, or remove it"
         msg = f"unexpected '{p.tok.text}' after a complete formula"
         raise FormulaError(msg, p.tok.pos, hint)
     return tree
@@ -406,7 +407,13 @@ def formula_refs(text: str) -> list[Name]:
         tree = parse(text)
     except FormulaError:
         return []
+    from attngraph.algebra.functions import FUNCTIONS
+
     seen: dict[str, Name] = {}
-    for n in names(tree):
+    # a call of something that is no function may name a node (``x (1)``): its edge lets
+    # the checker say so
+    calls = [Name(c.pos, c.fn) for c in walk(tree) if isinstance(c, Call)
+             and c.fn not in FUNCTIONS and c.fn not in ("max", "min")]
+    for n in sorted([*names(tree), *calls], key=lambda x: x.pos):
         seen.setdefault(n.name, n)
     return list(seen.values())

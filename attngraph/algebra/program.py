@@ -249,8 +249,9 @@ class _Checker:
             n = _fold(e, e.op, va.const, vb.const)
             return self.emit(("num", n), Val(const=n))
         cmp = e.op not in _ARITH
-        if not cmp and "bool" in (va.dtype, vb.dtype) and e.op in ("-", "^", "/"):
-            pass  # a truth value is 1 or 0 in arithmetic
+        if e.op == "/" and vb.const == 0:
+            raise _fail(e, "division by zero: the divisor is the constant 0",
+                        "divide by a value that is not 0")
         val, (ra, rb) = self.broadcast(e, [a, b], f"'{e.op}'")
         val = replace(val, dtype="bool" if cmp else "float")
         if cmp:
@@ -259,6 +260,9 @@ class _Checker:
 
     def call(self, e: Call) -> int:
         name = REDUCTION_OF.get(e.fn, e.fn) if len(e.args) == 2 and _axis_arg(e) else e.fn
+        if name not in FUNCTIONS and e.fn in self.env.values:
+            raise _fail(e, f"'{e.fn}' is a node, not a function",
+                        f"join it with an operator, e.g. {e.fn} * (...)")
         if name not in FUNCTIONS:
             hint = did_you_mean(e.fn, FUNCTIONS.names())
             raise _fail(e, f"unknown function '{e.fn}'", hint)

@@ -136,9 +136,18 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
         raise ShapeError(msg, formula_loc(base, text, exc.offset),
                          exc.hint) from None
     values: dict[str, Val] = {}
+    nodes = ctx.done.values() if hasattr(ctx, "done") else ctx.graph.nodes
+    inner = {n.types[""].dims[1] for n in nodes if n.is_input and n.spec is not None
+             and getattr(n.spec, "nested", False) and "" in n.types}
     for e in node.edges(FORMULA_ROLE):
         src = ctx.graph.node(e.src) if not hasattr(ctx, "done") else ctx.done[e.src]
         t = ctx.type_of(e)
+        words = next((d for d in t.dims if d in inner), None)
+        if words is not None:
+            raise ShapeError(f"node '{node.id}': '{e.ref}' is over the words {words} of nested "
+                             "tokens, whose padding a formula outside a map cannot see", e.loc,
+                             "read each sentence in a map's body, where its words are items "
+                             "with their own padding")
         values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
     dims = dict(ctx.graph.dims if graph_dims is None else graph_dims)
     lengths = _input_lengths(ctx)
@@ -268,7 +277,8 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
     for v in s.shape:
         if isinstance(v, int):
             if not 0 < v <= 1_000_000:
-                ctx.fail(f"shape size {v} is out of range (1 to 1,000,000)", field="shape")
+                ctx.fail(f"shape size {v} is out of range (1 to 1,000,000)", field="shape",
+                     hint="write a size from 1 to 1,000,000, or a dims name")
             dims.append(v)
         elif v[:1].isupper():
             if s.max_len is None:
@@ -286,10 +296,12 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
         h = s.heads if isinstance(s.heads, int) else dims_table.get(s.heads)
         if h is None or not 0 < int(h) <= 1024:
             ctx.fail(f"heads '{s.heads}' is not a dims name or a number from 1 to 1,024",
-                     field="heads")
+                     field="heads", hint=did_you_mean(str(s.heads), dims_table)
+                     if dims_table else "write a number from 1 to 1,024")
         heads = int(h)  # type: ignore[arg-type]  # checked just above
     if s.max_len is not None and not 0 < int(s.max_len) <= 65536:
-        ctx.fail(f"max_len {s.max_len:,} is out of range (1 to 65,536)", field="max_len")
+        ctx.fail(f"max_len {s.max_len:,} is out of range (1 to 65,536)", field="max_len",
+                 hint="write a number of positions from 1 to 65,536")
     if s.max_len is not None and not any(isinstance(d, str) for d in dims):
         ctx.fail("max_len applies to a shape with a length (N)", field="max_len",
                  hint="drop max_len, or write the length symbol in shape")
@@ -300,7 +312,8 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
                  hint="name one axis per entry of shape")
     names_: tuple[str, ...] = tuple(named or ())
     if len(set(names_)) != len(names_) or "heads" in names_:
-        ctx.fail("axes names an axis twice (or heads: use the heads field)", field="axes")
+        ctx.fail("axes names an axis twice (or heads: use the heads field)", field="axes",
+                 hint="name each axis once; a head axis is the heads field")
     order = canonical(names_)
     return tuple(dims[names_.index(a)] for a in order), order, heads
 
