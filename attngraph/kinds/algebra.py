@@ -144,8 +144,11 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
         t = ctx.type_of(e)
         words = next((d for d in t.dims if d in inner), None)
         if words is not None:
-            raise ShapeError(f"node '{node.id}': '{e.ref}' is over the words {words} of nested "
-                             "tokens, whose padding a formula outside a map cannot see", e.loc,
+            msg_0 = (
+                f"node '{node.id}': '{e.ref}' is over the words {words} of nested "
+                             "tokens, whose padding a formula outside a map cannot see"
+            )
+            raise ShapeError(msg_0, e.loc,
                              "read each sentence in a map's body, where its words are items "
                              "with their own padding")
         values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
