@@ -14,7 +14,8 @@ octagon; a softmax's mask is its own grey note feeding the softmax.
 from __future__ import annotations
 
 from attngraph.ir.graph import Edge, Graph, Node
-from attngraph.kinds import Style
+from attngraph.kinds import SCORERS, Style
+from attngraph.kinds.choices import named
 from renderers.diagram import Cluster, Diagram, DNode
 from renderers.traits import formulas, role_of, style_of
 
@@ -26,7 +27,7 @@ def _detail(n: Node) -> str:
         return f"input · {n.spec.type}" if n.spec is not None else "block input"
     bits = [n.kind]
     fn = n.field("fn")
-    if n.kind == "scorer" and fn:
+    if named(n.spec, SCORERS) is not None:
         bits.append(f"{fn}" + (f" · {n.field('pairs')}" if n.field("pairs") != "all" else ""))
     elif n.kind == "repeat":
         bits.append(f"{n.spec.block} ×{n.spec.times}" + (" shared" if n.spec.share else ""))

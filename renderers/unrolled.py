@@ -50,9 +50,9 @@ def _content_free(node: Node, role: str) -> bool:
         return True  # a loop reads only how many steps
     if role_of(node) == "scorer" and role == "key":
         from attngraph.kinds import SCORERS
+        from attngraph.kinds.choices import named
 
-        fn = node.field("fn")
-        info = SCORERS.get(fn) if isinstance(fn, str) else None
+        info = named(node.spec, SCORERS)
         return info is not None and not info.content
     return False
 

@@ -79,12 +79,13 @@ def _literals(ann: Any) -> set[Any]:
 
 def _allowed(prop: dict[str, Any]) -> set[Any]:
     """The values a property allows: its enum or const, in any branch, or those of its
-    list's items (a list of Literal values, such as an expression's ``axes``)."""
+    list's items or its mapping's keys (an expression's ``axes`` and ``sizes``)."""
     out: set[Any] = set()
     for b in [prop, *prop.get("anyOf", ()), *prop.get("oneOf", ())]:
         out |= set(b.get("enum", ())) | ({b["const"]} if "const" in b else set())
-        if isinstance(b.get("items"), dict):
-            out |= _allowed(b["items"])
+        for inner in ("items", "propertyNames"):  # a list's items, a mapping's keys
+            if isinstance(b.get(inner), dict):
+                out |= _allowed(b[inner])
     return out
 
 

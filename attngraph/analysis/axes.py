@@ -55,6 +55,8 @@ from attngraph.analysis.sites import (
     recurrence,
 )
 from attngraph.ir.graph import Edge, Graph, Node
+from attngraph.kinds.choices import named
+from attngraph.kinds.normalisers import NORMALISERS
 from attngraph.spec.fields import fields_of
 
 __all__ = ["AXES", "Axis", "Site", "find_sites"]
@@ -96,21 +98,25 @@ def _hardness(p: Node) -> Axis:
     if p.kind == "address":
         return Axis("soft", f"weights are a differentiable blend from address '{p.id}'")
     fn = getattr(p.spec, "fn", p.kind)
-    extra = {"sparsemax": " (sparse: many weights exactly 0)",
-             "entmax15": " (entmax-1.5: sparse, many weights exactly 0)",
-             "topk": f" (only the {getattr(p.spec, 'k', 0)} highest scores keep weight"
-                     + (", and any tied with the last of them)"
-                        if getattr(p.spec, "ties", "first") == "keep" else ")"),
-             }.get(fn, "")
     formula = _formula(p)
     if formula is not None:
         out = p.types.get("")
         dist = "a distribution over the items" if out is not None and out.simplex else \
             "not a distribution (they need not sum to one)"
         return Axis("soft", f"weights '{p.id}' are the formula {formula}: {dist}")
-    if fn == "sum":
-        return Axis("soft", f"weights of '{p.id}' are the kernel scores over their row sum, "
-                    "φ(q_i)·φ(k_j) / Σ_j φ(q_i)·φ(k_j): linear attention, no softmax")
+    info = named(p.spec, NORMALISERS)  # its traits, never its name
+    if info is not None and info.kernel:
+        return Axis("soft", f"weights of '{p.id}' are the kernel scores s_ij = "
+                    f"φ(q_i)·φ(k_j) normalised by fn {fn}, {info.formula}: linear attention, "
+                    "no softmax")
+    notes = []
+    if info is not None and info.needs_k:
+        notes.append(f"only the {getattr(p.spec, 'k', 0)} highest scores keep weight"
+                     + (", and any tied with the last of them"
+                        if getattr(p.spec, "ties", "first") == "keep" else ""))
+    elif info is not None:
+        notes.append(info.formula + (": sparse, many weights exactly 0" if info.sparse else ""))
+    extra = f" ({'; '.join(notes)})" if notes else ""
     temp = getattr(p.spec, "temperature", 1.0)
     t = f", temperature {temp:g}" if temp != 1.0 else ""
     if getattr(p.spec, "axis", "items") == "queries":
@@ -141,7 +147,8 @@ def _basis(scorers: list[Node], p: Node, keys: tuple[Origin, ...]) -> Axis:
                     f"are added to location scores ({where}) before normalising")
     if located:
         how = "; ".join(_location_how(sc) for sc in located)
-        return Axis("location", f"fn location scores positions ({how}), not item content")
+        return Axis("location", f"fn {' + '.join(scoring(sc).fn for sc in located)} scores "
+                    f"positions ({how}), not item content")
     featured = [(sc, e) for sc in scorers if (e := sc.edge("features")) is not None]
     if featured:
         what = "; ".join(f"'{sc.id}' reads per-item features '{e.ref}'" for sc, e in featured)
@@ -194,9 +201,10 @@ def _reach(scorers: list[Node], p: Node) -> Axis:
         adj = p.edge("mask.adjacency")
         src = adj.src if adj is not None else "?"
         return Axis("local", f"graph neighbours only: adjacency mask from '{src}'")
-    gauss = [sc for sc in scorers if scoring(sc).fn == "location" and sc.edge("query")]
+    # scores of positions predicted from a query: a window around that position
+    gauss = [sc for sc in scorers if not scoring(sc).content and sc.edge("query")]
     if gauss:
-        sig = gauss[0].spec.sigma
+        sig = getattr(gauss[0].spec, "sigma", None)
         return Axis("local", "gaussian window" + (f" (σ = {sig:g})" if sig else "")
                     + " around a position predicted from the query")
     causal = " that precede it (causal mask)" if mask is not None and mask.causal else ""

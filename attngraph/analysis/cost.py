@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from attngraph.analysis.scope import Scope, scoring
 from attngraph.ir.graph import Dim, Node, TensorType
+from attngraph.kinds.choices import named
+from attngraph.kinds.normalisers import NORMALISERS
 
 __all__ = ["Cost", "fmt_product", "readout_cost", "glimpse_cost", "weights_cost"]
 
@@ -111,7 +113,8 @@ def readout_cost(scope: Scope, readout: Node, scorers: list[Node], weights: Node
     m = (n if dims[0] == dims[-1] else _sym(dims[0], "M", where)) if len(dims) == 2 else None
     mask = getattr(weights.spec, "mask", None)
     # kernel attention whose weights nothing else reads runs in linear time
-    kernel = getattr(weights.spec, "fn", None) == "sum" and not any(
+    normaliser = named(weights.spec, NORMALISERS)
+    kernel = normaliser is not None and normaliser.kernel and not any(
         e.src == weights.id for _, e in scope.graph.outputs) and not any(
         e.src == weights.id for n in scope.graph.nodes if n.id != readout.id for e in n.inputs)
     pairs: list[Dim]

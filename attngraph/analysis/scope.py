@@ -15,6 +15,7 @@ from typing import Any
 
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import KINDS, SCORERS
+from attngraph.kinds.choices import named
 
 __all__ = ["Scope", "Origin", "origins", "qid", "Scoring", "scoring", "role"]
 
@@ -38,10 +39,9 @@ class Scoring:
 def scoring(n: Node[Any]) -> Scoring:
     """The :class:`Scoring` of a node of role ``scorer``: a ``scorer`` node's function
     (:data:`attngraph.kinds.SCORERS`), or a user's scoring kind (its name and doc)."""
-    fn = getattr(n.spec, "fn", None)
-    if n.kind == "scorer" and isinstance(fn, str) and fn in SCORERS:
-        info = SCORERS[fn]
-        return Scoring(fn, info.formula, info.content)
+    info = named(n.spec, SCORERS)
+    if info is not None:
+        return Scoring(info.name, info.formula, info.content)
     return Scoring(n.kind, KINDS[n.kind].doc or n.kind, True)
 
 

@@ -9,7 +9,8 @@ attngraph.train.results``) when there is one, and its own axes.
 
 It also rewrites the field reference of docs/spec-language.md (the part between
 its marker comments), from the JSON Schema the field docstrings describe
-(:mod:`attngraph.kinds.reference`).
+(:mod:`attngraph.kinds.reference`), and the page's tables of the registries
+(:mod:`attngraph.kinds.tables`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 import click
 
 from attngraph.cli import main, run_stage, write_output
+from attngraph.fileio import Role, read_text
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
@@ -43,13 +45,15 @@ def results_table() -> str:
 
 def reference_page(text: str, page: str) -> str:
     """The spec-language page ``text`` with its field reference as the models say now,
-    and its table of formula functions as the registry says (where it has that table's
-    markers); a :class:`~attngraph.errors.RenderError` at ``page`` if it has no field
-    reference markers."""
+    and its tables of formula functions, scorer functions, normalisers, feature maps
+    and activations as their registries say (where it has a table's markers); a
+    :class:`~attngraph.errors.RenderError` at ``page`` if it has no field reference
+    markers."""
     from attngraph.algebra import functions as fns
     from attngraph.errors import RenderError, SourceLoc
     from attngraph.kinds.reference import END, START, field_reference, with_reference
     from attngraph.kinds.schema import json_schema
+    from attngraph.kinds.tables import with_tables
     from attngraph.train.tasks import task_lines
 
     try:
@@ -60,7 +64,7 @@ def reference_page(text: str, page: str) -> str:
                           "the generated tables go") from None
     if fns.START in text:  # the table of formula functions, where the page has one
         text = with_reference(text, fns.function_table(), fns.START, fns.END)
-    return text
+    return with_tables(text)  # scorers, normalisers, feature maps, activations
 
 
 def catalog_entry(graph: Graph, spec: Path, images: dict[str, str],
@@ -158,7 +162,7 @@ def docs(spec_dir: str, out_dir: str) -> None:
     click.echo(f"wrote {out / 'catalog.md'} ({len(sections)} specs)")
     page = out / "spec-language.md"
     if page.is_file():
-        old = page.read_text(encoding="utf-8")
+        old = read_text(page, Role("page", 16 * 2**20, RenderError))
         new = reference_page(old, str(page))
         if new != old:
             write_output(page, new, error=RenderError)

@@ -23,6 +23,12 @@ module         kinds
 =============  ==================================================================
 
 Each kind's lowering is in the module of the same name under :mod:`attngraph.lower`.
+
+The open choices of those kinds are registries with traits, one definition per
+entry: :data:`SCORERS` (``scorers``), :data:`NORMALISERS` (``normalisers``: a
+softmax's ``fn``), :data:`ACTIVATIONS` and :data:`FEATURE_MAPS` (``activations``:
+``act``, a feature map's ``fn``). :mod:`attngraph.kinds.choices` marks the fields
+that name an entry; :mod:`attngraph.kinds.tables` writes the docs' tables of them.
 Importing this package registers every built-in kind; it never imports torch.
 """
 
@@ -42,8 +48,19 @@ import attngraph.kinds.scorers
 import attngraph.kinds.structure
 import attngraph.kinds.support
 import attngraph.kinds.window
+from attngraph.kinds.activations import (
+    ACTIVATIONS,
+    FEATURE_MAPS,
+    ActivationInfo,
+    FeatureMapInfo,
+    register_activation,
+    register_feature_map,
+)
 from attngraph.kinds.base import KINDS, Kind, RuleCtx, Style, kind, spec_kinds
+from attngraph.kinds.normalisers import NORMALISERS, NormaliserInfo, register_normaliser
 from attngraph.kinds.scorers import SCORERS, ScorerInfo, register_scorer
 
-__all__ = ["KINDS", "SCORERS", "Kind", "RuleCtx", "ScorerInfo", "Style", "kind",
-           "register_scorer", "spec_kinds"]
+__all__ = ["KINDS", "SCORERS", "NORMALISERS", "ACTIVATIONS", "FEATURE_MAPS", "Kind",
+           "RuleCtx", "ScorerInfo", "NormaliserInfo", "ActivationInfo", "FeatureMapInfo",
+           "Style", "kind", "register_scorer", "register_normaliser", "register_activation",
+           "register_feature_map", "spec_kinds"]

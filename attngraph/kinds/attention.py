@@ -12,8 +12,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from attngraph.errors import did_you_mean
 from attngraph.ir.graph import TensorType
+from attngraph.kinds.activations import FEATURE_MAPS, ActivationName, FeatureMapName
 from attngraph.kinds.base import KINDS, RuleCtx, Style, Work, WorkCtx, elementwise_work, kind
+from attngraph.kinds.choices import named
+from attngraph.kinds.normalisers import NORMALISERS, NormaliserName
+from attngraph.kinds.scorers import SCORERS
 from attngraph.spec.models import Model, NodeModel, PosInt, Ref, Scale, Size
 
 
@@ -105,17 +110,18 @@ class SoftmaxSpec(NodeModel):
     """Extra masks on top of the inputs' padding, which is always applied."""
     temperature: Scale = 1.0
     """Scores are divided by it first: lower is sharper."""
-    fn: Literal["softmax", "sparsemax", "entmax15", "topk", "sum"] = "softmax"
-    """The normaliser over the real items: ``softmax``; ``sparsemax`` and ``entmax15`` (exact zeros
-    for low scores); ``topk``, a softmax over the ``k`` highest scores; ``sum``, kernel scores over
-    their row sum (linear attention)."""
+    fn: NormaliserName = "softmax"
+    """The normaliser over the real items, an entry of the normaliser registry: ``softmax``;
+    ``sparsemax`` and ``entmax15`` (exact zeros for low scores); ``topk``, a softmax over the ``k``
+    highest scores; ``sum``, kernel scores over their row sum (linear attention)."""
     k: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    """fn topk: how many of the highest scores keep weight (required for topk, refused for the
-    others)."""
+    """fn topk (a normaliser that keeps the k highest scores): how many of the highest scores keep
+    weight (required for it, refused for the others)."""
     ties: Literal["first", "keep"] = "first"
-    """fn topk: scores tied with the k-th highest. ``first`` keeps exactly k items, the first in
-    item order among the tied (as ``torch.topk``); ``keep`` keeps every item whose score is at
-    least the k-th highest, k or more, as papers write the top-k mask. Refused for the other fns.
+    """fn topk (a normaliser that keeps the k highest scores): scores tied with the k-th highest.
+    ``first`` keeps exactly k items, the first in item order among the tied (as ``torch.topk``);
+    ``keep`` keeps every item whose score is at least the k-th highest, k or more, as papers write
+    the top-k mask. Refused for the other fns.
     """
     axis: Literal["items", "queries"] = "items"
     """``items``: each query's weights sum to 1 over the items; ``queries``: each item's weights sum
@@ -128,8 +134,9 @@ class FeatureMapSpec(NodeModel):
     kind: Literal["feature_map"]
     from_: Ref = Field(alias="from")
     """Queries or keys, ``[d]`` or ``[N, d]``, with or without heads."""
-    fn: Literal["elu1", "relu"] = "elu1"
-    """``elu1``: elu(x) + 1, always positive (Katharopoulos et al. 2020); ``relu``: max(x, 0)."""
+    fn: FeatureMapName = "elu1"
+    """The feature map φ, an entry of the feature-map registry: ``elu1``, elu(x) + 1, always
+    positive (Katharopoulos et al. 2020); ``relu``, max(x, 0)."""
 
 
 class ReadoutSpec(NodeModel):
@@ -160,8 +167,9 @@ class ReadoutSpec(NodeModel):
     offset: bool = False
     """Add a learned vector b to the result after the heads merge: z + b (the bias of a graph
     attention layer, GAT's and ``GATConv``'s); not with ``out``, whose own ``bias`` does this."""
-    act: Literal["none", "elu", "relu", "tanh", "leaky_relu"] = "none"
-    """The activation applied last, after ``out`` or ``offset`` (GAT's ELU between layers)."""
+    act: ActivationName = "none"
+    """The activation applied last, after ``out`` or ``offset`` (GAT's ELU between layers): an
+    entry of the activation registry."""
 
 
 def _proj_dim(ctx: RuleCtx, d_in: int) -> int:
@@ -319,14 +327,19 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if t.rank == 0 or t.dtype != "float":
         ctx.fail(f"softmax over nothing: scores '{ctx.edge('scores').ref}' are {t}, with no "
                  "items axis", "scores", "feed it the scores of a scorer ([N] or [M, N])")
-    if s.fn == "topk" and s.k is None:
-        ctx.fail("fn topk keeps the k highest scores, but 'k' is missing", field="fn",
+    info = NORMALISERS.get(s.fn)
+    if info is None:
+        ctx.fail(f"unknown normaliser fn '{s.fn}'", hint=did_you_mean(s.fn, NORMALISERS),
+                 field="fn")
+    if info.needs_k and s.k is None:
+        ctx.fail(f"fn {s.fn} keeps the k highest scores, but 'k' is missing", field="fn",
                  hint="add k: <how many>, e.g. k: 4")
     for name in ("k", "ties"):
-        if name in s.model_fields_set and s.fn != "topk":
-            ctx.fail(f"'{name}' applies to fn topk, not {s.fn}", field=name,
-                     hint=f"drop '{name}', or set fn: topk")
-    if s.fn == "sum":
+        if name in s.model_fields_set and not info.needs_k:
+            with_k = " or ".join(n for n, i in NORMALISERS.items() if i.needs_k)
+            ctx.fail(f"'{name}' applies to fn {with_k}, not {s.fn}", field=name,
+                     hint=f"drop '{name}', or set fn: {with_k}")
+    if info.kernel:
         _check_kernel_scores(ctx)
     if s.axis == "queries" and t.rank != 2:
         ctx.fail(f"a softmax over the queries needs scores [M, N] (M queries), got {t}",
@@ -356,19 +369,24 @@ def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 def _check_kernel_scores(ctx: RuleCtx) -> None:
-    """``fn: sum`` divides by the row sum, which needs scores that cannot be negative:
-    a dot product of two feature maps (kernel attention)."""
+    """A kernel normaliser (``fn: sum``) divides by the row sum, which needs scores that
+    cannot be negative: a dot product of two positive feature maps (kernel attention)."""
     src = ctx.src("scores")
-    ok = src.kind == "scorer" and src.spec.fn in ("dot", "scaled_dot")
+    scorer = named(src.spec, SCORERS)
+    ok = scorer is not None and scorer.dot_product
     if ok:
         for role in ("query", "key"):
             e = src.edge(role)
-            ok = ok and e is not None and ctx.done[e.src].kind == "feature_map"
+            phi = named(ctx.done[e.src].spec, FEATURE_MAPS) if e is not None else None
+            ok = ok and phi is not None and phi.positive
     if not ok:
-        ctx.fail("fn sum divides the scores by their row sum, so they must not be negative: "
-                 f"'{ctx.edge('scores').ref}' is not a dot product of feature maps", "scores",
-                 "score φ(q)·φ(k): a scorer fn dot (or scaled_dot) whose query and key are "
-                 "feature_map nodes (linear attention), or use fn softmax")
+        dots = " or ".join(n for n, i in SCORERS.items() if i.dot_product)
+        maps = " or ".join(n for n, i in FEATURE_MAPS.items() if i.positive)
+        ctx.fail(f"fn {ctx.spec.fn} divides the scores by their row sum, so they must not be "
+                 f"negative: '{ctx.edge('scores').ref}' is not a dot product of positive "
+                 "feature maps", "scores",
+                 f"score φ(q)·φ(k): a scorer fn {dots} whose query and key are feature_map "
+                 f"nodes of a positive fn ({maps}) (linear attention), or use fn softmax")
 
 
 @kind("feature_map", FeatureMapSpec, lowering="attngraph.lower.attention:FeatureMap",

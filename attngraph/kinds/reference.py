@@ -9,8 +9,10 @@ gives the field as written in YAML; its type, read from the model's annotation
 the schema's, which is the docstring under the field. So editors (hover) and the
 reference say the same thing, from one source. ``attngraph docs`` writes the
 tables between the two marker comments of the page (:func:`with_reference`).
-Names that registries hold (scorer functions, training tasks) are not listed, so
-that registering one does not put the page out of date.
+Names that registries hold (scorer functions, normalisers, feature maps,
+activations, training tasks) are not listed, so that registering one does not put
+this reference out of date (the page's tables of those registries are written from
+them, :mod:`attngraph.kinds.tables`).
 
 Examples
 --------

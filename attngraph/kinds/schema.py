@@ -1,8 +1,10 @@
 """The JSON Schema of the spec language, for editors' YAML language servers.
 
-Node models come from the kind registry (:func:`attngraph.kinds.spec_kinds`); the
-scorer ``fn`` enumerates :data:`attngraph.kinds.SCORERS`, and ``train.task`` the
-training tasks it is given, each described.
+Node models come from the kind registry (:func:`attngraph.kinds.spec_kinds`); a
+field that names a registry entry (a scorer ``fn``, a normaliser, a feature map, an
+``act``: :class:`~attngraph.kinds.choices.Registered`) enumerates its registry as it
+is when the schema is written, and ``train.task`` the training tasks it is given,
+each described.
 
 Every property carries a ``description``: the docstring under its field in the
 model (the one source, :func:`field_docs`; :mod:`attngraph.kinds.reference` writes
@@ -32,7 +34,6 @@ from pydantic.json_schema import GenerateJsonSchema, NoDefault
 from pydantic_core import PydanticUndefined, core_schema
 
 from attngraph.kinds.base import spec_kinds
-from attngraph.kinds.scorers import SCORERS
 from attngraph.spec import models as m
 
 __all__ = ["json_schema", "markdown", "field_docs"]
@@ -209,9 +210,6 @@ def json_schema(tasks: Mapping[str, str] | None = None) -> dict[str, Any]:
     for name in _field_models(schema):
         defs[name].pop("description", None)
         defs[name].pop("title", None)
-    scorer = defs.get("ScorerSpec")
-    if scorer is not None:
-        scorer["properties"]["fn"]["enum"] = SCORERS.names()
     _described(schema)
     train = defs.get("TrainSpec")
     if train is not None and tasks:

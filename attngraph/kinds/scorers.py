@@ -14,17 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
 from attngraph.errors import did_you_mean
 from attngraph.ir.graph import Dim, Graph, Node, TensorType
 from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
+from attngraph.kinds.choices import Registered
 from attngraph.registry import Registry
 from attngraph.spec.models import Ident, LearnedQuery, NodeModel, Ref, Scale, Size, check_scale
 
-__all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec", "score_heads"]
+__all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec", "ScorerName", "score_heads"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,17 @@ class ScorerInfo:
     #: the parameters of a bias inside the function, ``bias(dq, dk, hidden)`` (``b`` in
     #: additive's tanh), which ``bias: false`` drops; None: it has none to drop
     bias: Callable[[int, int, int], int] | None = None
+    #: the scores are c·(q·k) for a constant c > 0 and no parameters: of two positive
+    #: feature maps, a kernel score that a ``sum`` normaliser may take (linear attention)
+    dot_product: bool = False
+    #: the scores are exactly q·k/√d (a dot product): scorer → softmax → readout may run
+    #: as one ``scaled_dot_product_attention`` call (the fusion pass)
+    fusable: bool = False
+    #: the function reads per-item ``features`` f_i inside the score (additive's V f_i)
+    takes_features: bool = False
+    #: the docs table: its parameters in words, and notes (a paper, what it is for)
+    parameters: str = ""
+    doc: str = ""
 
 
 #: Every scorer function by name; ``fn: <name>`` in a spec refers to an entry.
@@ -91,32 +103,54 @@ def _mod(name: str) -> str:
 
 
 for _info in (
-    ScorerInfo("dot", "q·k", same_size=True, module=_mod("Dot")),
-    ScorerInfo("scaled_dot", "q·k/√d", same_size=True, module=_mod("ScaledDot")),
+    ScorerInfo("dot", "q·k", same_size=True, module=_mod("Dot"), dot_product=True,
+               parameters="none"),
+    ScorerInfo("scaled_dot", "q·k/√d", same_size=True, module=_mod("ScaledDot"),
+               dot_product=True, fusable=True, parameters="none",
+               doc="the transformer score"),
     ScorerInfo("general", "qᵀ W k", params=lambda dq, dk, h: dq * dk, module=_mod("General"),
-               applies="query"),
+               applies="query", parameters="W: d_q × d_k",
+               doc="Luong's \"general\"; maps between sizes"),
     ScorerInfo("additive", "vᵀ tanh(W q + U k)",
                params=lambda dq, dk, h: dq * h + dk * h + h + h, module=_mod("Additive"),
-               inner=lambda dq, dk, h: h, prepares_key=True, bias=lambda dq, dk, h: h),
+               inner=lambda dq, dk, h: h, prepares_key=True, bias=lambda dq, dk, h: h,
+               takes_features=True,
+               parameters="W: hidden × d_q, U: hidden × d_k, bias b: hidden (none with "
+               "`bias: false`), v: hidden",
+               doc="Bahdanau: vᵀ tanh(W q + U k_i + b); `bias: false` for the score without "
+               "b; per-item `features` f_i add V f_i inside the tanh"),
     ScorerInfo("cosine", "β · cos(q, k)", same_size=True, module=_mod("Cosine"),
-               spec_params=lambda spec: 1 if spec.beta == "learned" else 0),
+               spec_params=lambda spec: 1 if spec.beta == "learned" else 0,
+               parameters="β if `beta: learned`", doc="content addressing (NTM key strength β)"),
     ScorerInfo("mlp", "vᵀtanh(W k)", needs_query=False, takes_query=False,
                params=lambda dq, dk, h: dk * h + h + h, module=_mod("MlpScore"),
-               inner=lambda dq, dk, h: h, applies="key", bias=lambda dq, dk, h: h),
+               inner=lambda dq, dk, h: h, applies="key", bias=lambda dq, dk, h: h,
+               parameters="W: hidden × d_k, bias b: hidden (none with `bias: false`), "
+               "v: hidden", doc="relevance of each item alone: vᵀ tanh(W k_i + b)"),
     ScorerInfo("gat", "LeakyReLU_0.2(aᵀ[q ‖ k]) (graph attention)",
-               params=lambda dq, dk, h: dq + dk, module=_mod("Gat")),
+               params=lambda dq, dk, h: dq + dk, module=_mod("Gat"),
+               parameters="a_q: d_q, a_k: d_k",
+               doc="graph attention (GAT): LeakyReLU_0.2(a_qᵀ q_j + a_kᵀ k_i); use with an "
+               "adjacency mask; a_q is `GATConv`'s `att_dst` (the attending node), a_k its "
+               "`att_src`"),
     ScorerInfo("gatv2", "aᵀ LeakyReLU_0.2(q + k) (GATv2: a after the nonlinearity)",
                same_size=True, params=lambda dq, dk, h: dk, module=_mod("Gatv2"),
-               inner=lambda dq, dk, h: dk, applies="query"),
+               inner=lambda dq, dk, h: dk, applies="query", parameters="a: d_k",
+               doc="GATv2 (Brody et al. 2022): with q = W_r h_j and k = W_l h_i from "
+               "`queries`/`keys`, this is aᵀ LeakyReLU(W [h_j ‖ h_i]); read out the keys as "
+               "values"),
 ):
     register_scorer(_info)
+
+#: A field naming a scorer function (checked against :data:`SCORERS`).
+ScorerName = Annotated[Ident, Registered(SCORERS, "a scorer function")]
 
 
 class ScorerSpec(NodeModel):
     """Scores of a query against keys by a scorer function ``fn`` (see :data:`SCORERS`)."""
 
     kind: Literal["scorer"]
-    fn: Ident
+    fn: ScorerName
     """The scorer function that compares the query with each key: a built-in one, or one a
     package registered (an entry of the scorer registry)."""
     query: Ref | LearnedQuery | None = None
@@ -160,14 +194,6 @@ class ScorerSpec(NodeModel):
             except ValueError:
                 return v
             check_scale(number)
-        return v
-
-    @field_validator("fn")
-    @classmethod
-    def _known_fn(cls, v: str) -> str:
-        if v not in SCORERS:
-            msg = f"'{v}' is not a scorer function; {did_you_mean(v, SCORERS)}"
-            raise ValueError(msg)
         return v
 
 
@@ -282,9 +308,10 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 def _features(ctx: RuleCtx, k: TensorType, hidden: int) -> int:
     """Check per-item features [N, c] or [N] of an additive scorer; their weights V."""
     s = ctx.spec
-    if s.fn != "additive":
+    if not SCORERS[s.fn].takes_features:
+        with_f = " or ".join(n for n, i in SCORERS.items() if i.takes_features)
         ctx.fail(f"per-item features enter the additive score (vᵀ tanh(W q + U k_i + V f_i)), "
-                 f"not fn {s.fn}", "features", "use fn: additive, or drop 'features'")
+                 f"not fn {s.fn}", "features", f"use fn: {with_f}, or drop 'features'")
     f = ctx.t("features")
     if f.dtype != "float" or f.heads or f.rank not in (1, 2) or f.dims[0] != k.dims[0]:
         ctx.fail(f"features must be one vector per key item, [{k.dims[0]}, c] or "
@@ -369,7 +396,9 @@ register_scorer(ScorerInfo(
     "location", "s_i = w_i (learned per position), or "
     "-(i - p)²/(2σ²) with p = N·sigmoid(vᵀ tanh(W q))",
     needs_query=False, content=False, module=_mod("Location"), shape=_location,
-    applies="query",
+    applies="query", parameters="w: `max_len`; or W: hidden × d_q, v",
+    doc="depends on positions, not on item content: `mode: learned` (no query) or "
+    "`gaussian` (a window of width σ around p, predicted from the query)",
 ))
 
 

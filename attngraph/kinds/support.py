@@ -13,6 +13,7 @@ from typing import Annotated, Literal, NoReturn
 from pydantic import Field
 
 from attngraph.ir.graph import Edge, Node, TensorType
+from attngraph.kinds.activations import ActivationName
 from attngraph.kinds.base import RuleCtx, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import Ident, NodeModel, Prob, Ref, Size
 
@@ -27,8 +28,8 @@ class LinearSpec(NodeModel):
     """Output size; a size."""
     bias: bool = True
     """Whether the map has a bias."""
-    act: Literal["none", "relu", "tanh", "sigmoid", "gelu", "leaky_relu"] = "none"
-    """The activation after the map."""
+    act: ActivationName = "none"
+    """The activation after the map: an entry of the activation registry."""
     tie: Ident | None = None
     """An embedding (or items with ``embed``) whose table ``[vocab, d]`` is this layer's weight:
     ``out`` must be the vocab and the input size d (tied input and output embeddings); the table is
@@ -45,8 +46,8 @@ class MlpSpec(NodeModel):
     """The hidden size; a size."""
     out: Size
     """Output size; a size."""
-    act: Literal["relu", "tanh", "gelu", "sigmoid"] = "relu"
-    """The hidden layers' activation."""
+    act: ActivationName = "relu"
+    """The hidden layers' activation: an entry of the activation registry."""
     layers: Annotated[int, Field(ge=1, le=16)] = 1
     """Number of hidden layers."""
 

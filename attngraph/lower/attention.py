@@ -12,21 +12,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.ir.graph import TensorType
+from attngraph.kinds.choices import load
+from attngraph.kinds.normalisers import NORMALISERS
+from attngraph.lower.activations import activation_fn, feature_map_fn
 from attngraph.lower.banded import banded_attention, use_banded
 from attngraph.lower.masks import (
     attention_mask,
     combine,
-    masked_softmax,
     padding_mask,
     row_any,
 )
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
-from attngraph.lower.normalisers import (
-    masked_entmax15,
-    masked_ratio,
-    masked_sparsemax,
-    masked_topk,
-)
 
 
 class Items(NodeModule):
@@ -144,20 +140,20 @@ class Proj(NodeModule):
 
 
 class FeatureMap(NodeModule):
-    """φ(x): elu(x) + 1 or relu(x), elementwise."""
+    """φ(x) elementwise: a feature map of the registry (elu(x) + 1, relu(x), ...)."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
-        self.fn: str = ctx.spec.fn
+        self.phi: Callable[[Tensor], Tensor] = feature_map_fn(ctx.spec.fn)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
-        v = x["from"]
-        return F.elu(v) + 1 if self.fn == "elu1" else F.relu(v)
+        return self.phi(x["from"])
 
 
 class Softmax(NodeModule):
     """Weights over the items (last) axis, or over the queries, with padding, causal,
-    window and adjacency masks; softmax, sparsemax, entmax-1.5 or top-k."""
+    window and adjacency masks; by a normaliser of the registry (softmax, sparsemax,
+    entmax-1.5, top-k, ...)."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
@@ -168,9 +164,10 @@ class Softmax(NodeModule):
         self.window: int | None = m.window if m else None
         self.self_loops = m.self_loops if m else True
         self.temperature = float(s.temperature)
-        self.fn: str = s.fn
-        self.k = s.k
-        self.ties: str = s.ties
+        info = NORMALISERS[s.fn]
+        #: ``normaliser(scores, mask, *options)``; a top-k's options are ``k`` and ``ties``
+        self.normaliser: Callable[..., Tensor] = load(info.impl)
+        self.options: tuple[int | str, ...] = (int(s.k), s.ties) if info.needs_k else ()
         self.over_queries = s.axis == "queries"
         #: no structural mask: only padding of the items (their length symbol) applies
         items = self.t.dims[-1] if self.t.dims else None
@@ -194,15 +191,7 @@ class Softmax(NodeModule):
 
     def normalise(self, s: Tensor, mask: Tensor | None) -> Tensor:
         """The normaliser over the last axis of ``s``."""
-        if self.fn == "sparsemax":
-            return masked_sparsemax(s, mask)
-        if self.fn == "entmax15":
-            return masked_entmax15(s, mask)
-        if self.fn == "topk":
-            return masked_topk(s, mask, int(self.k), ties=self.ties)
-        if self.fn == "sum":
-            return masked_ratio(s, mask)
-        return masked_softmax(s, mask)
+        return self.normaliser(s, mask, *self.options)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         s = x["scores"]
@@ -235,11 +224,6 @@ class _ReadoutOut(NodeModule):
         return self.out(z) if self.out is not None else z
 
 
-#: the activations a readout may end with (``act``)
-READOUT_ACTS: dict[str, Callable[[Tensor], Tensor]] = {
-    "elu": F.elu, "relu": F.relu, "tanh": torch.tanh, "leaky_relu": F.leaky_relu}
-
-
 class Readout(_ReadoutOut):
     """z = Σ_i p_i v_i per query, heads merged by ``combine``, optional ``out``, then
     ``offset`` (z + b) and ``act``."""
@@ -253,10 +237,11 @@ class Readout(_ReadoutOut):
         d_out = int(ctx.node.types[""].dims[-1])
         # zeros, as GATConv starts its bias
         self.offset = nn.Parameter(torch.zeros(d_out)) if s.offset else None
-        self.act = s.act
+        #: the activation applied last; None for one that changes nothing
+        self.act: Callable[[Tensor], Tensor] | None = activation_fn(s.act)
         #: one weight vector per row, no heads, nothing after the sum (a decoder's context)
         self.plain = (self.wtype.rank == 1 and not self.heads and not self.normalize
-                      and self.out is None and self.offset is None and self.act == "none")
+                      and self.out is None and self.offset is None and self.act is None)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
@@ -280,7 +265,7 @@ class Readout(_ReadoutOut):
         z = self.finish(z)  # (B, [M,] d)
         if self.offset is not None:
             z = z + self.offset
-        return z if self.act == "none" else READOUT_ACTS[self.act](z)
+        return z if self.act is None else self.act(z)
 
 
 def lower_readout(ctx: LowerCtx) -> NodeModule:

@@ -10,20 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attngraph.lower.activations import activation_fn, activation_module
 from attngraph.lower.masks import expand_to, padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
-
-ACTS = {
-    "none": nn.Identity, "relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
-    "gelu": nn.GELU, "leaky_relu": nn.LeakyReLU,
-}
-
-
-#: the functions of the activations without settings
-_ACT_FNS: dict[str, Callable[[Tensor], Tensor]] = {
-    "relu": F.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "gelu": F.gelu,
-    "leaky_relu": F.leaky_relu,
-}
 
 
 class Linear(NodeModule):
@@ -34,10 +23,9 @@ class Linear(NodeModule):
         lin = nn.Linear(d, out, bias=bias)
         self.weight = lin.weight
         self.bias = lin.bias
-        self.act = ACTS[act]()
+        self.act = activation_module(act)
         # the activation as a function: the module's own call costs more than it
-        self._act: Callable[[Tensor], Tensor] | None = None if act == "none" \
-            else _ACT_FNS[act]
+        self._act: Callable[[Tensor], Tensor] | None = activation_fn(act)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         y = F.linear(x["from"], self.weight, self.bias)  # (B, ..., out)
@@ -57,7 +45,7 @@ class Mlp(NodeModule):
         super().__init__()
         mods: list[nn.Module] = []
         for i in range(layers):
-            mods += [nn.Linear(d if i == 0 else hidden, hidden), ACTS[act]()]
+            mods += [nn.Linear(d if i == 0 else hidden, hidden), activation_module(act)]
         mods.append(nn.Linear(hidden, out))
         self.net = nn.Sequential(*mods)
 

@@ -1,7 +1,12 @@
 """Fusion pass: scaled-dot scorer -> softmax -> readout becomes one ``attention`` node.
 
 The pattern is data (:data:`ATTENTION`): a chain of kinds, each link read through
-one field of the next node, with a predicate per node. A chain matches when
+one field of the next node, with a predicate per node. The predicates read the
+traits of the functions the nodes name, never their names: a scorer function that
+is a ``fusable`` dot product (q·k/√d, :class:`~attngraph.kinds.scorers.ScorerInfo`),
+a ``fusable`` normaliser (softmax over the items), a readout whose activation is
+the ``identity``. So a scorer function a package registers with those traits is
+fused like ``scaled_dot``. A chain matches when
 every intermediate value (the scores, the weights) is used by the next link only
 and is not a declared output. The fused node keeps the readout's id, reads the
 scorer's ``query``/``key``, the readout's ``values`` and the softmax's adjacency
@@ -19,7 +24,11 @@ from typing import Any
 
 from attngraph.errors import LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
+from attngraph.kinds.activations import ACTIVATIONS
 from attngraph.kinds.attention import FusedAttentionSpec
+from attngraph.kinds.choices import named
+from attngraph.kinds.normalisers import NORMALISERS
+from attngraph.kinds.scorers import SCORERS
 from attngraph.passes.base import Pass
 from attngraph.passes.shape_inference import infer_shapes
 
@@ -37,24 +46,33 @@ class Link:
 
 
 def _scaled_dot(n: Node[Any]) -> bool:
+    """A scorer whose function is a fusable dot product, of every query with every key."""
     s = n.spec
+    info = named(s, SCORERS)
     learned = getattr(s.query, "learned", None)
     has_query = n.edge("query") is not None
-    return s.fn == "scaled_dot" and s.pairs == "all" and learned is None and has_query
+    return (info is not None and info.dot_product and info.fusable and s.pairs == "all"
+            and learned is None and has_query)
+
+
+def _softmax(n: Node[Any]) -> bool:
+    """A fusable normaliser (softmax, which SDPA computes) over the items."""
+    info = named(n.spec, NORMALISERS)
+    return info is not None and info.fusable and n.spec.axis == "items"
 
 
 def plain_readout(n: Node[Any]) -> bool:
     """A readout that only sums and merges heads (``out`` allowed): no renormalising, no
     offset or activation after it, which the fused nodes do not do."""
     s = n.spec
-    return not s.normalize and not s.offset and s.act == "none"
+    act = named(s, ACTIVATIONS)
+    return not s.normalize and not s.offset and (act is None or act.identity)
 
 
-#: scaled-dot scorer -> softmax over the items (not sparsemax...) -> plain readout
+#: fusable dot-product scorer -> fusable normaliser over the items -> plain readout
 ATTENTION = (
     Link("scorer", where=_scaled_dot),
-    Link("softmax", via="scores",
-         where=lambda n: n.spec.fn == "softmax" and n.spec.axis == "items"),
+    Link("softmax", via="scores", where=_softmax),
     Link("readout", via="weights", where=plain_readout),
 )
 

@@ -9,10 +9,13 @@ per pair of items::
     p:  {kind: softmax, scores: s, fn: sum}     # p_ij = s_ij / Σ_j s_ij
     z:  {kind: readout, weights: p, values: v}
 
-which, lowered as written, forms the N×N scores. When nothing else reads ``s`` or
-``p``, this pass replaces the chain by one ``linear_attention`` node that computes
-``φ(q_i)ᵀ (Σ_j φ(k_j) v_jᵀ) / φ(q_i)ᵀ Σ_j φ(k_j)`` with sums over the items (running
-sums when causal): O(N·d²) time and no N×N tensor. The two forms are equal (a test
+which, lowered as written, forms the N×N scores. The pattern reads traits, not
+names: a ``dot_product`` scorer function (``dot``, ``scaled_dot``: the constant
+factor cancels in the ratio) of two ``positive`` feature maps, and a ``kernel``
+normaliser (``sum``). When nothing else reads ``s`` or ``p``, this pass replaces the
+chain by one ``linear_attention`` node that computes ``φ(q_i)ᵀ (Σ_j φ(k_j) v_jᵀ) /
+φ(q_i)ᵀ Σ_j φ(k_j)`` with sums over the items (running sums when causal): O(N·d²)
+time and no N×N tensor. The two forms are equal (a test
 checks it); ``attngraph compile --print-after linear_attention`` shows the
 rewritten graph.
 """
@@ -23,7 +26,11 @@ from dataclasses import replace
 from typing import Any
 
 from attngraph.ir.graph import Edge, Graph, Node
+from attngraph.kinds.activations import FEATURE_MAPS
 from attngraph.kinds.attention import LinearAttentionSpec
+from attngraph.kinds.choices import named
+from attngraph.kinds.normalisers import NORMALISERS
+from attngraph.kinds.scorers import SCORERS
 from attngraph.passes.base import Pass
 from attngraph.passes.fuse_attention import Link, infers_again, match_chain, plain_readout
 
@@ -31,23 +38,39 @@ __all__ = ["LINEAR_ATTENTION", "linear_attention"]
 
 
 def _kernel_scorer(n: Node[Any]) -> bool:
+    """A dot-product scorer function, of every query with every key."""
     s = n.spec
-    return s.fn in ("dot", "scaled_dot") and s.pairs == "all" and n.edge("query") is not None
+    info = named(s, SCORERS)
+    return (info is not None and info.dot_product and s.pairs == "all"
+            and n.edge("query") is not None)
 
 
 def _sum(n: Node[Any]) -> bool:
+    """A kernel normaliser over the items, with no mask but a causal one."""
     s = n.spec
+    info = named(s, NORMALISERS)
     m = s.mask
     plain = m is None or (m.window is None and m.adjacency is None)
-    return s.fn == "sum" and s.axis == "items" and plain
+    return info is not None and info.kernel and s.axis == "items" and plain
 
 
-#: φ(q)·φ(k) scorer -> softmax fn sum (causal or no mask) -> plain readout
+#: φ(q)·φ(k) scorer -> kernel normaliser (causal or no mask) -> plain readout
 KERNEL = (
     Link("scorer", where=_kernel_scorer),
     Link("softmax", via="scores", where=_sum),
     Link("readout", via="weights", where=plain_readout),
 )
+
+
+def _positive(graph: Graph, score: Node[Any]) -> bool:
+    """The scorer's query and key are positive feature maps φ(q), φ(k)."""
+    for role in ("query", "key"):
+        e = score.edge(role)
+        src = graph.node(e.src) if e is not None and e.src in graph else None
+        phi = named(src.spec, FEATURE_MAPS) if src is not None else None
+        if phi is None or not phi.positive:
+            return False
+    return True
 
 
 def _aligned(graph: Graph, score: Node[Any], soft: Node[Any]) -> bool:
@@ -84,7 +107,8 @@ def linear_attention(graph: Graph) -> Graph:
                 changed = True
     if changed:
         graph = graph.replace_nodes(nodes)
-    matches = [m for m in match_chain(graph, KERNEL) if _aligned(graph, m[0], m[1])]
+    matches = [m for m in match_chain(graph, KERNEL)
+               if _positive(graph, m[0]) and _aligned(graph, m[0], m[1])]
     if not matches:
         return graph
     drop = {m.id for match in matches for m in match[:-1]}
