@@ -8,7 +8,6 @@ that ``attngraph --help`` and ``attngraph validate`` start fast.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import Any, TypeVar
 
 import click
 
-from attngraph.errors import AttnGraphError, SourceLoc
+from attngraph.errors import AttnGraphError
+from attngraph.fileio import write_file
 from attngraph.registry import Registry
 
 __all__ = ["main", "run_stage", "echo_error", "spec_argument", "write_output",
@@ -59,35 +59,14 @@ spec_argument = click.argument("spec", type=click.Path(dir_okay=False))
 
 def write_output(path: str | Path, data: str | bytes, *,
                  error: type[AttnGraphError] = AttnGraphError) -> None:
-    """Write ``data`` (text as UTF-8) to ``path``, making its missing parent folders.
+    """Write ``data`` (text as UTF-8) to ``path`` whole, making its missing parent folders.
 
+    Through :func:`attngraph.fileio.write_file`: a temporary file beside ``path``,
+    then a rename, so a failed write (a full disk) leaves the previous file whole.
     A folder that cannot be made, or a file that cannot be written (no permission,
     a directory in the way, a full disk), is one ``error`` at ``path``.
     """
-    p = Path(path)
-    if str(path).endswith(("/", os.sep)):
-        msg = f"{path} names a folder, not a file"
-        raise error(msg, SourceLoc(str(path)), f"give a file name, e.g. {p / 'out'}")
-    above = next((a for a in p.parents if a.exists()), None)
-    if above is not None and not above.is_dir():
-        msg = f"cannot write {p}: {above} is a file, not a folder"
-        raise error(msg, SourceLoc(str(p)), "give a path whose folders are folders")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        msg = f"cannot make the folder {p.parent} for {p}: {exc.strerror}"
-        raise error(msg, SourceLoc(str(p)),
-                    "check the permissions of the folders above it") from None
-    try:
-        if isinstance(data, bytes):
-            p.write_bytes(data)
-        else:
-            p.write_text(data, encoding="utf-8")
-    except OSError as exc:
-        msg = f"cannot write {p}: {exc.strerror}"
-        raise error(msg, SourceLoc(str(p)),
-                    "give a file path in a folder you can write to (and a disk with "
-                    "room)") from None
+    write_file(path, data, error=error, parents=True)
 
 
 class RegistryChoice(click.Choice):  # type: ignore[type-arg]

@@ -1,20 +1,21 @@
 """A spec's bytes to checked text, before any YAML is parsed.
 
-:func:`read_text` reads only a regular file (a FIFO is opened without blocking and
-refused, as are devices and directories) and never more than ``limit + 1``
-bytes; :func:`check_text` refuses text over the limit, text that is not UTF-8 and
-control characters YAML does not allow. Each problem that has a place is a
+:func:`read_text` reads only a regular file (through
+:func:`attngraph.fileio.read_bytes`: a FIFO, device or directory is refused before
+it is opened) and never more than ``limit + 1`` bytes; :func:`check_text` refuses
+text over the limit, text that is not UTF-8 and control characters YAML does not
+allow. Each problem that has a place is a
 :class:`~attngraph.errors.SpecError` at its line and column (the size limit at
 1:1); :mod:`attngraph.source` passes its ``MAX_BYTES`` as the limit.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
+from dataclasses import replace
 
 from attngraph.errors import SourceLoc, SpecError
+from attngraph.fileio.files import Role, read_bytes
 
 __all__ = ["SIZE_HINT", "check_text", "read_text"]
 
@@ -26,8 +27,10 @@ _NON_PRINTABLE = re.compile(
 )
 #: Line breaks as YAML 1.1 counts them (and str.splitlines, which excerpts use).
 _BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+#: A spec to :func:`attngraph.fileio.read_bytes` (the limit is the caller's).
+_SPEC = Role("spec", 0, SpecError, a="a spec", a_file="a spec file",
+             dir_hint="give the path of a .yaml file",
+             special_hint="save the spec to a file and give its path", size_hint=SIZE_HINT)
 
 
 def _offset_loc(file: str, text: str, offset: int) -> SourceLoc:
@@ -88,45 +91,12 @@ def read_text(path: str, limit: int) -> str:
     """The text of the regular file ``path``, read no further than ``limit + 1``
     bytes, decoded as UTF-8 with universal newlines.
 
-    A missing file, a directory, a FIFO or device, a file over ``limit`` bytes or
-    one that is not UTF-8 is a :class:`SpecError` (the last at its first bad byte).
+    A missing file, a directory, a FIFO or device (refused before it is opened),
+    a file over ``limit`` bytes or one that is not UTF-8 is a :class:`SpecError`
+    (the last at its first bad byte). The file is opened by
+    :func:`attngraph.fileio.read_bytes`, as every file attngraph reads.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        msg = f"no such file: {path}"
-        raise SpecError(msg, SourceLoc(path), "check the path") from None
-    except IsADirectoryError:
-        msg = f"{path} is a directory, not a spec"
-        raise SpecError(msg, SourceLoc(path), "give the path of a .yaml file") from None
-    except OSError as exc:
-        msg = f"cannot read spec: {exc.strerror}"
-        raise SpecError(msg, SourceLoc(path), "check the path and its permissions") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            msg = f"{path} is a directory, not a spec"
-            raise SpecError(msg, SourceLoc(path), "give the path of a .yaml file")
-        if not stat.S_ISREG(st.st_mode):
-            what = next((w for test, w in _KINDS if test(st.st_mode)), "not a regular file")
-            msg = f"{path} is {what}, not a spec file"
-            raise SpecError(msg, SourceLoc(path), "save the spec to a file and give its path")
-        if st.st_size > limit:
-            raise _too_big(path, st.st_size, limit)
-        with os.fdopen(fd, "rb") as f:
-            fd = -1  # closed with f
-            # a file can grow after fstat (or report size 0, as /proc files do)
-            data = f.read(limit + 1)
-    except OSError as exc:
-        msg = f"cannot read spec: {exc.strerror}"
-        raise SpecError(msg, SourceLoc(path), "check the file and the disk") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    if len(data) > limit:
-        raise _too_big(path, len(data), limit)
-    return _decode(data, path)
+    return _decode(read_bytes(path, replace(_SPEC, limit=limit)), path)
 
 
 def _decode(data: bytes, path: str) -> str:

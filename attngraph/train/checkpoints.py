@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
-from attngraph.train.rundir import atomic_write, write_error
+from attngraph.fileio import check_regular
+from attngraph.train.rundir import atomic_write, run_file, write_error
 
 if TYPE_CHECKING:
     from torch import nn
@@ -283,9 +284,10 @@ def load_checkpoint(path: str | Path, graph: Graph | None = None) -> Checkpoint:
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         msg = f"no checkpoint at {path}"
         raise _error(path, msg, "train first: attngraph train SPEC --out DIR")
+    check_regular(path, run_file(CHECKPOINT))  # a FIFO would hang torch.load
     ckpt = _check(path, _read(path))
     if graph is not None:
         want = spec_hash(graph)

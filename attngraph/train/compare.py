@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import AttnGraphError, Diagnostic, SourceLoc, TrainingError
+from attngraph.fileio import excerpt_text, lines, loads_json, read_json, read_text
+from attngraph.train.rundir import run_file
 from attngraph.train.variants import Override, Variant, Vary, variants, write_variant
 
 if TYPE_CHECKING:
@@ -97,28 +99,45 @@ def read_run(out: Path, seed: int, *, reused: bool = False) -> SeedRun:
     curve: list[dict[str, float]] = []
     train: list[dict[str, float]] = []
     log, summ = out / METRICS_FILE, out / SUMMARY_FILE
-    try:
-        lines = log.read_text(encoding="utf-8").splitlines()
-        summary = json.loads(summ.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        msg = f"cannot read this run's figures: {exc}"
-        raise TrainingError(msg, SourceLoc(str(out)), "train it again with --overwrite") from None
-    for i, line in enumerate(lines, 1):
+    role = run_file(METRICS_FILE, 1 << 30)
+    # through attngraph.fileio: regular files, bounded, JSON with limits (NaN as written)
+    text = read_text(log, role)
+    summary = read_json(summ, run_file(SUMMARY_FILE), what="this run's summary.json",
+                        nonfinite=True)
+    shown = excerpt_text(text)
+    for i, line in enumerate(lines(text), 1):
+        if not line.strip():
+            continue
+        rec = loads_json(line, str(log), role, line=i, shown=shown, nonfinite=True,
+                         float32=False)
         try:
-            rec = json.loads(line)
             split = rec.pop("split")
             row = {k: float(v) for k, v in rec.items()}
+            if not row["step"] >= 0:
+                raise ValueError
         except (ValueError, KeyError, TypeError, AttributeError):
             msg = "this line is not a step's JSON object"
-            raise TrainingError(msg, SourceLoc(str(log), i, 1, "\n".join(lines)),
+            raise TrainingError(msg, SourceLoc(str(log), i, 1, shown),
                                 "train the run again with --overwrite") from None
         (curve if split == "test" else train).append(row)
     if not curve:
         msg = "this run's metrics log has no test line"
         raise TrainingError(msg, SourceLoc(str(log)), "train it again with --overwrite")
     final = {k: v for k, v in curve[-1].items() if k != "step"}
-    return SeedRun(seed, out, final, int(summary.get("steps", curve[-1]["step"])),
-                   float(summary.get("seconds", 0.0)), curve, train, reused)
+    steps: Any = None
+    seconds: Any = None
+    if isinstance(summary, dict):
+        steps = summary.get("steps", int(curve[-1]["step"]))
+        seconds = summary.get("seconds", 0.0)
+    if not _count(steps) or not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        msg = "this run's summary.json is damaged (no whole number of steps and seconds)"
+        raise TrainingError(msg, SourceLoc(str(summ)), "train it again with --overwrite")
+    return SeedRun(seed, out, final, int(steps), float(seconds), curve, train, reused)
+
+
+def _count(v: object) -> bool:
+    """True for a whole number of steps (not a bool)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _located(exc: AttnGraphError, variant: Variant) -> AttnGraphError:

@@ -11,11 +11,13 @@ only here.
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
+from attngraph.fileio import write_file
 from attngraph.train.compare import SeedRun, stats
 
 if TYPE_CHECKING:
@@ -42,13 +44,19 @@ def mean_curve(runs: list[SeedRun], metric: str, *, split: str = "test"
 
 def _save(fig: object, path: Path) -> None:
     """Save a figure, a failed write as one located error."""
+    def refused(exc: OSError) -> TrainingError:
+        msg = f"cannot write the picture: {exc.strerror or exc}"
+        return TrainingError(msg, SourceLoc(str(path)), "compare into a folder you can "
+                             "write: --out DIR")
+
+    buf = io.BytesIO()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)  # type: ignore[attr-defined]
+        fig.savefig(buf, format=path.suffix[1:].lower() or None,  # type: ignore[attr-defined]
+                    dpi=110)
     except OSError as exc:
-        msg = f"cannot write the picture: {exc.strerror or exc}"
-        raise TrainingError(msg, SourceLoc(str(path)), "compare into a folder you can "
-                            "write: --out DIR") from None
+        raise refused(exc) from None
+    write_file(path, buf.getvalue(), failed=lambda _p, exc: refused(exc))
 
 
 def curves(cmp: Comparison, path: Path) -> Path:

@@ -17,12 +17,18 @@ a folder                    a folder per class holding images (png, jpg, bmp,
                             (the folder's name)
 ==========================  =====================================================
 
-Text files must be UTF-8. Every problem is one
-:class:`~attngraph.errors.TrainingError` located at the file, line and column
-with a hint: an empty file, a line that is not UTF-8, a JSON line that does not
-parse or is not an object, a CSV row with more or fewer cells than the header,
-a pairs line without its tab, a class folder without images. Nothing is
-trained on a file read only in part.
+Files are read through :mod:`attngraph.fileio` (:data:`~attngraph.fileio.DATA`):
+a regular file only (a FIFO or a device is refused without being opened for
+reading), at most 256 MiB, strict UTF-8 with lines split at ``\\n`` only (a
+U+2028 inside a JSON string is a character, not a line break), JSON lines with
+limits (nesting, 64-bit integers, finite numbers within float32). Every problem
+is one :class:`~attngraph.errors.TrainingError` located at the file, line and
+column with a hint: an empty file, a line that is not UTF-8, a JSON line that
+does not parse, is not an object or holds NaN or 1e300, a CSV row with more or
+fewer cells than the header, a pairs line without its tab, a class folder
+without images. Nothing is trained on a file read only in part.
+:func:`value_loc` locates a record's cell for the errors found later (a value of
+the wrong kind, a number that is not finite).
 
 Examples
 --------
@@ -39,14 +45,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.fileio import DATA, check_regular, excerpt_text, lines, loads_json, read_bytes
+from attngraph.fileio import read_text as read_file_text
 
-__all__ = ["Record", "FORMATS", "IMAGE_SUFFIXES", "read_records", "columns_of", "data_error"]
+__all__ = ["Record", "FORMATS", "IMAGE_SUFFIXES", "read_records", "columns_of", "data_error",
+           "value_loc"]
 
 #: Suffix -> format name.
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
@@ -73,22 +83,10 @@ def _at(path: Path, line: int, col: int, text: str | None) -> SourceLoc:
     return SourceLoc(file=str(path), line=line, col=col, text=text)
 
 
-def _text(path: Path) -> str:
-    """The file as UTF-8 text; a byte that is not UTF-8 is an error at its line and column."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        msg = f"cannot read this data file: {exc.strerror}"
-        raise data_error(msg, path, "check the path and its permissions") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        shown = raw.splitlines()[line - 1].decode("utf-8", errors="replace")
-        msg = f"line {line} is not UTF-8 (byte 0x{raw[exc.start]:02x} at column {col})"
-        raise data_error(msg, _at(path, line, col, "\n" * (line - 1) + shown),
-                         "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+def _text(path: Path) -> tuple[str, str]:
+    """The file's text (see the module docstring), and that text for excerpts."""
+    text = read_file_text(path, DATA)
+    return text, excerpt_text(text)
 
 
 def _empty(path: Path, what: str) -> TrainingError:
@@ -97,8 +95,8 @@ def _empty(path: Path, what: str) -> TrainingError:
 
 
 def _csv(path: Path) -> list[Record]:
-    text = _text(path)
-    reader = csv.reader(io.StringIO(text, newline=""))
+    raw, text = _text(path)
+    reader = csv.reader(io.StringIO(raw, newline=""))
     try:
         header = next(reader, None)
         if header is None or not any(h.strip() for h in header):
@@ -133,17 +131,12 @@ def _csv(path: Path) -> list[Record]:
 
 
 def _jsonl(path: Path) -> list[Record]:
-    text = _text(path)
+    raw, text = _text(path)
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(lines(raw), 1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            msg = f"this line is not JSON: {exc.msg}"
-            raise data_error(msg, _at(path, n, exc.colno, text),
-                             "write one JSON object per line") from None
+        value = loads_json(line, str(path), DATA, line=n, shown=text)
         if not isinstance(value, dict):
             msg = f"this line holds a JSON {type(value).__name__}, not an object"
             raise data_error(msg, _at(path, n, 1, text),
@@ -161,8 +154,11 @@ def _parquet(path: Path) -> list[Record]:
         msg = "reading Parquet needs the pyarrow package, which is not installed"
         raise data_error(msg, path, "pip install pyarrow, or give the data as CSV or "
                          "JSONL") from None
+    import pyarrow as pa
+
+    data = read_bytes(path, DATA)
     try:
-        rows = pq.read_table(path).to_pylist()
+        rows = pq.read_table(pa.BufferReader(data)).to_pylist()
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a bad file
         msg = f"cannot read this Parquet file: {exc}"
         raise data_error(msg, path, "check that it is a Parquet file") from None
@@ -172,9 +168,9 @@ def _parquet(path: Path) -> list[Record]:
 
 
 def _pairs(path: Path) -> list[Record]:
-    text = _text(path)
+    raw, text = _text(path)
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(lines(raw), 1):
         if not line.strip():
             continue
         if "\t" not in line:
@@ -194,6 +190,9 @@ def _pairs(path: Path) -> list[Record]:
 
 
 def _images(path: Path) -> list[Record]:
+    # the images' names are absolute: an image is read relative to its record's file,
+    # which for a folder is the image itself (a relative --data would count twice)
+    where = path.absolute()
     classes = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not classes:
         msg = "this folder holds no class folders"
@@ -205,8 +204,8 @@ def _images(path: Path) -> list[Record]:
         if not files:
             msg = f"the class folder '{c.name}' holds no images"
             raise data_error(msg, c, f"add images ({', '.join(IMAGE_SUFFIXES)}) or remove it")
-        out.extend(Record({"image": str(f), "label": c.name}, SourceLoc(file=str(f)))
-                   for f in files)
+        out.extend(Record({"image": str(where / c.name / f.name), "label": c.name},
+                          SourceLoc(file=str(f))) for f in files)
     return out
 
 
@@ -235,6 +234,7 @@ def read_records(path: str | Path) -> list[Record]:
     if not p.exists():
         msg = "no such data file or folder"
         raise data_error(msg, p, "check the path given to --data / --valid")
+    check_regular(p, DATA)  # a FIFO or a device: refused before its suffix is read
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
         msg = f"cannot tell the format of '{p.name}' from its suffix"
@@ -243,6 +243,67 @@ def read_records(path: str | Path) -> list[Record]:
                          "class folders of images")
     readers = {"csv": _csv, "jsonl": _jsonl, "parquet": _parquet, "pairs": _pairs}
     return readers[fmt](p)
+
+
+#: A JSON string, or a bracket (to find an object's key at the top level).
+_JSON_PART = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _csv_cell(line: str, index: int) -> int | None:
+    """The 1-based column where cell ``index`` of a CSV row starts on ``line``."""
+    if index == 0:
+        return 1
+    cell, quoted = 0, False
+    for i, ch in enumerate(line):
+        if ch == '"':
+            quoted = not quoted  # a doubled quote toggles twice
+        elif ch == "," and not quoted:
+            cell += 1
+            if cell == index:
+                return i + 2
+    return None
+
+
+def _unquote(token: str) -> str | None:
+    """A JSON string token's text (None if it does not parse)."""
+    try:
+        return str(json.loads(token))
+    except ValueError:
+        return None
+
+
+def _json_value(line: str, key: str) -> int | None:
+    """The 1-based column of the value of top-level ``key`` in a JSON object line."""
+    depth = 0
+    for m in _JSON_PART.finditer(line):
+        tok = m.group()
+        if tok in ("[", "{"):
+            depth += 1
+        elif tok in ("]", "}"):
+            depth -= 1
+        elif depth == 1:
+            rest = line[m.end():].lstrip()
+            if rest.startswith(":") and _unquote(tok) == key:
+                after = rest[1:]
+                return len(line) - len(after.lstrip()) + 1
+    return None
+
+
+def value_loc(rec: Record, column: str) -> SourceLoc:
+    """Where ``rec``'s value of ``column`` was read: the CSV cell or the JSON value
+    on the record's line when that can be told, else the record's location."""
+    loc = rec.loc
+    if loc.text is None or loc.line <= 0 or column not in rec.values:
+        return loc
+    parts = loc.text.split("\n", loc.line)
+    line = parts[loc.line - 1] if len(parts) >= loc.line else ""
+    suffix = Path(loc.file).suffix.lower()
+    col = None
+    if suffix == ".csv":
+        col = _csv_cell(line, list(rec.values).index(column))
+    elif FORMATS.get(suffix) == "jsonl":
+        col = _json_value(line, column)
+    return SourceLoc(loc.file, loc.line, col, loc.text) if col else loc
 
 
 def columns_of(records: list[Record]) -> list[str]:

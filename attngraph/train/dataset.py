@@ -32,9 +32,10 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.fileio import read_json
 from attngraph.train.data import data_error, read_records
 from attngraph.train.encoding import Encoding, make_encoding
-from attngraph.train.rundir import atomic_write
+from attngraph.train.rundir import atomic_write, run_file
 from attngraph.train.taskbase import IGNORE, Task
 from attngraph.train.vocab import EOS, PAD
 
@@ -304,14 +305,13 @@ def load_encoding(run_dir: str | Path) -> Encoding:
         At the file, when it is missing or damaged.
     """
     path = Path(run_dir) / DATA_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         msg = "this run has no data.json (its vocabularies and labels)"
         raise data_error(msg, path, "this run was trained on a built-in task; give "
-                         "--data only to runs trained with --data") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        data = None
+                         "--data only to runs trained with --data")
+    # a regular file, bounded, strict UTF-8, JSON with limits: a FIFO, a 5,000-digit
+    # integer or 5,000 nested brackets is one located error, not a hang or a traceback
+    data = read_json(path, run_file(DATA_FILE), what="this run's data.json")
     if not isinstance(data, dict):
         msg = "this run's data.json is damaged"
         raise data_error(msg, path, "train the run again")

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError, did_you_mean
-from attngraph.train.data import Record, columns_of, data_error
+from attngraph.fileio import FLOAT32_MAX, read_image
+from attngraph.train.data import Record, columns_of, data_error, value_loc
 from attngraph.train.speclocs import spec_loc
 from attngraph.train.vocab import EOS, MODES, LabelMap, Vocab, tokenize
 
@@ -149,8 +150,8 @@ def _missing(rec: Record, col: str, key: str, cols: list[str]) -> TrainingError:
 
 def _kind(rec: Record, col: str, v: Any, want: str) -> TrainingError:
     return data_error(f"column '{col}' holds {type(v).__name__} {v!r:.40}, not {want}",
-                      rec.loc, f"give {want} in column '{col}', or map another column "
-                      "with --field INPUT=COLUMN")
+                      value_loc(rec, col), f"give {want} in column '{col}', or map another "
+                      "column with --field INPUT=COLUMN")
 
 
 def _tokens(rec: Record, col: str, v: Any, mode: str) -> list[str]:
@@ -186,16 +187,24 @@ def _numbers(rec: Record, col: str, v: Any, *, nested: bool) -> np.ndarray:
     want = "a list of lists of numbers" if nested else "a list of numbers"
     try:
         arr = np.asarray(v, dtype=np.float64)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise _kind(rec, col, v, want) from None
     if arr.ndim != (2 if nested else 1) or arr.size == 0 or arr.dtype == object:
         raise _kind(rec, col, v, want)
+    # float('nan'), 'inf' and '1e39' parse, and would train to NaN parameters
+    bad = ~np.isfinite(arr) | (np.abs(arr) > FLOAT32_MAX)
+    if bad.any():
+        x = float(arr[np.unravel_index(int(bad.argmax()), arr.shape)])
+        what = "is not a finite number" if not np.isfinite(x) else \
+            "is too large for float32 (at most ±3.4e38)"
+        msg = f"column '{col}' holds {x:g}, which {what}"
+        raise data_error(msg, value_loc(rec, col), "write finite numbers of a sensible size "
+                         "(scale the data), or leave the example out")
     return arr
 
 
 def _image(node: Node[Any], rec: Record, col: str, v: Any) -> np.ndarray:
     import numpy as np
-    from PIL import Image, UnidentifiedImageError
 
     if not isinstance(v, str):
         raise _kind(rec, col, v, "an image file name")
@@ -207,19 +216,21 @@ def _image(node: Node[Any], rec: Record, col: str, v: Any) -> np.ndarray:
     if c not in modes:
         msg = f"input '{node.id}' has {c} channels; image files give 1, 3 or 4"
         raise data_error(msg, rec.loc, "declare channels: 1 (grey) or 3 (colour)")
+
+    def size_ok(width: int, height: int) -> None:  # from the header, before decoding
+        if (width, height) != (w, h):
+            msg = (f"the image {p.name} is {width}×{height}, input '{node.id}' takes "
+                   f"{w}×{h}")
+            raise data_error(msg, value_loc(rec, col), f"resize the images to {w}×{h} "
+                             "(attngraph does not resize), or set the spec's width and height")
+
     try:
-        with Image.open(p) as im:
-            size = im.size
-            arr = np.asarray(im.convert(modes[c]), dtype=np.float32) / 255.0
-    except (OSError, UnidentifiedImageError) as exc:
-        why = "it cannot be found" if isinstance(exc, FileNotFoundError) else "not an image"
-        msg = f"cannot read the image {p}: {why}"
-        raise data_error(msg, rec.loc,
-                         "give image files (png, jpg, ...)") from None
-    if size != (w, h):
-        msg = f"the image {p.name} is {size[0]}×{size[1]}, input '{node.id}' takes {w}×{h}"
-        raise data_error(msg, rec.loc, f"resize the images to {w}×{h} (attngraph does not "
-                         "resize), or set the spec's width and height")
+        im = read_image(p, mode=modes[c], size_ok=size_ok)
+    except TrainingError as exc:
+        if exc.loc.file == str(p) and rec.loc.file != str(p):  # at the record naming it
+            raise data_error(exc.message, value_loc(rec, col), exc.hint or "") from None
+        raise
+    arr = np.asarray(im, dtype=np.float32) / 255.0
     return arr[None] if c == 1 else arr.transpose(2, 0, 1)  # (C, H, W)
 
 

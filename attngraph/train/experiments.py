@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attngraph.fileio import write_file
 from attngraph.train.compare import Comparison, compare, markdown, table, write_report
 from attngraph.train.variants import parse_set, parse_vary
 
@@ -224,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         head += ["Not run in this generation: " + ", ".join(f"`{e.name}` ({e.title})"
                                                            for e in missing)
                  + "; `make experiments` writes them.", ""]
-    out.write_text("\n".join(head + sections), encoding="utf-8")
+    write_file(out, "\n".join(head + sections))
     print(f"{out} ({total:.0f} s)", file=sys.stderr)
     return 0
 

@@ -9,10 +9,12 @@ hint. matplotlib is imported only when a picture is drawn.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.fileio import write_file
 
 __all__ = ["pyplot", "save"]
 
@@ -36,13 +38,20 @@ def save(fig: Any, path: Path, dpi: int = 120) -> None:
         Located at ``path`` when it cannot be written (a part of it is a file, no
         permission, ...), with a hint.
     """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=dpi)
-    except OSError as exc:
+
+    def refused(exc: OSError) -> TrainingError:
         why = ("a part of its path is a file, not a directory"
                if isinstance(exc, (FileExistsError, NotADirectoryError))
                else (exc.strerror or str(exc)).lower())
         msg = f"cannot write the picture: {why}"
-        raise TrainingError(msg, SourceLoc(str(path)),
-                            "draw into a directory you can write: -o PICTURE") from None
+        return TrainingError(msg, SourceLoc(str(path)),
+                             "draw into a directory you can write: -o PICTURE")
+
+    buf = io.BytesIO()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(buf, format=path.suffix[1:].lower() or None, dpi=dpi)
+    except OSError as exc:
+        raise refused(exc) from None
+    # whole or not at all: a full disk leaves the previous picture as it was
+    write_file(path, buf.getvalue(), failed=lambda _p, exc: refused(exc))

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attngraph.fileio import write_file
 from attngraph.train.results_page import (
     RESULTS_JSON,
     RESULTS_MD,
@@ -163,7 +164,7 @@ def write_results(rows: Sequence[dict[str, Any]], path: Path = RESULTS_JSON,
         payload["seeds"] = seeds
     if seed_cpu:
         payload["seed_cpu_s"] = seed_cpu
-    path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    write_file(path, json.dumps(payload, indent=1) + "\n")
 
 
 def merge_rows(old: Sequence[dict[str, Any]],
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="measure the specs given at these seeds (e.g. 1 2)")
     args = ap.parse_args(argv)
     if args.page:
-        RESULTS_MD.write_text(page(), encoding="utf-8")
+        write_file(RESULTS_MD, page())
     elif not args.table:
         stored = load_stored()
         seeds: dict[str, dict[str, dict[str, float]]] = stored.get("seeds") or {}
@@ -223,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            pictures=PICTURES if args.seed == 0 else None)
             rows = merge_rows(stored["rows"], rows) if args.specs else rows
         write_results(rows, seeds=seeds, seed_cpu=seed_cpu)
-        RESULTS_MD.write_text(page(), encoding="utf-8")
+        write_file(RESULTS_MD, page())
     print(results_table(), end="")
     print(seeds_table(), end="")
     return 0

@@ -9,9 +9,10 @@ the file :mod:`attngraph.train.results` writes; nothing here trains.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from attngraph.fileio import Role, read_json
 
 __all__ = ["ROOT", "RESULTS_JSON", "RESULTS_MD", "SEED_SPREAD", "load_stored", "results_table",
            "seeds_table", "ci_seconds", "ci_text", "page"]
@@ -20,6 +21,8 @@ __all__ = ["ROOT", "RESULTS_JSON", "RESULTS_MD", "SEED_SPREAD", "load_stored", "
 ROOT = Path(__file__).resolve().parents[2]
 #: Where :func:`attngraph.train.results.write_results` stores the measurements.
 RESULTS_JSON = ROOT / "docs" / "training-results.json"
+#: The results file to :func:`attngraph.fileio.read_json`.
+_RESULTS = Role("results file", 64 * 2**20)
 #: The markdown page made from them.
 RESULTS_MD = ROOT / "docs" / "training-results.md"
 #: How far a target figure may fall between seeds 0, 1 and 2 (the slow test
@@ -31,7 +34,7 @@ def load_stored(path: Path = RESULTS_JSON) -> dict[str, Any]:
     """The stored results file (``{"rows": []}`` when none was written yet)."""
     if not path.is_file():
         return {"rows": []}
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_json(path, _RESULTS, what="the results file")
     return data
 
 
@@ -59,7 +62,7 @@ def results_table(path: str | Path = RESULTS_JSON) -> str:
     path = Path(path)
     if not path.is_file():
         return ""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json(path, _RESULTS, what="the results file")
     lines = [
         "| spec | task | steps | target | reached (seed {}) | met | CPU s |".format(
             data.get("seed", 0)),

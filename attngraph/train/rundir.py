@@ -3,23 +3,28 @@
 - :func:`check` refuses, before a run starts, a directory that already holds
   another run (unless ``overwrite``) or that cannot be written; :func:`prepare`
   then moves an earlier run aside to ``OUT.old-<time>`` (one rename: nothing is
-  deleted) and removes the temporary files a killed run left.
-- :func:`atomic_write` writes a whole file (a temporary file beside it, then
+  deleted) and removes the temporary files a killed run left (those named by
+  :func:`attngraph.fileio.temporary_name` for a run file: never the user's own
+  ``*.tmp``).
+- :func:`atomic_write` writes a whole file through
+  :func:`attngraph.fileio.write_file` (a temporary file beside it, then
   :func:`os.replace`); :class:`Log` appends to the metrics log with one
   ``write`` call per step. Both write through :func:`os.write`, and turn a full
   disk or a read-only directory into a :class:`~attngraph.errors.TrainingError`
   naming the file, leaving no temporary file behind.
-- :func:`read_metrics` reads the metrics log back on resume. A last line
-  without its newline is what ``kill -9`` during a write leaves: it lies past
-  the checkpoint (the log is written before the checkpoint of a step), so it is
-  dropped with a note. Any other line that is not a step's JSON object is
-  damage, reported at its line.
+- :func:`read_metrics` reads the metrics log back on resume, through
+  :mod:`attngraph.fileio` (a regular file, bounded, strict UTF-8, each line JSON
+  with limits: no recursion on deep nesting, no ``int()`` of thousands of
+  digits). A last line without its newline is what ``kill -9`` during a write
+  leaves: it lies past the checkpoint (the log is written before the checkpoint
+  of a step), so it is dropped with a note. Any other line that is not a step's
+  JSON object is damage, reported at its line. :func:`run_file` gives the
+  :class:`~attngraph.fileio.Role` of any stored file of a run.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import secrets
 import time
@@ -27,9 +32,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.fileio import (
+    TEMPORARY,
+    Role,
+    excerpt_text,
+    lines,
+    loads_json,
+    read_bytes,
+    write_file,
+)
 
 __all__ = ["RUN_FILES", "holds_run", "check", "prepare", "atomic_write", "Log",
-           "Kept", "read_metrics", "write_error"]
+           "Kept", "read_metrics", "write_error", "run_file"]
 
 #: The files that make a directory a run's (metrics log, checkpoint, summary, and a
 #: data run's vocabularies and labels).
@@ -39,6 +53,21 @@ _WHY = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota e
         errno.EACCES: "permission denied", errno.EPERM: "permission denied",
         errno.EROFS: "read-only file system"}
 _FULL = (errno.ENOSPC, errno.EDQUOT)
+_AGAIN = ("the run directory holds files attngraph train wrote, and this one is damaged: "
+          "train again (--overwrite moves this run aside)")
+_LOG_DAMAGED = ("the log is damaged: delete or repair that line, then --resume again (the "
+                "checkpoint is separate and intact)")
+
+
+def run_file(name: str, limit: int = 64 * 2**20, *, damaged: str = _AGAIN) -> Role:
+    """The :class:`~attngraph.fileio.Role` of a run's stored file ``name`` (``data.json``):
+    read as every file is (regular, bounded, strict UTF-8), damage told as such."""
+    return Role(f"this run's {name}", limit, a=f"a run's {name}", dir_hint=_AGAIN,
+                special_hint=_AGAIN, size_hint=_AGAIN, damaged=damaged)
+
+
+#: The metrics log read back on resume (a long run's log is long).
+_METRICS = run_file("metrics log", 1 << 30, damaged=_LOG_DAMAGED)
 
 
 def _loc(path: str | Path, line: int = 0, text: str | None = None) -> SourceLoc:
@@ -67,10 +96,15 @@ def holds_run(out: Path) -> list[str]:
 
 
 def _temporaries(out: Path) -> list[Path]:
-    """Temporary files of :func:`atomic_write` (and of earlier versions) in ``out``."""
-    return [p for p in out.glob("*.tmp")
-            if any(p.name.startswith((f".{n}.", f"{n}.")) for n in RUN_FILES)
-            or p.name == "metrics.jsonl.tmp"]
+    """Temporary files a killed :func:`atomic_write` of a run file left in ``out``
+    (named by :func:`attngraph.fileio.temporary_name`), and an earlier version's
+    ``metrics.jsonl.tmp``; never another ``*.tmp`` (the user's own)."""
+    found = []
+    for p in out.glob("*.tmp"):
+        m = TEMPORARY.fullmatch(p.name)
+        if (m is not None and m.group(1) in RUN_FILES) or p.name == "metrics.jsonl.tmp":
+            found.append(p)
+    return found
 
 
 def _probe(directory: Path) -> None:
@@ -168,7 +202,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def atomic_write(path: str | Path, data: bytes, *, mode: int = 0o666) -> None:
-    """Replace ``path`` by ``data`` whole: a temporary file beside it, then a rename.
+    """Replace ``path`` by ``data`` whole (:func:`attngraph.fileio.write_file`: a
+    temporary file beside it, then a rename).
 
     ``mode`` is the new file's permission bits before the umask.
 
@@ -178,23 +213,7 @@ def atomic_write(path: str | Path, data: bytes, *, mode: int = 0o666) -> None:
         When a write fails (full disk, read-only directory); ``path`` is then as
         it was and no temporary file is left.
     """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = -1
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        _write_all(fd, data)
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if fd >= 0:
-            os.close(fd)
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise write_error(path, exc) from None
-        raise
+    write_file(path, data, mode=mode, failed=write_error)
 
 
 class Log:
@@ -222,10 +241,8 @@ class Log:
 
 
 def _damaged(path: Path, line: int, text: str, what: str) -> TrainingError:
-    return TrainingError(
-        f"line {line} of the metrics log {what}", _loc(path, line, text),
-        "the log is damaged: delete or repair that line, then --resume again (the "
-        "checkpoint is separate and intact)")
+    return TrainingError(f"line {line} of the metrics log {what}", _loc(path, line, text),
+                         _LOG_DAMAGED)
 
 
 def _step_of(obj: object) -> int | None:
@@ -263,36 +280,50 @@ def read_metrics(path: Path, upto: int) -> Kept:
         At the first line (but a torn last one) that is not a step's JSON object,
         or when the file cannot be read.
     """
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return Kept("", False, None)
-    except OSError as exc:
-        msg = f"cannot read the metrics log: {_why(exc)}"
-        raise TrainingError(msg, _loc(path), "check the file's permissions") from None
-    lines = text.split("\n")
-    torn = lines.pop()  # what follows the last newline: '' unless a write was cut off
+    data = read_bytes(path, _METRICS)
+    cut = data.rfind(b"\n") + 1
+    # what follows the last newline is a write cut off (perhaps inside a character)
+    torn = data[cut:].decode("utf-8", errors="replace")
+    try:
+        text = data[:cut].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        n = data.count(b"\n", 0, exc.start) + 1
+        raise _damaged(path, n, data[:cut].decode("utf-8", "replace"),
+                       "is not UTF-8 text") from None
+    shown = excerpt_text(text)
     keep, note = [], None
-    for n, ln in enumerate(lines, 1):
+    body = lines(text)
+    for n, ln in enumerate(body, 1):
         if not ln.strip():
             continue
-        try:
-            step = _step_of(json.loads(ln))
-        except ValueError:
-            raise _damaged(path, n, text, "is not JSON") from None
+        step = _step_of(_json(ln, path, n, shown))
         if step is None:
-            raise _damaged(path, n, text, "is not a step's record (an object with a step)")
+            raise _damaged(path, n, shown, "is not a step's record (an object with a step)")
         if step <= upto:
             keep.append(ln + "\n")
     if torn.strip():
         try:
-            step = _step_of(json.loads(torn))
-        except ValueError:
+            step = _step_of(loads_json(torn, str(path), _METRICS, nonfinite=True,
+                                       float32=False))
+        except TrainingError:
             step = None
         if step is None:
-            note = (f"{path}:{len(lines) + 1}: note: dropped a torn last line of the metrics "
+            note = (f"{path}:{len(body) + 1}: note: dropped a torn last line of the metrics "
                     "log (the run was stopped while writing it)")
         elif step <= upto:
             keep.append(torn + "\n")
     kept = "".join(keep)
-    return Kept(kept, kept != text, note)
+    return Kept(kept, kept != text + torn, note)
+
+
+def _json(line: str, path: Path, n: int, shown: str) -> object:
+    """Line ``n`` of the metrics log, parsed with limits (NaN as Python writes it)."""
+    try:
+        return loads_json(line, str(path), _METRICS, line=n, shown=shown, nonfinite=True,
+                          float32=False)
+    except TrainingError as exc:
+        if exc.message.startswith("this line is not JSON"):
+            raise _damaged(path, n, shown, "is not JSON") from None
+        raise

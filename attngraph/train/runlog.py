@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from attngraph.source import MAX_BYTES
+from attngraph.spectext import read_text
 from attngraph.train import checkpoints as ck
 from attngraph.train import rundir
 from attngraph.train.board import Board
@@ -102,7 +104,7 @@ class RunRecord:
                  stream: TextIO, seconds: Callable[[], float], stored: dict[str, Any]) -> None:
         self.files = run_files(cfg)
         out = Path(cfg.out or "")
-        self.spec = (ck.spec_hash(graph), Path(cfg.spec).read_text(encoding="utf-8"),
+        self.spec = (ck.spec_hash(graph), read_text(str(cfg.spec), MAX_BYTES),
                      str(cfg.spec))  # before the spec may move aside with an earlier run
         # read (and check) the log before anything is changed
         kept = rundir.read_metrics(self.files["metrics"], prior.step) if prior else None

@@ -268,8 +268,9 @@ def write_variant(variant: Variant, text: str, file: str, out: Path) -> tuple[Pa
     TrainingError
         When the file cannot be written.
     """
+    from attngraph.fileio import read_bytes
     from attngraph.source import loads
-    from attngraph.train.rundir import atomic_write, write_error
+    from attngraph.train.rundir import atomic_write, run_file, write_error
 
     if variant.overrides:
         doc = loads(text, file)
@@ -280,7 +281,8 @@ def write_variant(variant: Variant, text: str, file: str, out: Path) -> tuple[Pa
     path = out / "spec.yaml"
     try:
         out.mkdir(parents=True, exist_ok=True)
-        before = path.read_text(encoding="utf-8") if path.is_file() else None
+        before = read_bytes(path, run_file("spec.yaml", 1 << 24)).decode(
+            "utf-8", "replace") if path.is_file() else None
     except OSError as exc:
         raise write_error(path, exc) from None
     if before != text:

@@ -54,6 +54,9 @@ UNK = 2
 EOS = 3
 assert RESERVED.index("<bos>") == BOS  # noqa: S101 - a constant agreement, not user input
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+#: A label that sorts as a number: an optional minus and ASCII digits, short enough
+#: for int() (which refuses thousands of digits).
+_INTEGER = re.compile(r"-?[0-9]{1,100}")
 
 
 def tokenize(text: str, mode: str) -> list[str]:
@@ -151,7 +154,8 @@ class LabelMap:
     def build(cls, labels: Iterable[str]) -> LabelMap:
         """The map of the distinct ``labels`` (names as text)."""
         distinct = set(labels)
-        numeric = all(n.lstrip("-").isdigit() for n in distinct)
+        # ASCII digits only: str.isdigit accepts '²', and int() refuses it (and '--5')
+        numeric = all(_INTEGER.fullmatch(n) for n in distinct)
         return cls(sorted(distinct, key=(lambda n: (int(n), n)) if numeric else None))
 
     def __post_init__(self) -> None:
