@@ -7,9 +7,25 @@ where the inputs have masks). The :class:`Outcome` is one of
 - ``valid``: everything ran and every output is finite;
 - ``rejected``: one of the project's errors, every diagnostic located in the
   file (``hint`` says whether every one carries a hint);
-- ``defect``: anything else, with a class (``crash``, ``unlocated``, ``late``,
-  ``nonfinite``, ``exit``; the driver adds ``hang``, ``memory`` and ``signal``)
-  and the place it arose (the innermost project frame, or the message).
+- ``defect``: anything else, with a class (``crash``, ``unlocated``,
+  ``misplaced``, ``late``, ``nonfinite``, ``exit``; the driver adds ``hang``,
+  ``memory`` and ``signal``) and the place it arose (the innermost project frame,
+  or the message).
+
+Formulas (``kind: expr``): a formula that cannot be read is a *rejection* like any
+other, located inside the formula. The oracle reads each formula of a rejected
+mutant itself (:func:`attngraph.algebra.formula.parse`) and, when the rejection
+reports that formula's syntax error, checks that its caret is at the offending
+character (the value's first character, for a formula that spans lines or holds
+escapes): else a ``misplaced`` defect. A non-finite output is a defect; its place
+names the kind of the first node whose output is not finite although its inputs are,
+and the message that node (and its formula). One exception, an outcome of its own,
+``arithmetic``: the first such node is a formula the user wrote with an operation
+that can leave the real numbers on finite data (``/``, ``^``, ``log``, ``sqrt``,
+``exp``: ``x / x`` at 0, ``exp(exp(exp(s)))``): that is the formula's arithmetic, not
+attngraph's, and is counted and reported apart (the language refuses what is certain,
+a constant zero divisor, when the spec is read). A formula without such an operation
+that makes a non-finite value is still a defect.
 """
 
 from __future__ import annotations
@@ -77,15 +93,129 @@ def _shape(message: str) -> str:
     return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", out)[:120]
 
 
-def _rejected(exc: Any, file: str) -> Outcome:
+def _rejected(exc: Any, file: str, text: str | None = None) -> Outcome:
+    lines = text.splitlines() if text is not None else None
     for d in exc.diagnostics:
         if d.loc.file != file or d.loc.line < 1 or d.loc.col < 1:
             return Outcome("defect", "unlocated", _shape(d.message),
                            f"{d.loc}: {d.message}")
+        if lines is not None and (d.loc.line > len(lines) + 1 or (
+                d.loc.line <= len(lines) and d.loc.col > len(lines[d.loc.line - 1]) + 1)):
+            return Outcome("defect", "unlocated", "outside the file: " + _shape(d.message),
+                           f"{d.loc} is past the end of its line or the file: {d.message}")
+    if text is not None and "formula" in text:
+        bad = _misplaced(text, exc)
+        if bad is not None:
+            return bad
     bare = [d for d in exc.diagnostics if not d.hint]
     first = bare[0] if bare else exc.diagnostics[0]
     return Outcome("rejected", type(exc).__name__, _shape(first.message), first.format(),
                    not bare)
+
+
+def _formulas(text: str) -> list[tuple[str, Any]]:
+    """Every ``formula`` scalar of a YAML text with the id of the node it belongs to (its
+    parent key), as PyYAML composes it (with its marks); none when it does not compose."""
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except Exception:  # noqa: BLE001 - the project's reader had its say
+        return []
+    out: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, key = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                name = k.value if isinstance(k, yaml.ScalarNode) else ""
+                if name == "formula" and isinstance(v, yaml.ScalarNode) and v.tag.endswith(":str"):
+                    out.append((key, v))
+                stack.append((v, str(name)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack += [(v, key) for v in node.value]
+    return out
+
+
+def _misplaced(text: str, exc: Any) -> Outcome | None:
+    """A ``misplaced`` defect when the rejection reports a formula's syntax error
+    anywhere but at the offending character (see the module docstring)."""
+    from attngraph.algebra.formula import FormulaError, parse
+
+    for nid, node in _formulas(text):
+        try:
+            parse(node.value)
+        except FormulaError as fe:
+            start, end = node.start_mark, node.end_mark
+            raw = text[start.index:end.index]
+            q = 1 if node.style in ("'", '"') else 0
+            simple = start.line == end.line and raw[q:len(raw) - q] == node.value \
+                and node.style in (None, "'", '"')
+            want = (start.line + 1, start.column + 1 + (q + fe.offset if simple else 0))
+            for d in exc.diagnostics:
+                if not (d.message.endswith(": " + fe.message) and f"'{nid}'" in d.message):
+                    continue
+                if (d.loc.line, d.loc.col) != want:
+                    return Outcome("defect", "misplaced", "formula: " + _shape(fe.message),
+                                   f"{d.loc}: {d.message} (the offending character is at "
+                                   f"{want[0]}:{want[1]})")
+        except Exception:  # noqa: BLE001 - the spec's own reading decides what is a crash
+            continue
+    return None
+
+
+#: operations of a formula that can leave the real numbers on finite data
+_PARTIAL = ("/", "^", "**", "÷", "√", "log", "sqrt", "exp")
+
+
+def _partial(formula: str) -> bool:
+    """Whether a formula has an operation that can leave the real numbers on finite data
+    (a division, a power, a logarithm, a square root, an exponential)."""
+    return any(op in formula for op in _PARTIAL)
+
+
+def _first_nonfinite(model: Any, kw: dict[str, Any]) -> tuple[str, str, str | None]:
+    """The kind, a description and the formula (None for a node without one) of the
+    first node module (in run order) whose output is not finite although every tensor
+    it was given is (run again, with hooks)."""
+    import torch
+
+    from attngraph.lower.module import NodeModule
+
+    def bad(values: Any) -> bool:
+        vals = values.values() if isinstance(values, dict) else (
+            values if isinstance(values, (list, tuple)) else [values])
+        return any(torch.is_tensor(v) and v.is_floating_point()
+                   and not bool(torch.isfinite(v).all()) for v in vals)
+
+    names = {id(m): n for n, m in model.named_modules()}
+    found: list[Any] = []
+
+    def hook(mod: Any, args: Any, out: Any) -> None:
+        if not found and bad(out) and not bad(args[0] if args else ()):
+            found.append(mod)
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, NodeModule)]
+    try:
+        with torch.no_grad():
+            model(**kw)
+    except Exception:  # noqa: BLE001 - only looking
+        pass
+    finally:
+        for h in handles:
+            h.remove()
+    if not found:
+        return "", "", None
+    mod = found[0]
+    nid = names.get(id(mod), "?").rsplit(".", 1)[-1].lstrip("@")
+    what = type(mod).__name__
+    formula = getattr(mod, "formula", None)
+    desc = f"node '{nid}' ({what}" + (f": {formula!r}" if isinstance(formula, str) else "") + ")"
+    return what, desc, formula if isinstance(formula, str) else None
 
 
 def _cli(args: list[str]) -> Outcome | None:
@@ -167,8 +297,13 @@ def _run(graph: Any, file: str, length: int) -> Outcome:
         if not torch.is_tensor(v) or not v.is_floating_point():
             continue
         if not bool(torch.isfinite(v).all()):
-            return Outcome("defect", "nonfinite", f"output {name}",
-                           f"output '{name}' has non-finite values")
+            what, desc, formula = _first_nonfinite(model, kw)
+            if formula is not None and _partial(formula):
+                return Outcome("arithmetic", "nonfinite", f"from {what}",
+                               f"output '{name}' has non-finite values, first made by {desc}")
+            return Outcome("defect", "nonfinite", f"from {what or 'output ' + name}",
+                           f"output '{name}' has non-finite values"
+                           + (f", first made by {desc} from finite inputs" if desc else ""))
         if v.requires_grad:
             term = v.float().mean()
             loss = term if loss is None else loss + term
@@ -189,7 +324,7 @@ def check(text: str, file: str = "fuzz.yaml", *, run: bool = True, cli: bool = T
     try:
         graph = loads_spec(text, file, batch=3, length=length)
     except AttnGraphError as exc:
-        return _rejected(exc, file)
+        return _rejected(exc, file, text)
     except Exception as exc:  # noqa: BLE001
         return Outcome("defect", "crash", place_of(exc), repr(exc)[:500])
     if cli:

@@ -3,6 +3,7 @@
     python -m fuzz.run --count 100000            # the long run (make fuzz)
     python -m fuzz.run --count 3000 --quick      # what CI runs
     python -m fuzz.run --case 1234 --seed 0      # replay one case: its text and outcome
+    python -m fuzz.run --count 500 --focus formulas  # the algebra: formulas and params
 
 Case ``i`` of seed ``s`` is always the same mutant, so a report's case numbers
 replay exactly. A worker that takes longer than ``--timeout`` seconds on a case
@@ -19,6 +20,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import re
 import resource
 import sys
 import time
@@ -34,16 +36,29 @@ if __package__ in (None, ""):
 from fuzz.oracle import Outcome
 from fuzz.seeds import Seed, seeds
 
-__all__ = ["case", "Report", "fuzz", "main"]
+__all__ = ["FOCUS", "case", "focus_seeds", "Report", "fuzz", "main"]
+
+#: What ``--focus`` may name: ``formulas`` takes only the seeds with an ``expr`` or a
+#: ``param`` and mostly the operators of formulas and params.
+FOCUS = ("formulas",)
 
 
-def case(all_seeds: list[Seed], seed: int, i: int) -> tuple[Seed, str, list[str]]:
-    """Mutant ``i`` of run ``seed``: its seed spec, text and operators."""
+def focus_seeds(all_seeds: list[Seed], focus: str | None) -> list[Seed]:
+    """The seeds a run of that focus starts from."""
+    if focus == "formulas":
+        pat = re.compile(r"kind:\s*(expr|param)\b")
+        return [s for s in all_seeds if pat.search(s.text)]
+    return all_seeds
+
+
+def case(all_seeds: list[Seed], seed: int, i: int, focus: str | None = None
+         ) -> tuple[Seed, str, list[str]]:
+    """Mutant ``i`` of run ``seed`` (of ``focus``): its seed spec, text and operators."""
     from fuzz.mutate import Mutator
 
-    rng = random.Random(f"{seed}:{i}")
-    base = rng.choice(all_seeds)
-    text, ops = Mutator(rng).mutate(base.text)
+    rng = random.Random(f"{seed}:{i}" if focus is None else f"{focus}:{seed}:{i}")
+    base = rng.choice(focus_seeds(all_seeds, focus))
+    text, ops = Mutator(rng, focus=focus).mutate(base.text)
     return base, text, ops
 
 
@@ -56,6 +71,8 @@ class Report:
     rejected_by: Counter[str] = field(default_factory=Counter)
     without_hint: Counter[str] = field(default_factory=Counter)
     defects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: non-finite values a formula's own arithmetic made (x / x at 0), by formula
+    arithmetic: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
 
     def add(self, i: int, o: Outcome, text: str | None = None) -> None:
@@ -65,6 +82,8 @@ class Report:
             self.rejected_by[o.cls] += 1
             if not o.hint:
                 self.without_hint[o.place] += 1
+        elif o.outcome == "arithmetic":
+            self.arithmetic[o.message.split(", first made by ")[-1][:120]] += 1
         elif o.outcome == "defect":
             key = f"{o.cls}: {o.place}"
             entry = self.defects.setdefault(key, {"count": 0, "case": i, "message": o.message,
@@ -82,13 +101,18 @@ class Report:
 
     def text(self, seed: int) -> str:
         lines = [f"{self.total} mutants in {self.seconds:.0f} s (seed {seed}):"]
-        for k in ("valid", "rejected", "defect"):
-            lines.append(f"  {k:9} {self.outcomes[k]:7}")
+        for k in ("valid", "rejected", "arithmetic", "defect"):
+            lines.append(f"  {k:10} {self.outcomes[k]:7}")
         lines.append(f"rejections with a hint: {100 * self.hint_share:.1f}%")
         if self.without_hint:
             lines.append("rejections without a hint, most frequent:")
             for msg, n in self.without_hint.most_common(15):
                 lines.append(f"  {n:6}  {msg}")
+        if self.arithmetic:
+            lines.append("non-finite values of a formula's own arithmetic (not defects), "
+                         "most frequent:")
+            for what, n in self.arithmetic.most_common(5):
+                lines.append(f"  {n:6}  {what}")
         if self.defects:
             lines.append(f"defects in {len(self.defects)} places:")
             for key, d in sorted(self.defects.items(), key=lambda kv: -kv[1]["count"]):
@@ -98,7 +122,7 @@ class Report:
         return "\n".join(lines)
 
 
-def _worker(conn: Connection, seed: int, max_mb: int, run: bool) -> None:
+def _worker(conn: Connection, seed: int, max_mb: int, run: bool, focus: str | None) -> None:
     """Take case numbers, answer (number, outcome, text on defect, peak MB)."""
     limit = (max_mb + 3072) * 2**20
     try:
@@ -114,7 +138,7 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool) -> None:
     torch.set_num_threads(1)
     for name, value in budget_limits(max_mb).items():
         setattr(pipeline, name, value)
-    all_seeds = seeds()
+    all_seeds = focus_seeds(seeds(), focus)
     while True:
         try:
             i = conn.recv()
@@ -122,7 +146,7 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool) -> None:
             return
         if i is None:
             return
-        _, text, ops = case(all_seeds, seed, i)
+        _, text, ops = case(all_seeds, seed, i, focus)
         try:
             o = check(text, "fuzz.yaml", run=run, cli=run)
         except MemoryError as exc:
@@ -140,10 +164,11 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool) -> None:
 class _Slot:
     """One worker process and the case it is on."""
 
-    def __init__(self, ctx: Any, seed: int, max_mb: int, run: bool) -> None:
+    def __init__(self, ctx: Any, seed: int, max_mb: int, run: bool, focus: str | None) -> None:
         parent, child = ctx.Pipe()
         self.conn: Connection = parent
-        self.proc = ctx.Process(target=_worker, args=(child, seed, max_mb, run), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, seed, max_mb, run, focus),
+                                daemon=True)
         self.proc.start()
         child.close()
         self.case: int | None = None
@@ -162,22 +187,25 @@ class _Slot:
 
 def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
          max_mb: int = 2048, run: bool = True, start: int = 0,
-         keep: Path | None = None, progress: bool = False) -> Report:
-    """Run cases ``start .. start+count`` and return the report."""
-    all_seeds = seeds()
+         keep: Path | None = None, progress: bool = False, focus: str | None = None) -> Report:
+    """Run cases ``start .. start+count`` (of ``focus``) and return the report."""
+    all_seeds = focus_seeds(seeds(), focus)
     ctx = mp.get_context("spawn")
     rep = Report()
     t0 = time.monotonic()
     todo = list(range(start, start + count))[::-1]
-    slots = [_Slot(ctx, seed, max_mb, run) for _ in range(max(1, jobs))]
+    slots = [_Slot(ctx, seed, max_mb, run, focus) for _ in range(max(1, jobs))]
 
     def record(i: int, o: Outcome, text: str | None) -> None:
         rep.add(i, o, text)
         if o.outcome == "defect" and keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
+            base, _, ops = case(all_seeds, seed, i, focus)
+            how = f"seed {seed}" + (f", --focus {focus}" if focus else "")
             (keep / f"case-{seed}-{i}.yaml").write_text(
-                f"# fuzz case {i} (seed {seed}): {o.cls}: {o.place}\n{text or ''}",
-                encoding="utf-8")
+                f"# fuzz case {i} ({how}): {o.cls}: {o.place}\n"
+                f"# from {base.name}: {', '.join(ops)}\n{text or ''}",
+                encoding="utf-8", errors="surrogateescape")
 
     try:
         for s in slots:
@@ -199,7 +227,7 @@ def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
                         s.proc.join(1)
                         record(i, Outcome("defect", "signal", f"worker exit {s.proc.exitcode}",
                                           f"the process died ({s.proc.exitcode})"),
-                               case(all_seeds, seed, i)[1])
+                               case(all_seeds, seed, i, focus)[1])
                         restart = True
                     else:
                         o = Outcome(**od)
@@ -208,19 +236,19 @@ def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
                             if o.outcome != "defect":
                                 o = Outcome("defect", "memory", f"peak over {max_mb} MB",
                                             f"worker peaked at {peak} MB, over {max_mb} MB")
-                                text = case(all_seeds, seed, i)[1]
+                                text = case(all_seeds, seed, i, focus)[1]
                         record(i, o, text)
                 elif time.monotonic() - s.since >= timeout:
                     record(i, Outcome("defect", "hang", f"over {timeout:g} s",
                                       f"case {i} ran over {timeout:g} s"),
-                           case(all_seeds, seed, i)[1])
+                           case(all_seeds, seed, i, focus)[1])
                     restart = True
                 else:
                     continue
                 if restart or not s.proc.is_alive():
                     s.stop()
                     k = slots.index(s)
-                    s = slots[k] = _Slot(ctx, seed, max_mb, run)
+                    s = slots[k] = _Slot(ctx, seed, max_mb, run, focus)
                 s.case = None
                 if todo:
                     s.give(todo.pop())
@@ -250,18 +278,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="write each defect's mutant into this directory")
     ap.add_argument("--json", type=Path, help="also write the report as JSON here")
     ap.add_argument("--case", type=int, help="replay one case: print its text and outcome")
+    ap.add_argument("--focus", choices=FOCUS, help="formulas: the seeds with expr or param, "
+                    "mostly the operators of formulas and params (a case number replays "
+                    "only with the same focus)")
     args = ap.parse_args(argv)
     if args.case is not None:
         from fuzz.oracle import check
 
-        base, text, ops = case(seeds(), args.seed, args.case)
+        base, text, ops = case(seeds(), args.seed, args.case, args.focus)
         print(f"# case {args.case} (seed {args.seed}) from {base.name}: {', '.join(ops)}")
         print(text)
         print(check(text, "fuzz.yaml", run=not args.no_run))
         return 0
     rep = fuzz(args.count, seed=args.seed, jobs=args.jobs, timeout=args.timeout,
                max_mb=args.max_mb, run=not args.no_run, start=args.start, keep=args.keep,
-               progress=args.count >= 5000)
+               progress=args.count >= 5000, focus=args.focus)
     print(rep.text(args.seed))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -270,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             "outcomes": dict(rep.outcomes), "hint_share": rep.hint_share,
             "without_hint": dict(rep.without_hint.most_common(50)),
             "defects": {k: dict(v.items()) for k, v in rep.defects.items()},
+            "arithmetic": dict(rep.arithmetic.most_common(50)),
         }, indent=2), encoding="utf-8")
     return 1 if rep.n_defects else 0
 

@@ -1,4 +1,5 @@
-"""The seeds mutants start from: every catalog spec and every whole spec in the docs."""
+"""The seeds mutants start from: every catalog spec, every mechanism, every whole spec in
+the docs, and the fuzzer's own seeds (:data:`OWN`: specs that use the open algebra)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ROOT", "Block", "Seed", "blocks", "doc_specs", "is_spec", "seeds"]
+__all__ = ["ROOT", "OWN", "Block", "Seed", "blocks", "doc_specs", "documents", "is_spec",
+           "seeds"]
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The fuzzer's own seeds: YAML documents separated by ``---`` lines.
+OWN = ("fuzz/formula_seeds.yaml",)
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,29 @@ def doc_specs(path: Path) -> list[Seed]:
             if b.lang == "yaml" and is_spec(b.text) and not b.marker]
 
 
+def documents(path: Path, root: Path = ROOT) -> list[Seed]:
+    """Every spec of a multi-document YAML file (documents split at ``---`` lines), each
+    named ``path:LINE`` by its first line."""
+    out: list[Seed] = []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = 0
+    for i in range(len(lines) + 1):
+        if i == len(lines) or lines[i].rstrip() == "---":
+            text = "".join(lines[start:i])
+            if is_spec(text):
+                out.append(Seed(f"{path.relative_to(root)}:{start + 1}", text))
+            start = i + 1
+    return out
+
+
 def seeds(root: Path = ROOT) -> list[Seed]:
-    """The catalog specs, the mechanisms of the literature, then the docs' specs, in a
-    stable order."""
+    """The catalog specs, the mechanisms of the literature, the docs' specs, then the
+    fuzzer's own, in a stable order."""
     out = [Seed(str(p.relative_to(root)), p.read_text(encoding="utf-8"))
            for folder in ("specs", "mechanisms")
            for p in sorted((root / folder).glob("*.yaml"))]
     out += doc_specs(root / "docs" / "spec-language.md")
+    for own in OWN:
+        if (root / own).is_file():
+            out += documents(root / own, root)
     return out

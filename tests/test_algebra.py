@@ -467,3 +467,27 @@ outputs: {f: f}
     assert (d.loc.line, d.loc.col) == (6, 29)
     assert "over the words W of nested tokens" in d.message
     assert "map" in (d.hint or "")
+
+
+def test_project_takes_a_matrix_per_example() -> None:
+    """project(W, x, axis) with W a value a node made (one matrix per example) maps each
+    example with its own matrix, in the model and in its Python export (it took only a
+    parameter's one matrix, and failed for a batch of more than one)."""
+    torch = pytest.importorskip("torch")
+    spec = """\
+attngraph: 1
+name: pj
+inputs:
+  x: {type: vectors, dim: 4}
+nodes:
+  s: {kind: scorer, fn: dot, query: x, key: x}
+  y: {kind: expr, formula: "project(s, x, items)"}
+outputs: {y: y}
+"""
+    model = attngraph.compile(attngraph.loads_spec(spec), seed=0)
+    x = torch.randn(3, 5, 4)
+    y = model(x=x)["y"]
+    torch.testing.assert_close(y, (x @ x.transpose(1, 2)) @ x, atol=1e-5, rtol=1e-5)
+    ns: dict[str, Any] = {}
+    exec(compile(model.code, "gen.py", "exec"), ns)  # noqa: S102 - our own export
+    torch.testing.assert_close(ns["Pj"]()(x)["y"], y)

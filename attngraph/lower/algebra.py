@@ -102,10 +102,14 @@ def masked_softmax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
 
 
 def project(w: Tensor, x: Tensor, dim: int) -> Tensor:
-    """``w [out, in]`` (or ``(1, out, in)`` batched) applied along dimension ``dim`` of x."""
-    w2 = w.reshape(w.shape[-2], w.shape[-1])
-    moved = x.movedim(dim, -1)  # (..., in)
-    return torch.matmul(moved, w2.t()).movedim(-1, dim)
+    """``w (1 or B, out, in)`` applied along dimension ``dim`` of ``x (B, ...)``: one
+    matrix for the batch (a param) or one per example (a value a node made)."""
+    moved = x.movedim(dim, -1)  # (B, ..., in)
+    wt = w.transpose(-1, -2)  # (1 or B, in, out)
+    if moved.dim() == 2:  # a vector per example
+        return (moved.unsqueeze(-2) @ wt).squeeze(-2)
+    wt = wt.reshape(wt.shape[0], *([1] * (moved.dim() - 3)), wt.shape[-2], wt.shape[-1])
+    return (moved @ wt).movedim(-1, dim)
 
 
 def mm(a: Tensor, b: Tensor, a_heads: bool, b_heads: bool, a_rank: int, b_rank: int) -> Tensor:
@@ -130,12 +134,13 @@ def mm(a: Tensor, b: Tensor, a_heads: bool, b_heads: bool, a_rank: int, b_rank: 
 
 
 def _mask(rt: Runtime, sym: str, ndim: int, dim: int) -> Tensor | None:
-    """The padding mask of length ``sym`` shaped to broadcast along dimension ``dim``."""
+    """The padding mask of length ``sym`` shaped to broadcast along dimension ``dim``
+    (negative: from the end)."""
     m = rt.masks.get(sym) if sym else None
     if m is None:
         return None
     shape = [m.shape[0]] + [1] * (ndim - 1)
-    shape[dim] = m.shape[1]
+    shape[dim % ndim] = m.shape[1]
     return m.reshape(shape)
 
 
@@ -250,15 +255,11 @@ class Expr(NodeModule):
                 mask = _mask(rt, ins[4], v.dim(), ins[3])
                 regs.append(self.impls[ins[1]](v, ins[3], mask))
             elif op == "mm":
-                a = _float(regs[ins[1]], dtype)
-                mask = _mask(rt, ins[7], a.dim(), a.dim() - 1)
-                regs.append(mm(a if mask is None else a.masked_fill(~mask, 0.0),
-                               _float(regs[ins[2]], dtype), *ins[3:7]))
+                a = real_only(_float(regs[ins[1]], dtype), rt, ins[7], -1)
+                regs.append(mm(a, _float(regs[ins[2]], dtype), *ins[3:7]))
             elif op == "proj":
-                v = _float(regs[ins[2]], dtype)
-                mask = _mask(rt, ins[4], v.dim(), ins[3])
-                regs.append(project(regs[ins[1]], v if mask is None else v.masked_fill(~mask, 0.0),
-                                    ins[3]))
+                v = real_only(_float(regs[ins[2]], dtype), rt, ins[4], ins[3])
+                regs.append(project(regs[ins[1]], v, ins[3]))
             else:
                 regs.append(regs[ins[1]])
         y = regs[self.out]
@@ -394,10 +395,10 @@ def positions(like: Tensor, dim: int) -> Tensor:
     return torch.arange(n, device=like.device, dtype=like.dtype).reshape(1, n)
 
 
-def padding_of(rt: Runtime, sym: str, ndim: int, dim: int) -> Tensor | None:
-    """The padding mask of length ``sym`` (True = real) placed at dimension ``dim`` of a
-    value of ``ndim`` dimensions, or None."""
-    return _mask(rt, sym, ndim, dim)
+def real_only(x: Tensor, rt: Runtime, sym: str, dim: int) -> Tensor:
+    """``x`` with 0 at the padded entries of its dimension ``dim`` (length ``sym``)."""
+    m = _mask(rt, sym, x.dim(), dim)
+    return x if m is None else x.masked_fill(~m, 0.0)
 
 
 def over_real(fn: Any, x: Tensor, dim: int, rt: Runtime, sym: str) -> Tensor:
@@ -506,15 +507,13 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
         elif op == "mm":
             a = text[ins[1]]
             if ins[7]:
-                a = (f"{a}.masked_fill(~{require(padding_of)}({rt}, {ins[7]!r}, {a}.dim(), "
-                     f"{a}.dim() - 1), 0.0)")
+                a = f"{require(real_only)}({a}, {rt}, {ins[7]!r}, -1)"
             t = f"{require(mm)}({a}, {text[ins[2]]}, {', '.join(map(repr, ins[3:7]))})"
             nd = -1
         else:  # proj
             x = text[ins[2]]
             if ins[4]:
-                x = (f"{x}.masked_fill(~{require(padding_of)}({rt}, {ins[4]!r}, {x}.dim(), "
-                     f"{ins[3]}), 0.0)")
+                x = f"{require(real_only)}({x}, {rt}, {ins[4]!r}, {ins[3]})"
             t, nd = f"{require(project)}({text[ins[1]]}, {x}, {ins[3]})", ndims[ins[2]]
         text.append(t)
         bools.append(is_bool)
