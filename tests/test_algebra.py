@@ -491,3 +491,16 @@ outputs: {y: y}
     ns: dict[str, Any] = {}
     exec(compile(model.code, "gen.py", "exec"), ns)  # noqa: S102 - our own export
     torch.testing.assert_close(ns["Pj"]()(x)["y"], y)
+
+
+def test_pos_numbers_the_heads() -> None:
+    """pos(heads) over sizes: {heads: H} is each head's index: RetNet's fixed
+    γ_h = 1 − 2^(−5−h), the same for every example of the batch."""
+    torch = pytest.importorskip("torch")
+    spec = _spec('  gamma: {kind: expr, formula: "1 - 2 ^ (-5 - pos(heads))", '
+                 "sizes: {heads: 2}}\n", "{gamma: gamma}")
+    g = attngraph.loads_spec(spec)
+    assert str(g.node("gamma").type()) == "[] ×2"
+    out = attngraph.compile(g, seed=0)(x=torch.randn(3, 4, 8))["gamma"]
+    want = 1 - 2.0 ** (-5 - torch.arange(2.0))
+    torch.testing.assert_close(out, want.expand(3, 2))

@@ -16,6 +16,8 @@ Its *form* says how it treats axes, which is all that shape inference needs:
   over its real entries (``softmax``): over the items it is a distribution;
 - ``project``: ``f(W, x, axis)`` maps the named axis of ``x`` with the matrix ``W``
   ``[out, in]`` (a linear map over the heads, or over the items of a fixed length);
+- ``index``: ``f(axis)``: the position along the axis, 0, 1, ... (``i`` and ``j`` are
+  ``pos(queries)`` and ``pos(items)``; ``pos(heads)`` numbers the heads);
 - ``matmul``: ``f(a, b)`` contracts the last axis of ``a`` with the first of ``b``
   (heads apart), as a matrix product: weights times weights, ``A Z`` of a
   pseudo-inverse iteration; the axes left must be distinct.
@@ -39,7 +41,7 @@ from attngraph.registry import Registry
 
 __all__ = ["Function", "FUNCTIONS", "register_function", "Form", "function_table", "START", "END"]
 
-Form = Literal["elementwise", "reduce", "scan", "normalise", "project", "matmul"]
+Form = Literal["elementwise", "reduce", "scan", "normalise", "project", "matmul", "index"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,10 @@ _BUILTINS = (
     Function("softmax", "eˣ / Σ eˣ over the axis", _impl("masked_softmax"), form="normalise",
              positive=True, doc="normalised exponentials over the real entries of the axis "
              "(over the items: a distribution)"),
+    Function("pos", "0, 1, … along the axis", "attngraph.lower.algebra:positions",
+             form="index", arity=(0, 0), args="axis",
+             doc="the position along the axis (i is pos(queries), j is pos(items); "
+             "pos(heads) numbers the heads)"),
     Function("mm", "a b: Σ_k a_{..k} b_{k..}", _impl("mm"), form="matmul", arity=(2, 2),
              doc="the matrix product: the last axis of a with the first of b", args="a, b"),
     Function("project", "W x over the axis", _impl("project"), form="project", arity=(2, 2),
@@ -182,7 +188,8 @@ END = "<!-- formula-functions:end -->"
 
 _FORMS = {"elementwise": "elementwise", "reduce": "over an axis: removes it",
           "scan": "along an axis: keeps it", "normalise": "over an axis: sums to one",
-          "project": "along an axis: maps it", "matmul": "matrix product"}
+          "project": "along an axis: maps it", "matmul": "matrix product",
+          "index": "positions along an axis"}
 
 
 def function_table() -> str:

@@ -160,18 +160,7 @@ class _Checker:
             n = float(env.dims[e.name])
             return self.emit(("num", n), Val(const=n))
         if e.name in INDICES:
-            axis = INDICES[e.name]
-            src = next(((s, at) for (a, s), at in self.where.items() if a == axis), None)
-            if src is None and axis in env.sizes:
-                size = env.sizes[axis]
-                return self.emit(("idxn", size), Val((axis,), (size,)))
-            if src is None:
-                raise _fail(e, f"the index {e.name} runs along the {axis}, but no value this "
-                            f"formula reads has {axis}", f"use {e.name} with a value over the "
-                            f"{axis} (scores [M, N]), or give the axis a size: sizes: "
-                            f"{{{axis}: N}}")
-            size, (reg, d) = src
-            return self.emit(("idx", reg, d), Val((axis,), (size,)))
+            return self.index(e, e.name, INDICES[e.name])
         lengths = self.lengths()
         if e.name in lengths:
             reg, d = lengths[e.name]
@@ -186,6 +175,19 @@ class _Checker:
         hint = did_you_mean(e.name, known) if known else "declare it as a node"
         raise _fail(e, f"'{e.name}' is not a node, input, dims name, length or index this "
                     "formula can read", hint)
+
+    def index(self, e: Expr, name: str, axis: str) -> int:
+        """0, 1, ... along ``axis``: sized by a value read over it, else by ``sizes:``."""
+        src = next(((s, at) for (a, s), at in self.where.items() if a == axis), None)
+        if src is None and axis in self.env.sizes:
+            size = self.env.sizes[axis]
+            return self.emit(("idxn", size), Val((axis,), (size,)))
+        if src is None:
+            raise _fail(e, f"the index {name} runs along the {axis}, but no value this "
+                        f"formula reads has {axis}", f"use {name} with a value over the "
+                        f"{axis}, or give the axis a size: sizes: {{{axis}: N}}")
+        size, (reg, d) = src
+        return self.emit(("idx", reg, d), Val((axis,), (size,)))
 
     # structure -----------------------------------------------------------
     def expr(self, e: Expr) -> int:
@@ -277,6 +279,11 @@ class _Checker:
             axis_e = args.pop()
             assert isinstance(axis_e, Name)
             axis_name = axis_e.name
+        if fn.form == "index":
+            assert axis_name is not None
+            if args:
+                raise _fail(e, f"{e.fn} takes only an axis", f"e.g. {e.fn}(heads)")
+            return self.index(e, f"{e.fn}({axis_name})", axis_name)
         lo, hi = fn.arity
         if not lo <= len(args) <= hi:
             want = f"{lo}" if lo == hi else f"{lo} to {hi}"

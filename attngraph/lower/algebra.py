@@ -182,6 +182,8 @@ class Expr(NodeModule):
         super().__init__()
         #: the exported file sets the runtime's sizes when a formula reads one
         self.reads_sizes = any(ins[0] in ("len", "idxn") for ins in program)
+        #: a formula of positions and numbers only is the same for every example
+        self.unbatched = not any(ins[0] in ("in", "len") for ins in program)
         self.program = program
         self.out = out
         self.pads = pads
@@ -269,6 +271,8 @@ class Expr(NodeModule):
             m = _mask(rt, sym, y.dim(), d)
             if m is not None:
                 y = torch.where(m, y, torch.zeros((), dtype=y.dtype, device=y.device))
+        if self.unbatched:  # one value for every example of the batch
+            y = y.expand(rt.batch, *y.shape[1:])
         return y.permute(self.perm) if self.perm else y
 
     def python_line(self, args: dict[str, str], rt: str, require: Any) -> str:
@@ -525,9 +529,16 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
         y = f"torch.ones({rt}.batch, dtype={rt}.dtype, device={rt}.device) * {y}"
     if mod.pads:
         y = f"{require(zero_padding)}({y}, {rt}, {mod.pads!r})"
+    if mod.unbatched:
+        y = f"{require(for_each_example)}({y}, {rt})"
     if mod.perm:
         y = f"({y}).permute{mod.perm!r}"
     return y
+
+
+def for_each_example(y: Tensor, rt: Runtime) -> Tensor:
+    """``y (1, ...)``, the same for every example, as ``(B, ...)``."""
+    return y.expand(rt.batch, *y.shape[1:])
 
 
 def _rank(*nds: int) -> int:
