@@ -504,3 +504,19 @@ def test_pos_numbers_the_heads() -> None:
     out = attngraph.compile(g, seed=0)(x=torch.randn(3, 4, 8))["gamma"]
     want = 1 - 2.0 ** (-5 - torch.arange(2.0))
     torch.testing.assert_close(out, want.expand(3, 2))
+
+
+def test_describe_reads_a_causal_or_windowed_formula() -> None:
+    """describe places weights a formula masks by its indices on the reach axis: j ≤ i is
+    causal (every preceding item), |i − j| ≤ w a local window of w."""
+    from attngraph.analysis.describe import describe
+
+    causal = _spec('  a: {kind: expr, formula: "where(j <= i, sigmoid(s), 0)"}\n'
+                   "  z: {kind: readout, weights: a, values: v, distribution: false}\n",
+                   "{z: z}")
+    reach = describe(attngraph.loads_spec(causal)).sites[0].axes["reach"]
+    assert (reach.value, "precede" in reach.reason, "j ≤ i" in reach.reason) == \
+        ("global", True, True)
+    local = causal.replace("where(j <= i, sigmoid(s), 0)", "sigmoid(s) * (abs(i - j) <= 2)")
+    reach = describe(attngraph.loads_spec(local)).sites[0].axes["reach"]
+    assert reach.value == "local" and "window 2" in reach.reason

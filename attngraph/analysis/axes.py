@@ -191,7 +191,64 @@ def _source(query: tuple[Origin, ...], keys: tuple[Origin, ...], learned: bool) 
     return Axis("external", f"queries come from {phrase(query)}, keys from {phrase(keys)}")
 
 
-def _reach(scorers: list[Node], p: Node) -> Axis:
+def _index_of(e: object) -> str | None:
+    """``i`` or ``j`` (or pos(queries), pos(items)) as the axis it indexes, else None."""
+    from attngraph.algebra.formula import Call, Name
+
+    if isinstance(e, Name) and e.name in ("i", "j"):
+        return "queries" if e.name == "i" else "items"
+    if isinstance(e, Call) and e.fn == "pos" and len(e.args) == 1 \
+            and isinstance(e.args[0], Name) and e.args[0].name in ("queries", "items"):
+        return e.args[0].name
+    return None
+
+
+def _formula_masks(scope: Scope, p: Node, depth: int = 6) -> tuple[bool, float | None, str]:
+    """Whether the formulas that make ``p``'s weights keep only j ≤ i (causal), the
+    window |i − j| ≤ w they keep, and the node whose formula says so (read from the
+    comparisons of the indices in them, through the formulas they read)."""
+    from attngraph.algebra.formula import Binary, Call, FormulaError, Num, parse, walk
+
+    causal, window, where = False, None, ""
+    seen: set[str] = set()
+    todo = [(p, depth)]
+    while todo:
+        n, d = todo.pop()
+        text = _formula(n)
+        if text is None or n.id in seen or d <= 0:
+            continue
+        seen.add(n.id)
+        try:
+            tree = parse(text)
+        except FormulaError:
+            continue
+        for x in walk(tree):
+            if not isinstance(x, Binary) or x.op not in ("<", "<=", ">", ">="):
+                continue
+            lo, hi = (x.left, x.right) if x.op in ("<", "<=") else (x.right, x.left)
+            if _index_of(lo) == "items" and _index_of(hi) == "queries":
+                strict = x.op in ("<", ">")
+                causal, where = True, f"{n.id}' keeps j {'<' if strict else '≤'} i"
+            if isinstance(lo, Call) and lo.fn == "abs" and isinstance(hi, Num) \
+                    and isinstance(lo.args[0], Binary) and lo.args[0].op == "-" \
+                    and {_index_of(lo.args[0].left), _index_of(lo.args[0].right)} \
+                    == {"queries", "items"}:
+                window = hi.value - (1 if x.op in ("<", ">") else 0)
+                where = f"{n.id}'"
+        todo += [(scope.graph.node(e.src), d - 1) for e in n.inputs if e.src in scope.graph]
+    return causal, window, where
+
+
+def _reach(scorers: list[Node], p: Node, scope: Scope | None = None) -> Axis:
+    if scope is not None and _formula(p) is not None:
+        keeps_before, window, where = _formula_masks(scope, p)
+        if window is not None:
+            side = "before it" if keeps_before else "either side"
+            return Axis("local", f"window {window:g}: the formula of '{where} keeps items "
+                        f"within distance {window:g} {side} of the query")
+        if keeps_before:
+            return Axis("global", f"every query may attend to all items that precede it "
+                        f"(the formula of '{where})")
     mask = getattr(p.spec, "mask", None)
     if mask is not None and mask.window is not None:
         side = "before it" if mask.causal else "either side"
@@ -207,8 +264,8 @@ def _reach(scorers: list[Node], p: Node) -> Axis:
         sig = getattr(gauss[0].spec, "sigma", None)
         return Axis("local", "gaussian window" + (f" (σ = {sig:g})" if sig else "")
                     + " around a position predicted from the query")
-    causal = " that precede it (causal mask)" if mask is not None and mask.causal else ""
-    return Axis("global", f"every query may attend to all items{causal}")
+    before = " that precede it (causal mask)" if mask is not None and mask.causal else ""
+    return Axis("global", f"every query may attend to all items{before}")
 
 
 def _exposure(scope: Scope, p: Node) -> Axis:
@@ -319,7 +376,7 @@ def _readout_site(scope: Scope, r: Node) -> Site | None:
                                  _biases(scope, _scores_edge(content)),
                                  _rotary(scope, scorers)),
         "source": _source(query, keys, learned),
-        "reach": _reach(scorers, content),
+        "reach": _reach(scorers, content, scope),
         "heads": heads_axis(heads, r, _key_heads(scope, scorers)),
         "recurrence": recurrence(scope, query),
         "exposure": _exposure(scope, p if p.kind == "address" else content),
