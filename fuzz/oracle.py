@@ -22,7 +22,7 @@ names the kind of the first node whose output is not finite although its inputs 
 and the message that node (and its formula). One exception, an outcome of its own,
 ``arithmetic``: the first such node is a formula the user wrote with an operation
 that can leave the real numbers on finite data (``/``, ``^``, ``log``, ``sqrt``,
-``exp``: ``x / x`` at 0, ``exp(exp(exp(s)))``): that is the formula's arithmetic, not
+``exp``, a product: ``x / x`` at 0, ``exp(exp(exp(s)))``): that is the formula's arithmetic, not
 attngraph's, and is counted and reported apart (the language refuses what is certain,
 a constant zero divisor, when the spec is read). A formula without such an operation
 that makes a non-finite value is still a defect.
@@ -168,13 +168,17 @@ def _misplaced(text: str, exc: Any) -> Outcome | None:
     return None
 
 
-#: operations of a formula that can leave the real numbers on finite data
-_PARTIAL = ("/", "^", "**", "÷", "√", "log", "sqrt", "exp")
+#: operations of a formula that can leave the real numbers on finite data: a division,
+#: a power, a product (repeated, it overflows: a diverging iteration), a logarithm, a
+#: square root, and the functions that grow without bound
+_PARTIAL = ("/", "^", "**", "÷", "√", "*", "·", "×", "log", "sqrt", "exp", "mm(",
+            "project(", "relu2", "sum(", "cumsum", "norm(", "softplus", "elu", "silu",
+            "gelu")
 
 
 def _partial(formula: str) -> bool:
     """Whether a formula has an operation that can leave the real numbers on finite data
-    (a division, a power, a logarithm, a square root, an exponential)."""
+    (a formula of sums, comparisons and bounded functions cannot)."""
     return any(op in formula for op in _PARTIAL)
 
 
@@ -291,6 +295,12 @@ def _run(graph: Any, file: str, length: int) -> Outcome:
     try:
         out = model(**kw)
     except AttnGraphError as exc:
+        # a node that refuses non-finite values (a policy's distribution) after a formula
+        # made them: the formula's arithmetic, as below
+        what, desc, formula = _first_nonfinite(model, kw)
+        if formula is not None and _partial(formula):
+            return Outcome("arithmetic", "nonfinite", f"from {what}",
+                           f"forward failed after non-finite values, first made by {desc}")
         return Outcome("defect", "late", "forward: " + _shape(exc.message), exc.format()[:500])
     loss = None
     for name, v in out.items():

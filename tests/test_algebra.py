@@ -520,3 +520,45 @@ def test_describe_reads_a_causal_or_windowed_formula() -> None:
     local = causal.replace("where(j <= i, sigmoid(s), 0)", "sigmoid(s) * (abs(i - j) <= 2)")
     reach = describe(attngraph.loads_spec(local)).sites[0].axes["reach"]
     assert reach.value == "local" and "window 2" in reach.reason
+
+
+def test_ids_are_refused_in_a_formula() -> None:
+    """Token ids are not numbers to compute with: a formula over them is one located
+    error (softplus of long ids failed at run time, found by the fuzzer)."""
+    spec = """\
+attngraph: 1
+name: ids
+inputs:
+  t: {type: tokens, vocab: 10}
+nodes:
+  y: {kind: expr, formula: "softplus(t)"}
+outputs: {y: y}
+"""
+    with pytest.raises(ShapeError) as info:
+        attngraph.loads_spec(spec, "ids.yaml")
+    d = info.value.diagnostics[0]
+    assert (d.loc.line, d.loc.col) == (6, 38)
+    assert d.message == "node 'y': 't' holds ids (long[N]), which a formula does not compute with"
+
+
+def test_a_labels_input_counts_its_classes_not_a_stray_vocab() -> None:
+    """A labels input's ids are below its classes; a vocab written there too (ignored, as
+    fields that do not apply are) no longer sizes onehot and embedding smaller than the
+    ids (the fuzzer's case: onehot failed at run time)."""
+    torch = pytest.importorskip("torch")
+    spec = """\
+attngraph: 1
+name: lab
+inputs:
+  y: {type: labels, classes: 4, vocab: 3}
+nodes:
+  y1: {kind: onehot, from: y}
+  e: {kind: embedding, from: y, dim: 2}
+outputs: {y1: y1, e: e}
+"""
+    g = attngraph.loads_spec(spec)
+    assert str(g.node("y1").type()) == "[4]"
+    model = attngraph.compile(g, seed=0)
+    out = model(y=torch.tensor([3, 0]))
+    assert out["y1"].shape == (2, 4) and out["e"].shape == (2, 2)
+    assert sum(p.numel() for p in model.parameters()) == g.params == 8

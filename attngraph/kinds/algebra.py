@@ -151,6 +151,10 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
             raise ShapeError(msg_0, e.loc,
                              "read each sentence in a map's body, where its words are items "
                              "with their own padding")
+        if t.dtype == "long":
+            raise ShapeError(f"node '{node.id}': '{e.ref}' holds ids ({t}), which a formula "
+                             "does not compute with", e.loc, "embed them first (items with "
+                             "embed:, or an embedding) and read the vectors")
         values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
     dims = dict(ctx.graph.dims if graph_dims is None else graph_dims)
     lengths = _input_lengths(ctx)
@@ -158,7 +162,8 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
     for axis, size in (node.spec.sizes or {}).items():
         if isinstance(size, int):
             if not 0 < size <= 65536:
-                ctx.fail(f"sizes: {axis} {size} is out of range (1 to 65,536)", field="sizes")
+                ctx.fail(f"sizes: {axis} {size} is out of range (1 to 65,536)", field="sizes",
+                         hint="write a size from 1 to 65,536, a dims name or an input's length")
             sizes[axis] = size
         elif size in dims:
             sizes[axis] = int(dims[size])
@@ -206,6 +211,7 @@ def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         if len(set(s.axes)) != len(s.axes) or "heads" in s.axes:
             ctx.fail("axes names an axis twice (or heads, which a value keeps apart)",
                      field="axes", hint="name each axis once")
+        _check_length_axes(ctx, tuple(s.axes), dims, "axes")
         order = canonical(s.axes)
         dims = tuple(dims[s.axes.index(a)] for a in order)
         axes = order
@@ -314,6 +320,7 @@ def param_dims(ctx: RuleCtx | Any) -> tuple[tuple[Dim, ...], tuple[str, ...], in
         ctx.fail(f"axes names {len(s.axes or [])} axes for a shape of {len(dims)}", field="axes",
                  hint="name one axis per entry of shape")
     names_: tuple[str, ...] = tuple(named or ())
+    _check_length_axes(ctx, names_, tuple(dims), "axes")
     if len(set(names_)) != len(names_) or "heads" in names_:
         ctx.fail("axes names an axis twice (or heads: use the heads field)", field="axes",
                  hint="name each axis once; a head axis is the heads field")
@@ -327,6 +334,21 @@ def _input_lengths(ctx: Any) -> set[str]:
     nodes = ctx.done.values() if hasattr(ctx, "done") else ctx.graph.nodes
     return {d for n in nodes if n.is_input for t in n.types.values() for d in t.dims
             if isinstance(d, str)}
+
+
+#: axes whose size is a fixed number (a length's axis holds items, queries, steps...)
+FIXED_AXES = ("features", "channels", "height", "width")
+
+
+def _check_length_axes(ctx: Any, names: tuple[str, ...], dims: tuple[Dim, ...],
+                       field: str) -> None:
+    """A length (``N``) is the size of items, queries, inner or steps, never of features
+    or an image's axes: the padding of a length is read along those."""
+    for a, d in zip(names, dims, strict=False):
+        if isinstance(d, str) and a in FIXED_AXES:
+            ctx.fail(f"axes calls the length {d} '{a}', an axis of a fixed size", field=field,
+                     hint=f"a length is the size of items, queries, inner or steps: name "
+                     f"it one of those")
 
 
 def _param_work(ctx: WorkCtx) -> Work:

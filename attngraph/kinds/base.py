@@ -238,7 +238,11 @@ class RuleCtx(NodeCtx):
         if not src.is_input or e.port:
             return None
         if src.spec is not None:
-            bound = src.spec.vocab or src.spec.classes
+            # a labels input's ids are below its classes (a vocab written there as well
+            # is ignored, as fields that do not apply to the type are)
+            spec = src.spec
+            bound = (spec.classes or spec.vocab) if spec.type == "labels" else \
+                (spec.vocab or spec.classes)
             return int(bound) if bound is not None else None
         return self.ids.get(src.id)
 

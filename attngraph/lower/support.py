@@ -75,8 +75,9 @@ def lower_embedding(ctx: LowerCtx) -> NodeModule:
     s = ctx.spec
     vocab = s.vocab
     if vocab is None:
-        src = ctx.graph.node(ctx.edge("from").src)
-        vocab = src.spec.vocab or src.spec.classes
+        spec = ctx.graph.node(ctx.edge("from").src).spec  # as the shape rule's id bound
+        vocab = (spec.classes or spec.vocab) if spec.type == "labels" else \
+            (spec.vocab or spec.classes)
     return Embedding(int(vocab), int(s.dim))
 
 
