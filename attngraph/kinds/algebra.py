@@ -152,8 +152,11 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
                              "read each sentence in a map's body, where its words are items "
                              "with their own padding")
         if t.dtype == "long":
-            raise ShapeError(f"node '{node.id}': '{e.ref}' holds ids ({t}), which a formula "
-                             "does not compute with", e.loc, "embed them first (items with "
+            msg_1 = (
+                f"node '{node.id}': '{e.ref}' holds ids ({t}), which a formula "
+                             "does not compute with"
+            )
+            raise ShapeError(msg_1, e.loc, "embed them first (items with "
                              "embed:, or an embedding) and read the vectors")
         values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
     dims = dict(ctx.graph.dims if graph_dims is None else graph_dims)
@@ -347,8 +350,8 @@ def _check_length_axes(ctx: Any, names: tuple[str, ...], dims: tuple[Dim, ...],
     for a, d in zip(names, dims, strict=False):
         if isinstance(d, str) and a in FIXED_AXES:
             ctx.fail(f"axes calls the length {d} '{a}', an axis of a fixed size", field=field,
-                     hint=f"a length is the size of items, queries, inner or steps: name "
-                     f"it one of those")
+                     hint="a length is the size of items, queries, inner or steps: name "
+                     "it one of those")
 
 
 def _param_work(ctx: WorkCtx) -> Work:
