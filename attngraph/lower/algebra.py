@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.algebra.functions import FUNCTIONS
+from attngraph.lower.masks import masked_softmax as masks_softmax
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
 
 __all__ = ["Expr", "Param", "lower_expr", "lower_param"]
@@ -94,11 +95,13 @@ def masked_cumsum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
 
 
 def masked_softmax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
+    """The softmax kind's normaliser (:func:`attngraph.lower.masks.masked_softmax`) along
+    dimension ``dim``: one implementation for the named kind and the formula."""
     if mask is None:
         return torch.softmax(x, dim)
-    low = x.masked_fill(~mask, torch.finfo(x.dtype).min)
-    p = torch.softmax(low, dim) * mask.to(x.dtype)
-    return p
+    last = x.movedim(dim, -1)
+    m = mask.expand_as(x).movedim(dim, -1)
+    return masks_softmax(last, m).movedim(-1, dim)
 
 
 def project(w: Tensor, x: Tensor, dim: int) -> Tensor:

@@ -233,28 +233,23 @@ class Gain(NodeModule):
 
 
 class Pool(NodeModule):
-    """Mean, max or sum over the real items: (B, N, d) -> (B, d); no real item: zeros."""
+    """Mean, max or sum over the real items: (B, N, d) -> (B, d); no real item: zeros.
+
+    The reduction is the formula function of the same meaning (``mean(x, items)``,
+    ``max(x, items)``, ``sum(x, items)``): one implementation, the algebra's."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
-        self.fn: str = ctx.spec.fn
+        from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF
+        from attngraph.registry import resolve
+
+        impl = FUNCTIONS[REDUCTION_OF.get(ctx.spec.fn, ctx.spec.fn)].impl
+        self.reduce: Callable[..., Tensor] = resolve(impl) if isinstance(impl, str) else impl
         self.t = ctx.t("from")
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
-        v = x["from"]
         pad = padding_mask(rt, self.t, axis=0)  # (B, N, 1)
-        if self.fn == "max":
-            if pad is None:
-                return v.amax(1)
-            low = v.masked_fill(~pad, torch.finfo(v.dtype).min).amax(1)
-            return torch.where(pad.any(1), low, torch.zeros_like(low))
-        if pad is not None:
-            v = v * pad.to(v.dtype)
-        total = v.sum(1)
-        if self.fn == "sum":
-            return total
-        count = pad.sum(1).to(v.dtype) if pad is not None else v.new_full((1, 1), v.shape[1])
-        return total / count.clamp(min=1)
+        return self.reduce(x["from"], 1, pad)  # (B, d)
 
 
 
