@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import warnings
 import zlib
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from robust_support import refused as _refused
 
 from attngraph.cli import main
 from attngraph.errors import TrainingError
@@ -53,25 +51,6 @@ def _write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
-
-
-def _refused(fn: Callable[[], Any]) -> TrainingError:
-    """The TrainingError ``fn`` raises, within 20 s (a hang fails the test)."""
-    box: dict[str, BaseException | None] = {"exc": None}
-
-    def call() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            box["exc"] = exc
-
-    t = threading.Thread(target=call, daemon=True)
-    t.start()
-    t.join(20)
-    assert not t.is_alive(), "the reader hangs"
-    exc = box["exc"]
-    assert isinstance(exc, TrainingError), repr(exc)
-    return exc
 
 
 def _located(exc: TrainingError, file: Path, line: int, col: int, start: str,

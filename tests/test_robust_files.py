@@ -18,15 +18,16 @@ import os
 import shutil
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from robust_support import refused as _refused
 
 from attngraph.cli import main
-from attngraph.errors import AttnGraphError, TrainingError
+from attngraph.errors import AttnGraphError
 from attngraph.fileio import write_file
 from attngraph.train import rundir
 from attngraph.train.runner import RunConfig, run
@@ -37,24 +38,6 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named p
 needs_proc = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 DIGITS = "7" * 5000
 DEEP = "[" * 5000 + "]" * 5000
-
-
-def _refused(fn: Callable[[], Any], kind: type[BaseException] = TrainingError) -> Any:
-    """The error of ``kind`` that ``fn`` raises, within 20 s (a hang fails the test)."""
-    box: dict[str, BaseException | None] = {"exc": None}
-
-    def call() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            box["exc"] = exc
-
-    t = threading.Thread(target=call, daemon=True)
-    t.start()
-    t.join(20)
-    assert not t.is_alive(), "hangs"
-    assert isinstance(box["exc"], kind), repr(box["exc"])
-    return box["exc"]
 
 
 def _located(exc: AttnGraphError, file: Path, line: int, col: int, start: str) -> None:
