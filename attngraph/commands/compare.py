@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from attngraph.cli import main, run_stage
+from attngraph.train.seeds import SEED_HINT, seed_problem
 
 
 def _seeds(_ctx: Any, _param: Any, value: str) -> list[int]:
@@ -20,6 +21,11 @@ def _seeds(_ctx: Any, _param: Any, value: str) -> list[int]:
     if not seeds or len(set(seeds)) != len(seeds):
         msg = f"{value!r}: give at least one seed, each once (e.g. 0,1,2)"
         raise click.BadParameter(msg)
+    for s in seeds:
+        problem = seed_problem(s)
+        if problem is not None:
+            msg = f"{problem}: {SEED_HINT}"
+            raise click.BadParameter(msg)
     return seeds
 
 
@@ -33,7 +39,7 @@ def _seeds(_ctx: Any, _param: Any, value: str) -> list[int]:
               "paths joined by + take the same value (heads:nodes.q.heads+nodes.k.heads=1,4); "
               "repeatable (every combination).")
 @click.option("--seeds", default="0,1,2", show_default=True, callback=_seeds,
-              help="Seeds, comma-separated: one run per variant and seed.")
+              help="Seeds, comma-separated (each 0 to 2**32-1): one run per variant and seed.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Training steps of every run [default: each spec's own].")
 @click.option("--eval-every", type=click.IntRange(min=0), default=0,

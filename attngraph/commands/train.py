@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from attngraph.cli import main, run_stage, spec_argument
+from attngraph.train.seeds import MAX_SEED
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
@@ -54,22 +55,25 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               show_default=True, help="Split text into words (lower-cased, punctuation "
               "apart) or characters.")
 @click.option("--epochs", type=click.IntRange(min=1), default=None,
-              help="Passes over --data (sets --steps; evaluates every epoch).")
+              help="Passes over --data (sets --steps; evaluates every epoch); with "
+              "--resume, the total to train on to.")
 @click.option("--patience", type=click.IntRange(min=0), default=0, show_default=True,
               help="Stop after this many evaluations without a better validation figure "
               "(the task's first metric); 0 never stops early.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
-              help="Training steps (the total, also with --resume) [default: the spec's].")
+              help="Training steps: the total, also with --resume [default: the spec's; "
+              "with --resume, the run's own].")
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Examples per step, over all processes [default: the spec's].")
 @click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Learning rate [default: the spec's].")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seeds the parameters and the task's data.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help=f"Seeds the parameters and the task's data (0 to {MAX_SEED}).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Run directory for metrics.jsonl and checkpoint.pt [default: runs/NAME].")
 @click.option("--resume", is_flag=True,
-              help="Continue from OUT/checkpoint.pt (same results as one straight run).")
+              help="Continue from OUT/checkpoint.pt on to the total --steps/--epochs "
+              "(same results as one straight run); a total already reached is refused.")
 @click.option("--overwrite", is_flag=True,
               help="Start afresh in an OUT that holds a run, after moving that run aside "
               "to OUT.old-TIME (nothing is deleted).")

@@ -12,8 +12,10 @@ numpy stream's state is its plain dict, the settings and metrics are
 JSON-like), so it is read with ``torch.load(weights_only=True)``: a file
 holding any other Python object is refused without running anything. What is
 read is checked against what a run needs (every key, its type, the settings,
-the random states), and :func:`restore` checks names and shapes against the
-model, so a damaged file gives one TrainingError naming it.
+the random states, a seed in :mod:`attngraph.train.seeds`' range), and
+:func:`restore` checks names and shapes against the model and the optimiser
+state against the optimiser built for it (:mod:`attngraph.train.optstate`), so
+a damaged file gives one TrainingError naming it.
 
 Files are written whole through :func:`attngraph.train.rundir.atomic_write`,
 so a crash mid-write never leaves a torn file.
@@ -32,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.fileio import check_regular
+from attngraph.train.optstate import optimizer_problems
 from attngraph.train.rundir import atomic_write, run_file, write_error
+from attngraph.train.seeds import seed_problem
 
 if TYPE_CHECKING:
     from torch import nn
@@ -49,7 +53,7 @@ __all__ = [
 CHECKPOINT = "checkpoint.pt"
 #: The run settings a checkpoint stores (name -> what it must be), which win on resume.
 CONFIG: dict[str, str] = {
-    "task": "text", "batch": "count", "lr": "positive", "seed": "integer",
+    "task": "text", "batch": "count", "lr": "positive", "seed": "seed",
     "options": "mapping", "eval_every": "count", "eval_size": "count",
     "checkpoint_every": "count",
 }
@@ -203,7 +207,7 @@ def _bad_config(config: Any) -> list[str]:
         "text": lambda v: isinstance(v, str) and v != "",
         "count": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
         "positive": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0,
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "seed": lambda v: seed_problem(v) is None,
         "mapping": lambda v: isinstance(v, dict),
     }
     return [k for k, kind in CONFIG.items() if k not in config or not kinds[kind](config[k])]
@@ -244,6 +248,10 @@ def _check(path: Path, data: Any) -> Checkpoint:
     bad = _bad_config(config)
     if not config:
         raise _error(path, "this checkpoint's config (the run's settings) is empty")
+    if "seed" in bad and "seed" in config:  # say which seed, and the range
+        problem = seed_problem(config["seed"])
+        raise _error(path, f"this checkpoint's stored {problem}", "the run's settings in "
+                     f"it are damaged: {_DAMAGED}")
     if bad:
         raise _error(path, f"this checkpoint's config lacks valid {', '.join(bad)}")
     return Checkpoint(**{f: data[f] for f in Checkpoint.__dataclass_fields__ if f in data})
@@ -258,6 +266,11 @@ def _rng_ok(rng: Any) -> bool:
     t = rng.get("torch")
     if not isinstance(t, torch.Tensor) or t.dtype != torch.uint8 \
             or t.shape != torch.get_rng_state().shape:
+        return False
+    try:  # torch checks the generator's state only when it is set
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(t)
+    except RuntimeError:
         return False
     if rng.get("task") is None:
         return True
@@ -305,31 +318,19 @@ def _shape(t: Any) -> str:
     return "(" + ", ".join(str(n) for n in t.shape) + ")"
 
 
-def _misfit(ckpt: Checkpoint, model: nn.Module, opt: Any) -> list[str]:
-    """What in ``ckpt`` does not fit ``model`` and ``opt``: names, shapes, groups."""
+def _misfit(ckpt: Checkpoint, model: nn.Module) -> list[str]:
+    """What in ``ckpt`` does not fit ``model``: names, shapes."""
     want = model.state_dict()
     found = [f"missing {k}" for k in want if k not in ckpt.model]
     found += [f"unexpected {k}" for k in ckpt.model if k not in want]
     found += [f"{k} has shape {_shape(v)} here, {_shape(want[k])} in the model"
               for k, v in ckpt.model.items() if k in want and v.shape != want[k].shape]
-    if opt is None or found:
-        return found
-    groups = ckpt.optimizer["param_groups"]
-    sizes = [len(g["params"]) if isinstance(g, dict) and isinstance(g.get("params"), list)
-             else -1 for g in groups]
-    if sizes != [len(g["params"]) for g in opt.param_groups]:
-        return [f"optimizer groups of sizes {sizes}, the model's are "
-                f"{[len(g['params']) for g in opt.param_groups]}"]
-    params = {i: p for g, pg in zip(groups, opt.param_groups, strict=True)
-              for i, p in zip(g["params"], pg["params"], strict=True)}
-    for i, st in ckpt.optimizer["state"].items():
-        if i not in params or not isinstance(st, dict):
-            found.append(f"optimizer state for an unknown parameter {i!r}")
-            continue
-        found.extend(f"optimizer {name} of parameter {i} has shape {_shape(v)}, the "
-                     f"parameter {_shape(params[i])}" for name, v in st.items()
-                     if hasattr(v, "shape") and v.dim() > 0 and v.shape != params[i].shape)
     return found
+
+
+def _listed(found: list[str]) -> str:
+    more = f"; and {len(found) - 4} more" if len(found) > 4 else ""
+    return "; ".join(found[:4]) + more
 
 
 def restore(ckpt: Checkpoint, path: str | Path, model: nn.Module, opt: Any = None) -> None:
@@ -339,16 +340,23 @@ def restore(ckpt: Checkpoint, path: str | Path, model: nn.Module, opt: Any = Non
     ------
     TrainingError
         Located at ``path``, naming each missing, unexpected or wrongly shaped
-        entry, when the checkpoint does not fit the model.
+        entry, when the checkpoint does not fit the model; naming what is wrong
+        when its optimizer state does not fit ``opt``
+        (:func:`~attngraph.train.optstate.optimizer_problems`: keys, kinds,
+        ranges, shapes, dtypes, NaN).
     """
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
-    found = _misfit(ckpt, model, opt)
+    found = _misfit(ckpt, model)
     if found:
-        more = f"; and {len(found) - 4} more" if len(found) > 4 else ""
-        msg = f"this checkpoint does not fit the spec's model: {'; '.join(found[:4])}{more}"
-        raise _error(path, msg)
+        raise _error(path, f"this checkpoint does not fit the spec's model: {_listed(found)}")
+    found = optimizer_problems(ckpt.optimizer, opt) if opt is not None else []
+    if found:
+        msg = f"this checkpoint's optimizer state is damaged: {_listed(found)}"
+        raise _error(path, msg, "the parameters may be intact, but training cannot go on "
+                     "from this state: drop --resume and train afresh (--overwrite moves "
+                     "this run aside)")
     try:
         model.load_state_dict(ckpt.model)
         if opt is not None:

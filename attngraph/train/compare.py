@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from attngraph.errors import AttnGraphError, Diagnostic, SourceLoc, TrainingError
 from attngraph.fileio import excerpt_text, lines, loads_json, read_json, read_text
 from attngraph.train.rundir import run_file
+from attngraph.train.seeds import SEED_HINT, seed_problem
 from attngraph.train.variants import Override, Variant, Vary, variants, write_variant
 
 if TYPE_CHECKING:
@@ -239,6 +240,10 @@ def compare(specs: Sequence[str], *, seeds: Sequence[int] = (0, 1, 2),
     if not seeds:
         msg = "no seeds given"
         raise TrainingError(msg, SourceLoc("--seeds"), "e.g. --seeds 0,1,2")
+    for seed in seeds:
+        problem = seed_problem(seed)
+        if problem is not None:
+            raise TrainingError(problem, SourceLoc("--seeds"), SEED_HINT)
     loaded = [(v, *_load(v, root)) for v in vs]
     task, target = _check_task([(v, g) for v, g, _, _ in loaded])
     cmp = Comparison(task, target, [], vs, {}, out=root)

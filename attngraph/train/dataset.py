@@ -32,7 +32,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from attngraph.errors import SourceLoc, TrainingError
-from attngraph.fileio import read_json
+from attngraph.fileio import loads_json, read_text
+from attngraph.train import datafile
 from attngraph.train.data import data_error, read_records
 from attngraph.train.encoding import Encoding, make_encoding
 from attngraph.train.rundir import atomic_write, run_file
@@ -296,13 +297,17 @@ def save_encoding(run_dir: str | Path, enc: Encoding) -> Path:
     return path
 
 
-def load_encoding(run_dir: str | Path) -> Encoding:
-    """The encoding saved in ``RUN/data.json``.
+def load_encoding(run_dir: str | Path, graph: Graph | None = None) -> Encoding:
+    """The encoding saved in ``RUN/data.json``, checked (against ``graph`` when given).
+
+    Its structure is checked by :class:`attngraph.train.datafile.DataFile`, and
+    its fit to ``graph`` by :func:`attngraph.train.datafile.check_fit`.
 
     Raises
     ------
     TrainingError
-        At the file, when it is missing or damaged.
+        At the file (at the key when it can be found), when it is missing,
+        damaged, or does not fit ``graph``.
     """
     path = Path(run_dir) / DATA_FILE
     if not path.exists() and not path.is_symlink():
@@ -311,8 +316,13 @@ def load_encoding(run_dir: str | Path) -> Encoding:
                          "--data only to runs trained with --data")
     # a regular file, bounded, strict UTF-8, JSON with limits: a FIFO, a 5,000-digit
     # integer or 5,000 nested brackets is one located error, not a hang or a traceback
-    data = read_json(path, run_file(DATA_FILE), what="this run's data.json")
-    if not isinstance(data, dict):
-        msg = "this run's data.json is damaged"
+    role = run_file(DATA_FILE)
+    text = read_text(path, role)
+    if not text.strip():
+        msg = "this run's data.json is empty"
         raise data_error(msg, path, "train the run again")
-    return Encoding.from_dict(data, path)
+    data = loads_json(text, str(path), role, what="this run's data.json", float32=False)
+    checked = datafile.parse(data, text, str(path))
+    if graph is not None:
+        datafile.check_fit(checked, graph, text, str(path))
+    return Encoding.from_dict(checked.model_dump(), path)

@@ -20,7 +20,14 @@ The defaults, the step, the evaluation and the RNG policy are
 same parameters either way. With ``resume=True`` a run continues from the
 directory's checkpoint; the model, optimizer, step and every random state are
 restored, so N steps straight and N/2 steps then a resume to N give the same
-parameters, also after the first run was killed (``kill -9``) mid-way.
+parameters, also after the first run was killed (``kill -9``) mid-way. A resume
+trains on to the total asked for (:mod:`attngraph.train.resume`): ``--steps`` or
+``--epochs`` when given, else the run's own; a total already reached is refused.
+
+Everything that can fail on the spec and the data together runs before the
+output directory is touched: the spec's compile, the resource guard, the task's
+fit to the inputs, the checkpoint's fit to the model and optimiser, and one
+forward pass with the loss on two examples (:func:`attngraph.train.trainer.dry_run`).
 
 A run never overwrites another: a fresh run into a directory that holds one
 is refused unless ``overwrite`` is set, and then the earlier run is moved aside
@@ -49,6 +56,7 @@ from attngraph.train import ddp, rundir
 from attngraph.train.dataset import DataTask, load_encoding, steps_per_epoch, train_stream
 from attngraph.train.dataset import data_task as make_data_task
 from attngraph.train.device import pick_device, to_device
+from attngraph.train.resume import DATA, STORED, TOTAL, check_total, resumed
 from attngraph.train.runlog import (
     METRICS_FILE,
     SUMMARY_FILE,
@@ -58,12 +66,14 @@ from attngraph.train.runlog import (
     run_files,
     summary_dict,
 )
+from attngraph.train.seeds import SEED_HINT, seed_problem
 from attngraph.train.speclocs import spec_loc
 from attngraph.train.tasks import Task, compute_metrics, task_for
 from attngraph.train.trainer import (
     TrainSettings,
     build,
     check_fits,
+    dry_run,
     evaluate,
     seeded,
     train_step,
@@ -79,10 +89,6 @@ __all__ = ["RunConfig", "RunSummary", "run", "settle", "summary_dict",
 
 #: Parameter count under which a run uses one torch thread by default.
 SMALL = 1_000_000
-#: Settings a checkpoint stores, which win over the given ones on resume (but steps).
-_STORED = tuple(ck.CONFIG)
-#: A data run's settings its checkpoint stores (a resume reads the same files the same way).
-_DATA = ("data", "valid", "valid_fraction", "fields", "tokenize", "epochs", "patience")
 
 
 @dataclass(frozen=True)
@@ -209,36 +215,36 @@ def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig,
     """:func:`settle`, and the task it made."""
     from attngraph.pipeline import check_resources, load_spec
 
+    problem = seed_problem(config.seed)
+    if problem is not None:
+        raise TrainingError(problem, SourceLoc("--seed"), SEED_HINT)
     # the resource guard runs below, at the batch and length this run will use
     graph = load_spec(config.spec, allow_large=True)
     out_dir = Path(config.out or Path("runs") / graph.name)
     if rank == 0:
         rundir.check(out_dir, resume=config.resume, overwrite=config.overwrite)
-    prior = None
+    prior, given = None, config
     if config.resume:
         prior = ck.load_checkpoint(out_dir / ck.CHECKPOINT, graph)
-        config = replace(config, **{k: prior.config[k] for k in _STORED})
-        stored = prior.config.get("data")
-        if stored is not None:  # a data run: its files, fields and split again
-            _check_stored(stored, out_dir / ck.CHECKPOINT)
-            given = {k: getattr(config, k) for k in ("data", "valid") if getattr(config, k)}
-            config = replace(config, **{**{k: stored[k] for k in _DATA if k in stored},
-                                        **given})
+        config = resumed(config, prior, out_dir / ck.CHECKPOINT)
     data_task: DataTask | None = None
+    per: int | None = None
     if config.data is not None:
         if world > 1:
             msg = "training on --data runs in one process for now"
             raise TrainingError(msg, SourceLoc(config.data), "leave out --nproc")
-        enc = load_encoding(out_dir) if prior is not None else None
+        enc = load_encoding(out_dir, graph) if prior is not None else None
         data_task = make_data_task(graph, config.data, valid=config.valid,
                                    valid_fraction=config.valid_fraction, seed=config.seed,
                                    fields=dict(config.fields), mode=config.tokenize, enc=enc)
+        per = steps_per_epoch(data_task, TrainSettings.of(graph, batch=config.batch).batch)
         if config.epochs:
-            per = steps_per_epoch(data_task, TrainSettings.of(graph, batch=config.batch).batch)
             config = replace(config, steps=config.epochs * per,
                              eval_every=config.eval_every or per,
                              checkpoint_every=config.checkpoint_every or per)
     cfg = _resolve(replace(config, out=str(out_dir)), graph)
+    if prior is not None:
+        check_total(cfg, prior, graph, given=given, per_epoch=per)
     if (cfg.batch or 0) % world:
         msg = f"batch {cfg.batch} does not split evenly over {world} processes"
         raise TrainingError(msg, _batch_loc(graph, config, out_dir),
@@ -251,23 +257,6 @@ def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig,
                     length=length if isinstance(length, int) and length > 0 else None)
     check_fits(graph, task)
     return graph, cfg, prior, task
-
-
-#: What each stored data setting must be.
-_DATA_KINDS: dict[str, tuple[type, ...]] = {
-    "data": (str,), "valid": (str, type(None)), "valid_fraction": (float,),
-    "fields": (dict,), "tokenize": (str,), "epochs": (int, type(None)), "patience": (int,),
-}
-
-
-def _check_stored(stored: Any, path: Path) -> None:
-    """Refuse a checkpoint whose stored data settings are damaged."""
-    bad = [k for k, kinds in _DATA_KINDS.items()
-           if not isinstance(stored, dict) or not isinstance(stored.get(k), kinds)]
-    if bad:
-        msg = f"this checkpoint's data settings lack valid {', '.join(bad)}"
-        raise TrainingError(msg, SourceLoc(str(path)), "the file is damaged: train again "
-                            "(--overwrite moves this run aside)")
 
 
 def _batch_loc(graph: Graph, config: RunConfig, out_dir: Path) -> SourceLoc:
@@ -314,6 +303,9 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
     model, opt = build(graph, settings, cfg.seed)
     if prior is not None:  # before any file is touched: a misfit fails here
         ck.restore(prior, Path(cfg.out or "") / ck.CHECKPOINT, model, opt)
+    # one forward and loss on two examples, as step 1 does: a model whose outputs do
+    # not fit the task's targets fails here, before the run directory is touched
+    dry_run(model, graph, task)
     if device.type != "cpu":
         model.to(device)
         if prior is not None:  # the optimizer's state follows its parameters
@@ -322,10 +314,10 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
     start = prior.step if prior is not None else 0
     before = float(prior.config.get("seconds", 0.0)) if prior is not None else 0.0
     test: dict[str, float] = dict(prior.metrics) if prior is not None else {}
-    stored = {**{k: getattr(cfg, k) for k in _STORED}, "task": task.name,
-              "options": dict(task.opts)}
+    stored = {**{k: getattr(cfg, k) for k in STORED}, "task": task.name,
+              "options": dict(task.opts), TOTAL: settings.steps}
     if isinstance(task, DataTask):
-        stored["data"] = {k: getattr(cfg, k) for k in _DATA}
+        stored["data"] = {k: getattr(cfg, k) for k in DATA}
     rec = RunRecord(cfg, graph, task, prior, stream or sys.stderr,
                     lambda: before + time.perf_counter() - wall, stored) if rank == 0 else None
     with seeded(cfg.seed), _threads(cfg.threads, model), rec or nullcontext():

@@ -219,12 +219,14 @@ class Run:
             if enc.fields[tgt] in rec.values:
                 row["target"] = rec.values[enc.fields[tgt]]
         elif enc.labels is not None:
-            logits = res["logits"][i]
-            probs = logits.reshape(-1).softmax(-1).tolist()
-            row["prediction"] = enc.labels.name(int(logits.reshape(-1).argmax()))
-            # every class of the spec: one the data never named shows as its number
-            row["probabilities"] = {enc.labels.name(k): round(p, 6)
-                                    for k, p in enumerate(probs)}
+            logits = res["logits"][i].reshape(-1)
+            probs = logits.softmax(-1).tolist()
+            # every class of the spec, each once: one the data never named shows as
+            # <class K>, which no label can be (a label "3" is not class 3)
+            names = enc.labels.names_for(len(probs))
+            row["prediction"] = names[int(logits.argmax())]
+            row["probabilities"] = dict(zip(names, (round(p, 6) for p in probs),
+                                            strict=True))
             if enc.label is not None and enc.label in rec.values:
                 row["label"] = str(rec.values[enc.label])
         if attention:
@@ -334,7 +336,7 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
     enc = None
     task: Task
     if isinstance(cfg.get("data"), dict):
-        enc = load_encoding(run_dir)
+        enc = load_encoding(run_dir, graph)
         empty = EncodedDataset(graph, enc, [])
         task = DataTask(enc, empty, empty, seed=int(cfg["seed"]))
     else:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
 __all__ = ["TrainSettings", "Step", "build", "make_optimizer", "seeded", "train_step",
-           "evaluate", "task_loss", "reward_of", "check_fits"]
+           "evaluate", "task_loss", "reward_of", "check_fits", "dry_run"]
 
 
 #: The defaults of a ``train:`` section, read from its model.
@@ -189,7 +189,6 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
         The loss (task loss, model terms, REINFORCE term) and the outputs, detached.
         The batch is moved to the model's device first.
     """
-    from attngraph.lower.hard import model_reinforce_loss
     from attngraph.train.device import autocast, device_of, float_outputs, to_device
 
     dev = device_of(model)
@@ -197,16 +196,65 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
     with autocast(dev, bf16):
         out = (net if net is not None else model)(**bind_inputs(graph, task, batch))
     out = float_outputs(out) if bf16 else out
-    target = batch[task.target]
+    loss = _loss(model, graph, task, out, batch[task.target])
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return Step(float(loss.detach()), {k: v.detach() for k, v in out.items()})
+
+
+def _loss(model: nn.Module, graph: Graph, task: Task, out: Mapping[str, Tensor],
+          target: Tensor) -> Tensor:
+    """The step's loss: the objective, the model's own terms, the REINFORCE term."""
+    from attngraph.lower.hard import model_reinforce_loss
+
     loss = task_loss(out, target, graph=graph, objective=task.objective)
     loss = loss + model_terms(model)
     if any(k.endswith(".log_prob") for k in getattr(model, "aux", {})):
         loss = loss + model_reinforce_loss(model, reward_of(out, target,
                                                             objective=task.objective))
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    return Step(float(loss.detach()), {k: v.detach() for k, v in out.items()})
+    return loss
+
+
+def dry_run(model: nn.Module, graph: Graph, task: Task, *, size: int = 2) -> None:
+    """Run step 1's forward, loss and metrics on ``size`` test examples, leaving no trace.
+
+    A spec and data that compile and bind but do not train together (a per-item
+    output on per-example labels, a target of another shape) fail here as they
+    would at the first step, before a run writes anything. The pass runs on the
+    model's device (the CPU before a run moves it) in its training mode, without
+    gradients, on a private copy of torch's RNG; the model's buffers (a batch
+    norm's running statistics) are put back afterwards.
+
+    Raises
+    ------
+    TrainingError
+        Located in the spec: the objective's output missing or of the wrong
+        shape, or (naming the spec) any other failure of the forward pass.
+    """
+    import torch
+
+    from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
+    from attngraph.train.device import device_of, to_device
+
+    batch = to_device(task.batch(size, split="test"), device_of(model))
+    kept = {k: b.detach().clone() for k, b in model.named_buffers()}
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            out = model(**bind_inputs(graph, task, batch))
+            _loss(model, graph, task, out, batch[task.target])
+            compute_metrics(task, out, batch)
+    except AttnGraphError:
+        raise
+    except (RuntimeError, ValueError, IndexError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"the model fails on a batch of task '{task.name}': {first}"
+        raise TrainingError(msg, SourceLoc(graph.file), "check the spec's dims and "
+                            "outputs against the task's data") from None
+    finally:
+        with torch.no_grad():
+            for k, b in model.named_buffers():
+                b.copy_(kept[k])
 
 
 def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,

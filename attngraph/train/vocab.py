@@ -172,8 +172,30 @@ class LabelMap:
         return int(self._ids[name])  # type: ignore[attr-defined]
 
     def name(self, i: int) -> str:
-        """The label name of class ``i`` (its number as text beyond the known names)."""
-        return self.names[i] if 0 <= i < len(self.names) else str(i)
+        """The label name of class ``i``; a class the data never named is ``<class i>``.
+
+        That name never collides with a label: a spec may have more classes than
+        the training data named, and labels are often integers written as text
+        (``"3"``), so the class's bare number could be another class's label. A
+        label that is itself ``<class i>`` pushes the name out to ``<<class i>>``.
+
+        >>> LabelMap(["1", "2", "<class 3>"]).name(3), LabelMap(["1"]).name(0)
+        ('<<class 3>>', '1')
+        """
+        if 0 <= i < len(self.names):
+            return self.names[i]
+        name = f"<class {i}>"
+        while name in self:
+            name = f"<{name}>"
+        return name
+
+    def names_for(self, classes: int) -> list[str]:
+        """The names of classes ``0 .. classes-1``, each distinct (see :meth:`name`).
+
+        >>> LabelMap(["1", "2", "3"]).names_for(4)
+        ['1', '2', '3', '<class 3>']
+        """
+        return [self.name(i) for i in range(classes)]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (what ``data.json`` holds)."""
