@@ -9,10 +9,12 @@ It composes the stages: :func:`~attngraph.source.load` (YAML with positions) →
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from attngraph.analysis.magnitude import FLOAT32_MAX, growth
 from attngraph.analysis.sizes import ASSUMED_BATCH, ASSUMED_LENGTH, Sizes, measure
 from attngraph.errors import Diagnostic, SourceLoc, SpecError
 from attngraph.ir.build import build
@@ -155,9 +157,31 @@ def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | N
             where(mod.node), f"compiling would build {mod.value:,} node modules (each round "
             f"of a repeat has its own), over the limit of {MAX_MODULES:,}",
             f"use fewer rounds, or share one set of parameters (share: true), {_LARGE}"))
+    if not diags:  # within the limits, so the magnitude walk is bounded by them too
+        diags.extend(_growth(graph, sizes, where))
     if diags:
         raise SpecError(diags[0].message, diagnostics=diags)
     return sizes
+
+
+def _growth(graph: Graph, sizes: Sizes,
+            where: Callable[[Node[Any] | None, str | None], SourceLoc]) -> list[Diagnostic]:
+    """The numerics guard: a repeat whose rounds grow values past the float32 range
+    (:func:`attngraph.analysis.magnitude.growth`), at its ``times``."""
+    g = growth(graph, sizes.lengths, ASSUMED_LENGTH)
+    if g is None:
+        return []
+    s = g.node.spec
+    safe = max(1, int(math.log(FLOAT32_MAX / g.start) / math.log(g.factor)) - 1) \
+        if g.factor > 1 and g.start > 0 else None
+    rounds = f" (at most about {safe:,} rounds stay in range)" if safe else ""
+    return [Diagnostic(
+        where(g.node, "times"),
+        f"node '{g.node.id}': {s.times} rounds of block '{s.block}' would grow values to "
+        f"about {g.value:.1e} by round {g.round:,} (×{g.factor:.3g} in the first round), past "
+        f"the float32 range ({FLOAT32_MAX:.1e}): the outputs would be inf or NaN",
+        f"keep each round's values in scale: a norm in the block (kind: norm), a gain below 1 "
+        f"on the sum, or fewer rounds{rounds}; {_LARGE}")]
 
 
 def _front(doc: Document, allow_large: bool, front: Pipeline, batch: int | None,

@@ -31,9 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from attngraph.errors import SpecError
 from attngraph.ir.graph import Graph, Node, TensorType
 from attngraph.kinds import KINDS
 from attngraph.kinds.base import Bound, Work, WorkCtx, dense_work
+from attngraph.kinds.hooks import call_hook, count
 
 __all__ = ["ASSUMED_BATCH", "ASSUMED_LENGTH", "Figure", "Sizes", "measure", "symbols"]
 
@@ -126,7 +128,8 @@ def _walk(graph: Graph, acc: _Acc, runs: int, modules: int, top: Node[Any] | Non
         ctx = WorkCtx(n, graph, acc.size)
         kind = KINDS.get(n.kind)
         rule = (kind.work if kind is not None else None) or dense_work
-        work = rule(ctx) if n.types else Work()
+        work = call_hook(rule, ctx, node=n, what=f"the work rule of kind '{n.kind}'",
+                         error=SpecError, expect=_work) if n.types else Work()
         acc.bounds.extend(ctx.bounds)
         owner = top if top is not None else n
         acc.top.setdefault(owner.id, owner)
@@ -156,6 +159,13 @@ def _walk(graph: Graph, acc: _Acc, runs: int, modules: int, top: Node[Any] | Non
             inner_runs *= times
             inner_modules *= 1 if n.spec.share else times
         _walk(n.body, acc, inner_runs, inner_modules, owner, True)
+
+
+def _work(value: Any) -> str | None:
+    """What a work rule returns: a Work of whole numbers >= 0."""
+    ok = isinstance(value, Work) and all(
+        count(v) is None for v in (value.macs, value.inner, value.kept) if v is not None)
+    return None if ok else "a Work(macs, inner, kept) of whole numbers >= 0"
 
 
 def _most(table: dict[str, int], acc: _Acc) -> Figure:

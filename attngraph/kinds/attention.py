@@ -197,7 +197,8 @@ def _items_work(ctx: WorkCtx) -> Work:
     n = ctx.positions(out)
     # patches are cut into a tensor of their own before a projection (dim) reads them
     cut = ctx.elements(src) if src.rank == 3 and ctx.spec.dim is not None else 0
-    return Work(n * (ctx.node.params - table) + ctx.elements(out) + ctx.elements(src),
+    # a table shared with another node (tied weights) is not counted in params here
+    return Work(n * max(ctx.node.params - table, 0) + ctx.elements(out) + ctx.elements(src),
                 inner=cut)
 
 

@@ -54,7 +54,7 @@ from attngraph.spec.models import Model
 __all__ = [
     "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
     "DEFAULT_STYLE", "spec_kinds", "Bound", "Work", "WorkCtx", "WorkRule", "dense_work",
-    "elementwise_work", "no_work", "HoistRule", "FIXED_IMAGE",
+    "elementwise_work", "no_work", "HoistRule", "FIXED_IMAGE", "MagnitudeCtx", "MagnitudeRule",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
@@ -333,6 +333,28 @@ class WorkCtx(NodeCtx):
 #: A work rule: ``rule(ctx) -> Work`` for one run of a node.
 WorkRule = Callable[[WorkCtx], Work]
 
+@dataclass(frozen=True)
+class MagnitudeCtx:
+    """What a magnitude rule reads: the node, the magnitudes of its inputs (one per
+    input edge, in order, by role in ``by_role``), their types, and ``n(dim)``, the
+    size of a dimension at the lengths the guard assumes."""
+
+    node: Node[Any]
+    ins: tuple[float, ...]
+    by_role: Mapping[str, float]
+    in_types: tuple[TensorType, ...]
+    n: Callable[[Dim], int]
+
+    def most(self) -> float:
+        """The largest input magnitude (1 for a node without inputs)."""
+        return max(self.ins, default=1.0)
+
+
+#: ``rule(ctx) -> float``: how large the node's output values can grow, given its
+#: inputs' (the numerics guard, :mod:`attngraph.analysis.magnitude`); None: the
+#: largest input's (a node that mixes or selects its inputs without amplifying them).
+MagnitudeRule = Callable[[MagnitudeCtx], float]
+
 #: ``rule(node, graph) -> (role, type) | None``: the input (role) the node can
 #: prepare alone, with its own parameters, and the type of the prepared value.
 HoistRule = Callable[[Node[Any], Graph], "tuple[str, TensorType] | None"]
@@ -375,6 +397,8 @@ class Kind(Generic[SpecT]):
     pure: bool | Callable[[Node[Any]], bool] = True
     #: the input the node can prepare alone (see above), or None
     hoist: HoistRule | None = None
+    #: how its output's magnitude follows its inputs' (the numerics guard), or None
+    magnitude: MagnitudeRule | None = None
 
     def is_pure(self, node: Node[Any]) -> bool:
         """Whether this node may run once for many uses (see ``pure``)."""
@@ -399,7 +423,7 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
          role: KindRole = "support", style: Style = DEFAULT_STYLE,
          transparent: bool = False, internal: bool = False, work: WorkRule | None = None,
          pure: bool | Callable[[Node[Any]], bool] = True, hoist: HoistRule | None = None,
-         ) -> Callable[[ShapeRule], Kind[SpecT]]:
+         magnitude: MagnitudeRule | None = None) -> Callable[[ShapeRule], Kind[SpecT]]:
     """Define and register kind ``name`` whose shape rule is the decorated function.
 
     Returns the :class:`Kind` (so the module-level name refers to the definition).
@@ -412,7 +436,7 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
 
     def deco(rule: ShapeRule) -> Kind[SpecT]:
         k = Kind(name, spec, rule, lowering, role, style, transparent, internal, work, pure,
-                 hoist)
+                 hoist, magnitude)
         KINDS.register(name, k)
         return k
 

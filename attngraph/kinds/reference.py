@@ -69,7 +69,7 @@ def _type(ann: Any, meta: tuple[Any, ...] = ()) -> str:
             if mark in meta:
                 return word
         patterns = [getattr(x, "pattern", None) for x in meta]
-        if m.IDENT in patterns:
+        if m.IDENT in patterns or m.BODY_ID in patterns:
             return "name"
         return "symbol" if any(patterns) else _type(base)
     if origin in (Union, types.UnionType):

@@ -18,14 +18,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from attngraph.errors import did_you_mean
+from attngraph.errors import AttnGraphError, ShapeError, SpecError, did_you_mean
 from attngraph.ir.graph import Dim, Graph, Node, TensorType
 from attngraph.kinds.base import RuleCtx, Style, Work, WorkCtx, kind
 from attngraph.kinds.choices import Registered
+from attngraph.kinds.hooks import call_hook, count, port_types
 from attngraph.registry import Registry
 from attngraph.spec.models import Ident, LearnedQuery, NodeModel, Ref, Scale, Size, check_scale
 
-__all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec", "ScorerName", "score_heads"]
+__all__ = ["ScorerInfo", "SCORERS", "register_scorer", "ScorerSpec", "ScorerName", "score_heads",
+           "scorer_count"]
 
 
 @dataclass(frozen=True)
@@ -215,11 +217,22 @@ def _scorer_work(ctx: WorkCtx) -> Work:
         if s.max_len is not None:  # location scores learned per position
             ctx.at_most(k.dims[0], s.max_len, "max_len")
     hidden = s.hidden if s.hidden is not None else dk
-    per = info.inner(dq, dk, hidden)
+    per = scorer_count(ctx.node, info, "inner", dq, dk, hidden, error=SpecError)
     # positions(k) counts every head's keys: each head applies its own parameters
     vectors = {"query": nq, "key": ctx.positions(k), "each": nq + ctx.positions(k)}[info.applies]
-    return Work(scores * (dk + per) + info.params(dq, dk, hidden) * vectors,
+    params = scorer_count(ctx.node, info, "params", dq, dk, hidden, error=SpecError)
+    return Work(scores * (dk + per) + params * vectors,
                 inner=scores * per)
+
+
+def scorer_count(node: Node[Any], info: ScorerInfo, hook: str, *args: Any,
+                 error: type[AttnGraphError] = ShapeError) -> int:
+    """``info.<hook>(*args)`` (params, spec_params, inner, bias): a count, through
+    :func:`~attngraph.kinds.hooks.call_hook` (located at the node's ``fn``)."""
+    shown = ", ".join(repr(a) if isinstance(a, int) else "spec" for a in args)
+    return int(call_hook(getattr(info, hook), *args, node=node, error=error, expect=count,
+                         what=f"scorer fn '{info.name}': {hook}({shown})",
+                         loc=node.where("fn")))
 
 
 def _scorer_pure(node: Node[Any]) -> bool:
@@ -274,7 +287,8 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if q is not None:
         _check_groups(ctx, q, k)
     if info.shape is not None:
-        return info.shape(ctx, q, k)
+        return call_hook(info.shape, ctx, q, k, node=ctx.node, what=f"scorer fn '{s.fn}': shape",
+                         error=ShapeError, expect=port_types, loc=ctx.node.where("fn"))
     if learned_q is not None:
         dq = learned_q
     elif q is not None:
@@ -291,17 +305,13 @@ def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     heads = score_heads(q, k)
     if ctx.has("features"):
         ctx.params += _features(ctx, k, hidden) * (heads or 1)
-    try:
-        ctx.params += (info.params(dq, dk, hidden) + info.spec_params(s)) * (heads or 1)
-    except Exception as exc:  # noqa: BLE001 - a registered function's code: locate it
-        ctx.fail(f"scorer fn '{s.fn}': params({dq}, {dk}, {hidden}) raised "
-                 f"{type(exc).__name__}: {exc}", field="fn",
-                 hint="the error is in the params function of its ScorerInfo")
+    ctx.params += (scorer_count(ctx.node, info, "params", dq, dk, hidden)
+                   + scorer_count(ctx.node, info, "spec_params", s)) * (heads or 1)
     if not s.bias:
         if info.bias is None:
             ctx.fail(f"fn '{s.fn}' ({info.formula}) has no bias to drop", field="bias",
                      hint="drop 'bias: false'; fn additive and mlp have a bias inside the tanh")
-        ctx.params -= info.bias(dq, dk, hidden) * (heads or 1)
+        ctx.params -= scorer_count(ctx.node, info, "bias", dq, dk, hidden) * (heads or 1)
     return {"": _pairs(ctx, q, k, n)}
 
 

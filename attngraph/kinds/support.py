@@ -6,6 +6,7 @@ Lowered in :mod:`attngraph.lower.support`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Annotated, Literal, NoReturn
@@ -14,7 +15,7 @@ from pydantic import Field
 
 from attngraph.ir.graph import Edge, Node, TensorType
 from attngraph.kinds.activations import ActivationName
-from attngraph.kinds.base import RuleCtx, Work, WorkCtx, elementwise_work, kind
+from attngraph.kinds.base import MagnitudeCtx, RuleCtx, Work, WorkCtx, elementwise_work, kind
 from attngraph.spec.models import Ident, NodeModel, Prob, Ref, Size
 
 
@@ -288,7 +289,8 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((n, s.dim))}
 
 
-@kind("norm", NormSpec, lowering="attngraph.lower.support:lower_norm", transparent=True)
+@kind("norm", NormSpec, lowering="attngraph.lower.support:lower_norm", transparent=True,
+      magnitude=lambda ctx: 1.0)  # unit scale, whatever comes in
 def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same shape; learned scale (and shift for layer norm)."""
     t = _float(ctx)
@@ -383,7 +385,8 @@ def _mismatch(ctx: RuleCtx, what: str, edges: list[Edge], ts: list[TensorType],
              "weighted items")
 
 
-@kind("add", AddSpec, lowering="attngraph.lower.support:Add", transparent=True)
+@kind("add", AddSpec, lowering="attngraph.lower.support:Add", transparent=True,
+      magnitude=lambda ctx: sum(ctx.ins))
 def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Residual sum; shapes must match (a vector broadcasts over items)."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -396,7 +399,7 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("mul", MulSpec, lowering="attngraph.lower.support:Add", transparent=True,
-      work=elementwise_work)
+      work=elementwise_work, magnitude=lambda ctx: math.prod(ctx.ins))
 def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Elementwise product; shapes must match (a vector or a [1] gate broadcasts)."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -407,7 +410,7 @@ def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("gain", GainSpec, lowering="attngraph.lower.support:Gain", transparent=True,
-      work=elementwise_work)
+      work=elementwise_work, magnitude=lambda ctx: abs(ctx.node.spec.init) * ctx.most())
 def gain_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """γ·x: the input's shape, one parameter."""
     t = ctx.t("from")
@@ -419,8 +422,16 @@ def gain_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": replace(t, simplex=False)}
 
 
+def _pool_magnitude(ctx: MagnitudeCtx) -> float:
+    """A sum over N items is up to N times an item; a mean or max is an item."""
+    t = ctx.in_types[0] if ctx.in_types else None
+    if ctx.node.spec.fn != "sum" or t is None or not t.dims:
+        return ctx.most()
+    return ctx.most() * ctx.n(t.dims[0])
+
+
 @kind("pool", PoolSpec, lowering="attngraph.lower.support:Pool", transparent=True,
-      work=elementwise_work)
+      work=elementwise_work, magnitude=_pool_magnitude)
 def pool_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d] -> [d]: the mean, max or sum over the real items."""
     t = ctx.t("from")

@@ -74,8 +74,15 @@ from attngraph.errors import AttnGraphError, LoweringError
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import KINDS
 from attngraph.kinds.base import NodeCtx
+from attngraph.kinds.hooks import (
+    call_hook,
+    hook_name,
+    instance_of,
+    is_builtin,
+    raiser,
+    resolve_hook,
+)
 from attngraph.lower.names import NodeDict, module_key
-from attngraph.registry import resolve
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -165,14 +172,11 @@ def _lower_node(node: Node[Any], graph: Graph) -> nn.Module:
         known = ", ".join(n for n, k in KINDS.items() if k.lowering is not None)
         msg = f"node '{node.id}': no lowering rule for kind '{node.kind}'"
         raise LoweringError(msg, node.loc, f"kinds with lowering rules: {known}")
+    what = f"the lowering rule of kind '{node.kind}'"
     if isinstance(rule, str):
-        rule = resolve(rule)
-    mod = rule(LowerCtx(node, graph))
-    if not isinstance(mod, nn.Module):
-        msg = (f"node '{node.id}': the lowering rule of '{node.kind}' returned "
-               f"{type(mod).__name__}, not an nn.Module")
-        raise LoweringError(msg, node.loc)
-    return mod
+        rule = resolve_hook(rule, node=node, what=what, error=LoweringError)
+    return call_hook(rule, LowerCtx(node, graph), node=node, what=what, error=LoweringError,  # type: ignore[no-any-return]
+                     expect=instance_of(nn.Module, "an nn.Module"))
 
 
 class StepInput(NamedTuple):
@@ -381,12 +385,15 @@ class GraphModule(nn.Module):
         self.graph_name = graph.name
         self._drop = last_uses(self.plan, {k for _, k, _ in self.out_keys})
 
-    def _fail(self, nid: str, kind: str, exc: Exception) -> LoweringError:
+    def _fail(self, nid: str, kind: str, exc: BaseException, text: str | None = None, *,
+              plugin: bool = False) -> LoweringError:
         """The located error for a node (or stacked group) that raised at run time."""
         group = self.groups.get(nid, ())
         also = f", computed with {', '.join(group[1:])}" if group else ""
-        msg = f"node '{nid}' ({kind}{also}) failed at run time: {exc}"
-        hint = "check the shapes and dtypes of the inputs given to forward"
+        msg = f"node '{nid}' ({kind}{also}) failed at run time: {text or exc}"
+        hint = ("the error is in a plugin's code (named above), not in the spec: fix it "
+                "there" if plugin else
+                "check the shapes and dtypes of the inputs given to forward")
         return LoweringError(msg, self._locs[nid], hint)
 
     def _exec(self, schedule: list[Step], vals: dict[str, Tensor], rt: Runtime,
@@ -418,12 +425,23 @@ class GraphModule(nn.Module):
                     out = mod.forward(x, rt)  # type: ignore[union-attr]
                 else:
                     out = mod(x, rt)  # type: ignore[misc]
-            except AttnGraphError:
+            except (AttnGraphError, KeyboardInterrupt):
                 raise
             except (RuntimeError, ValueError, IndexError, TypeError) as exc:
                 if not checked:
                     raise
                 raise self._fail(nid, kind, exc) from exc
+            except BaseException as exc:  # noqa: BLE001 - a plugin kind's forward
+                # anything else a plugin's module raises (even SystemExit) is located at
+                # its node; an Exception of attngraph's own module is a bug and propagates
+                owner = mods.get(key)
+                culprit = raiser(exc) or (None if is_builtin(owner)
+                                          else f"{hook_name(owner)}.forward")
+                if not checked or (isinstance(exc, Exception) and culprit is None):
+                    raise
+                text = f"{type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+                raise self._fail(nid, kind, exc, f"{text} (in {culprit or hook_name(owner)})",
+                                 plugin=True) from exc
             if isinstance(out, dict):
                 for port, v in out.items():
                     vals[f"{nid}.{port}" if port else nid] = v

@@ -21,11 +21,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attngraph.errors import LoweringError
 from attngraph.ir.graph import TensorType
-from attngraph.kinds.scorers import SCORERS, score_heads
+from attngraph.kinds.hooks import call_hook, hook_name, instance_of, resolve_hook
+from attngraph.kinds.scorers import SCORERS, score_heads, scorer_count
 from attngraph.lower.masks import padding_mask
 from attngraph.lower.module import LowerCtx, NodeModule, Runtime
-from attngraph.registry import resolve
 
 __all__ = ["QueryRead", "Scorer", "lower_scorer"]
 
@@ -497,8 +498,13 @@ def lower_scorer(ctx: LowerCtx) -> NodeModule:
         dq = dk
     hidden = int(s.hidden) if s.hidden is not None else dk
     if info.module is not None:
-        cls = resolve(info.module)
-        return cls(dq, dk, hidden, read.heads, s, read)  # type: ignore[no-any-return]
+        what = f"scorer fn '{s.fn}': module"
+        cls = resolve_hook(info.module, node=ctx.node, what=what, error=LoweringError,
+                           loc=ctx.node.where("fn"))
+        return call_hook(cls, dq, dk, hidden, read.heads, s, read,  # type: ignore[no-any-return]
+                         node=ctx.node, what=f"{what} {info.module}(...)", error=LoweringError,
+                         expect=instance_of(NodeModule, "a NodeModule"),
+                         loc=ctx.node.where("fn"))
     if info.make is not None:
         return _user_scorer(ctx, info, dq, dk, hidden, read)
     ctx.fail(f"scorer fn '{s.fn}' has no module",
@@ -510,25 +516,20 @@ def _user_scorer(ctx: LowerCtx, info: Any, dq: int, dk: int, hidden: int,
     """Build a registered function's module: told the head count when its ``make``
     takes ``heads``; what ``make`` raises, and a parameter count other than it
     declared, are located errors at the node."""
-    where = f"{getattr(info.make, '__module__', '?')}.{getattr(info.make, '__qualname__', '?')}"
+    where = hook_name(info.make)
     takes = _keywords(info.make)
     heads = read.heads
-    if heads and heads > 1 and "heads" not in takes and "**" not in takes \
-            and info.params(dq, dk, hidden):
+    declared = scorer_count(ctx.node, info, "params", dq, dk, hidden, error=LoweringError)
+    if heads and heads > 1 and "heads" not in takes and "**" not in takes and declared:
         ctx.fail(f"scorer fn '{info.name}' has parameters but its make() takes no head count, "
                  f"so it cannot give each of the {heads} heads its own",
                  hint=f"give {where} a 'heads' parameter: make(dq, dk, hidden, heads) and "
                  "parameters with a leading head axis")
-    try:
-        inner = info.make(dq, dk, hidden, heads=heads) if "heads" in takes or "**" in takes \
-            else info.make(dq, dk, hidden)
-    except Exception as exc:  # noqa: BLE001 - the user's code: report it at the node
-        ctx.fail(f"scorer fn '{info.name}': make({dq}, {dk}, {hidden}) raised "
-                 f"{type(exc).__name__}: {exc}", hint=f"the error is in {where}")
-    if not isinstance(inner, nn.Module):
-        ctx.fail(f"scorer fn '{info.name}': make() returned {type(inner).__name__}, not an "
-                 "nn.Module", hint=f"return a torch.nn.Module from {where}")
-    declared = info.params(dq, dk, hidden) * (heads or 1)
+    kw = {"heads": heads} if "heads" in takes or "**" in takes else {}
+    inner = call_hook(info.make, dq, dk, hidden, **kw, node=ctx.node, error=LoweringError,
+                      what=f"scorer fn '{info.name}': make({dq}, {dk}, {hidden})",
+                      expect=instance_of(nn.Module, "an nn.Module"), loc=ctx.node.where("fn"))
+    declared *= heads or 1
     has = sum(p.numel() for p in inner.parameters())
     if has != declared:
         ctx.fail(f"scorer fn '{info.name}' declares {declared:,} parameters "

@@ -41,8 +41,9 @@ from dataclasses import replace
 from typing import Any
 
 from attngraph.errors import LoweringError
-from attngraph.ir.graph import Edge, Graph, Node, Role
+from attngraph.ir.graph import Edge, Graph, Node, Role, TensorType
 from attngraph.kinds import KINDS
+from attngraph.kinds.hooks import call_hook
 from attngraph.kinds.scorers import PrepareSpec
 from attngraph.passes.base import Pass
 
@@ -53,9 +54,23 @@ def pure(node: Node[Any]) -> bool:
     """Whether the node, and every node of its body, is of a pure kind."""
     if node.is_input:
         return True
-    if node.kind not in KINDS or not KINDS[node.kind].is_pure(node):
+    if node.kind not in KINDS:
+        return False
+    trait = KINDS[node.kind].pure
+    if callable(trait):
+        trait = call_hook(trait, node, node=node, error=LoweringError,
+                          what=f"the purity rule (pure=) of kind '{node.kind}'",
+                          expect=lambda v: None if isinstance(v, bool) else "True or False")
+    if not trait:
         return False
     return node.body is None or all(pure(m) for m in node.body.nodes)
+
+
+def _split(value: Any) -> str | None:
+    """What a hoisting rule returns: None, or (an input role, the prepared value's type)."""
+    ok = value is None or (isinstance(value, tuple) and len(value) == 2
+                           and isinstance(value[0], str) and isinstance(value[1], TensorType))
+    return None if ok else "None or a tuple (role, TensorType)"
 
 
 def ancestors(body: Graph, ids: set[str]) -> set[str]:
@@ -94,7 +109,9 @@ def _once(body: Graph, fixed: set[str]) -> Graph:
             changed = True
             continue
         rule = KINDS[n.kind].hoist if n.kind in KINDS else None
-        split = rule(n, body) if rule is not None and pure(n) else None
+        split = call_hook(rule, n, body, node=n, error=LoweringError, expect=_split,
+                          what=f"the hoisting rule (hoist=) of kind '{n.kind}'") \
+            if rule is not None and pure(n) else None
         if split is None:
             continue
         role, typ = split

@@ -18,6 +18,7 @@ from typing import Any
 from attngraph.errors import AttnGraphError, Diagnostic, ShapeError, did_you_mean
 from attngraph.ir.graph import Graph, Node
 from attngraph.kinds import KINDS, RuleCtx
+from attngraph.kinds.hooks import call_hook, count, hook_name, port_types
 from attngraph.passes.base import Pass
 
 __all__ = ["infer_shapes", "SHAPE_INFERENCE"]
@@ -32,8 +33,16 @@ def _infer_node(node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
         msg = f"node '{node.id}': no shape rule for kind '{node.kind}'"
         raise ShapeError(msg, node.loc, did_you_mean(node.kind, KINDS))
     ctx = RuleCtx(node, graph, done, infer_shapes, ids)
-    types = rule.shape(ctx)
-    return replace(node, types=types, params=ctx.params, body=ctx.body_graph)
+    what = f"the shape rule of kind '{node.kind}'"
+    types = call_hook(rule.shape, ctx, node=node, what=what, error=ShapeError,
+                      expect=port_types)
+    if count(ctx.params) is not None or not isinstance(ctx.body_graph, (Graph, type(None))):
+        where = hook_name(rule.shape)
+        msg = (f"node '{node.id}': {what} set ctx.params to {ctx.params!r}"
+               if count(ctx.params) else f"node '{node.id}': {what} set ctx.body_graph to "
+               f"a {type(ctx.body_graph).__name__}, not a Graph") + f" (in {where})"
+        raise ShapeError(msg, node.loc, f"add whole numbers >= 0 to ctx.params in {where}")
+    return replace(node, types=dict(types), params=ctx.params, body=ctx.body_graph)
 
 
 def infer_shapes(graph: Graph, *, ids: Mapping[str, int] | None = None) -> Graph:

@@ -35,7 +35,8 @@ from pydantic import (
 )
 
 __all__ = [
-    "IDENT", "Ident", "Size", "RefStr", "RefLong", "Ref", "BlockName", "LearnedQuery",
+    "IDENT", "Ident", "BODY_ID", "BodyId",
+    "Size", "RefStr", "RefLong", "Ref", "BlockName", "LearnedQuery",
     "PosInt", "Prob", "PosFloat", "Scale", "SCALE_RANGE", "PROB_MAX", "check_scale",
     "in_range", "SIZE", "REF", "BLOCK", "FORMULA", "Model", "NodeModel",
     "InputSpec", "BlockSpec", "Spec", "TrainSpec", "INPUT_TYPES",
@@ -63,6 +64,11 @@ FORMULA = _Marker("FORMULA")
 
 IDENT = r"^[a-z][a-z0-9_]*$"
 Ident = Annotated[str, StringConstraints(pattern=IDENT, max_length=64)]
+#: A node id inside a block: any name a reference can write (:data:`RefStr`'s part
+#: before the port), ``keys`` or ``__call__`` included: never a '.', which would read
+#: as a port and which no module name may hold, nor '-', spaces or other characters.
+BODY_ID = r"^[A-Za-z_][A-Za-z0-9_]*$"
+BodyId = Annotated[str, StringConstraints(pattern=BODY_ID, max_length=64)]
 #: Reference text: ``node`` or ``node.port``.
 RefStr = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -215,7 +221,7 @@ class BlockSpec(Model):
     inputs: list[Ident] = Field(default_factory=list)
     """Names of the block's inputs; their types are bound where the block is used."""
     # validated one node at a time by its kind's model (see ``attngraph.spec.validate``)
-    nodes: dict[Ident, Any]
+    nodes: dict[BodyId, Any]
     """The block's nodes by id, reading its inputs and each other."""
     output: Ref | None = None
     """The one value the block returns (give ``output`` or ``outputs``)."""

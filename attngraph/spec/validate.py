@@ -136,9 +136,13 @@ def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any],
               kinds: KindModels) -> list[Diagnostic]:
     """Turn one model's pydantic errors (at ``base`` in the doc) into diagnostics."""
     groups: dict[PathKey, list[Any]] = {}
+    out = []
     for err in _fitting_branch(data, errors):
         path, _, found = _doc_path(data, tuple(err["loc"]))
         key = (*base, *path)
+        if err["loc"] and err["loc"][-1] == "[key]":
+            out.append(_bad_id(doc, key, err))
+            continue
         if err["type"] in ("extra_forbidden", "missing") or not found:
             # an unknown or missing field: the last loc part names it
             name = str(err["loc"][-1])
@@ -146,10 +150,37 @@ def _diagnose(doc: Document, base: PathKey, data: Any, errors: list[Any],
                 key = (*key, name)
             err = {**err, "_name": name}
         groups.setdefault(key, []).append(err)
-    out = []
     for key, errs in groups.items():
         out.append(_one(doc, key, errs, kinds))
     return out
+
+
+#: Why an id has the form it has: what it becomes in the compiled model.
+ID_RULE = ("an id becomes a module name and an attribute name of the compiled model, so it "
+           "starts with a lowercase letter, then lowercase letters, digits or _ (at most 64 "
+           "characters; no '.', '-', spaces or capitals)")
+#: The same for a node id in a block, which may also hold capitals and start with _.
+BODY_ID_RULE = ("an id becomes a module name of the compiled model and is written in "
+                "references (id or id.port), so it is letters, digits and _, not starting "
+                "with a digit (at most 64 characters; no '.', '-' or spaces)")
+
+
+def _bad_id(doc: Document, path: PathKey, err: Any) -> Diagnostic:
+    """A mapping key that is not an identifier (a node id, a block, input, output, dims or
+    port name): located at the key, saying the rule once for every kind of id."""
+    name = err.get("input")
+    parent = str(path[-2]) if len(path) >= 2 else ""
+    what = {"nodes": "node id", "inputs": "input name", "outputs": "output name",
+            "blocks": "block name", "dims": "dims name"}.get(parent, f"{parent}: name")
+    where = f"{_where(path[:-2])}: " if len(path) > 2 else ""
+    body = (err.get("ctx") or {}).get("pattern") == m.BODY_ID
+    fixed = re.sub(r"[^A-Za-z0-9_]" if body else r"[^a-z0-9_]", "_",
+                   str(name) if body else str(name).lower()).strip("_") or "x"
+    if not fixed[0].isalpha():
+        fixed = f"n_{fixed}"
+    return Diagnostic(doc.loc(path, key=True),
+                      f"{where}{what} {name!r} is not an identifier",
+                      f"write e.g. {fixed[:64]!r}: {BODY_ID_RULE if body else ID_RULE}")
 
 
 def _fitting_branch(data: Any, errors: list[Any]) -> list[Any]:
@@ -332,6 +363,20 @@ def _validate_model(
     except ValidationError as exc:
         diags.extend(_diagnose(doc, base, data, exc.errors(include_url=False), kinds))
         return None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a plugin kind's model runs its own code
+        # pydantic turns a validator's ValueError into a ValidationError; anything else a
+        # plugin's model raises is located at its node, naming the model
+        where = f"{model.__module__}.{model.__qualname__}"
+        if isinstance(exc, Exception) and where.startswith("attngraph."):
+            raise
+        text = type(exc).__name__ + (f": {exc}" if str(exc) else "")
+        diags.append(Diagnostic(
+            doc.loc(base), f"{_where(base)}: its model {model.__name__} raised {text} "
+            f"(in {where})", f"the error is in {where}, a plugin's code: a validator refuses "
+            "a value by raising ValueError with a message"))
+        return None
 
 
 def _validate_nodes(
@@ -407,11 +452,15 @@ def validate(doc: Document, kinds: KindModels) -> m.Spec:
     top = {k: v for k, v in data.items() if k not in ("nodes", "blocks")}
     if "nodes" in data:
         nodes_raw = data["nodes"]
-        top["nodes"] = {k: {} for k in nodes_raw} if isinstance(nodes_raw, dict) else nodes_raw
+        top["nodes"] = _ids_only(nodes_raw)
     blocks_raw = data.get("blocks", {})
     if isinstance(blocks_raw, dict):
+        # node ids are checked by the models' keys (an id becomes a module name and an
+        # attribute name, so one rule for every id, in blocks as at the top level); the
+        # nodes themselves are validated one at a time below
         top["blocks"] = {
-            b: ({**v, "nodes": {}} if isinstance(v, dict) else v) for b, v in blocks_raw.items()
+            b: ({**v, "nodes": _ids_only(v["nodes"])} if isinstance(v, dict) and "nodes" in v
+                else v) for b, v in blocks_raw.items()
         }
     elif "blocks" in data:
         top["blocks"] = blocks_raw
@@ -433,6 +482,11 @@ def validate(doc: Document, kinds: KindModels) -> m.Spec:
         raise SpecError(diags[0].message, diagnostics=_dedupe(diags))
     assert spec is not None  # no diagnostics means the top-level model validated
     return spec.model_copy(update={"nodes": nodes, "blocks": blocks})
+
+
+def _ids_only(nodes: Any) -> Any:
+    """``nodes`` with each node's body left out: the model checks the ids alone."""
+    return {k: {} for k in nodes} if isinstance(nodes, dict) else nodes
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
