@@ -238,3 +238,27 @@ def test_the_module_of_a_plugin_does_not_stay_imported() -> None:
     """(Housekeeping) this file's registrations are scoped: none outlives a test."""
     assert "twice" not in KINDS and "bad" not in SCORERS
     assert "no_such_pkg_xyz" not in sys.modules
+
+
+def test_a_registered_implementation_that_does_not_load_fails_at_the_node() -> None:
+    """A normaliser, activation or feature map registered by a lazy reference to a
+    module that is not there is one error at the node that uses it, naming the
+    reference (it is loaded when the node is lowered, by a built-in module)."""
+    from attngraph.kinds import (
+        ACTIVATIONS,
+        NORMALISERS,
+        ActivationInfo,
+        NormaliserInfo,
+        register_activation,
+        register_normaliser,
+    )
+
+    with NORMALISERS.scoped(), ACTIVATIONS.scoped():
+        register_normaliser(NormaliserInfo("gone_norm", "f(s)", impl="no_such_pkg.norms:f"))
+        register_activation(ActivationInfo("gone_act", "g(x)", impl="no_such_pkg.acts:g"))
+        text = SCORER_SPEC.replace("FN", "dot").replace(
+            "{kind: softmax, scores: s}", "{kind: softmax, scores: s, fn: gone_norm}")
+        located(lambda: compile_text(text), 8, "node 'p'", "no_such_pkg.norms:f")
+        text = KIND_SPEC.replace("y: {kind: twice, from: x}",
+                                 "y: {kind: linear, from: x, out: 4, act: gone_act}")
+        located(lambda: compile_text(text), 7, "node 'y'", "no_such_pkg.acts:g")

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
-from attngraph.errors import did_you_mean
+from attngraph.errors import AttnGraphError, LoweringError, did_you_mean
 from attngraph.registry import Registry, resolve
 
 __all__ = ["Registered", "named", "marked_fields", "load"]
@@ -93,5 +93,24 @@ def named(spec: Any, registry: Registry[T]) -> T | None:
 
 
 def load(impl: str | Callable[..., Any]) -> Callable[..., Any]:
-    """An implementation: a callable, or what a lazy ``"module:attribute"`` names."""
-    return resolve(impl) if isinstance(impl, str) else impl
+    """An implementation: a callable, or what a lazy ``"module:attribute"`` names.
+
+    A plugin's reference that does not load (a missing module or attribute, an import
+    that raises, whatever it raises) is one :class:`LoweringError` naming it, which
+    the lowering places at the node that uses it; attngraph's own references are its
+    own bugs when they fail, and propagate."""
+    if not isinstance(impl, str):
+        return impl
+    if impl.startswith("attngraph."):
+        return resolve(impl)  # type: ignore[no-any-return]
+    try:
+        return resolve(impl)  # type: ignore[no-any-return]
+    except (AttnGraphError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - importing a plugin's module runs its code
+        msg = (f"the implementation {impl!r} cannot be loaded: {type(exc).__name__}"
+               + (f": {exc}" if str(exc) else ""))
+        hint = ("a registered normaliser, activation or feature map names "
+                "'package.module:attribute'; install that package where attngraph runs "
+                "or fix the name where it is registered")
+        raise LoweringError(msg, None, hint) from exc

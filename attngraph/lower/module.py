@@ -175,8 +175,16 @@ def _lower_node(node: Node[Any], graph: Graph) -> nn.Module:
     what = f"the lowering rule of kind '{node.kind}'"
     if isinstance(rule, str):
         rule = resolve_hook(rule, node=node, what=what, error=LoweringError)
-    return call_hook(rule, LowerCtx(node, graph), node=node, what=what, error=LoweringError,  # type: ignore[no-any-return]
-                     expect=instance_of(nn.Module, "an nn.Module"))
+    try:
+        return call_hook(rule, LowerCtx(node, graph), node=node, what=what,  # type: ignore[no-any-return]
+                         error=LoweringError, expect=instance_of(nn.Module, "an nn.Module"))
+    except AttnGraphError as exc:
+        if exc.loc.line > 0 or len(exc.diagnostics) != 1:
+            raise
+        # an error raised without a place (a plugin's implementation that does not
+        # load, read by a built-in module) belongs to the node being lowered
+        msg = f"node '{node.id}': {exc.message}"
+        raise type(exc)(msg, node.loc, exc.hint) from exc
 
 
 class StepInput(NamedTuple):
