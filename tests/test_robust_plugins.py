@@ -262,3 +262,27 @@ def test_a_registered_implementation_that_does_not_load_fails_at_the_node() -> N
         text = KIND_SPEC.replace("y: {kind: twice, from: x}",
                                  "y: {kind: linear, from: x, out: 4, act: gone_act}")
         located(lambda: compile_text(text), 7, "node 'y'", "no_such_pkg.acts:g")
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    (lambda x: {"s": x}, "forward returned a dict with keys ['s'], not a tensor"),
+    (lambda x: [x], "forward returned list, not a tensor"),
+    (lambda x: None, "forward returned NoneType, not a tensor"),
+    (lambda x: {"": x, "extra": x}, "forward returned a dict with keys ['', 'extra']"),
+])
+def test_a_kind_forward_returning_the_wrong_thing_fails_at_the_node(
+        value: Callable[[Any], Any], said: str) -> None:
+    """A plugin kind's module must return a tensor (or a dict of exactly its ports):
+    anything else is one error at its node, never a KeyError in a later node."""
+    def lowering(ctx: Any) -> Any:
+        from attngraph.lower.module import NodeModule
+
+        class Odd(NodeModule):
+            def forward(self, x: Any, rt: Any) -> Any:
+                return value(x["from"])
+
+        return Odd()
+
+    twice(lowering=lowering)
+    located(lambda: compile_text(KIND_SPEC), 7, "node 'y' (twice) failed at run time",
+            said, "Odd.forward")

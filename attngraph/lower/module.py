@@ -353,6 +353,22 @@ def _lowering_order(graph: Graph) -> list[Node[Any]]:
     return [m for n in bare.order() for m in (*before.get(n.id, ()), graph.node(n.id))]
 
 
+def _plugin_output(out: Any, ports: frozenset[str]) -> str | None:
+    """What is wrong with the output of a plugin's module for a node of ``ports``
+    (``""`` the default one): a tensor for a node of one port, else a dict of exactly
+    its ports' tensors; None when it is right."""
+    if isinstance(out, Tensor) and ports == frozenset({""}):
+        return None
+    if (isinstance(out, dict) and set(out) == ports
+            and all(isinstance(v, Tensor) for v in out.values())):
+        return None
+    want = ("a tensor" if ports == frozenset({""}) else
+            "a dict of tensors for the ports " + ", ".join(repr(p) for p in sorted(ports)))
+    got = (f"a dict with keys {sorted(map(str, out))}" if isinstance(out, dict)
+           else type(out).__name__)
+    return f"forward returned {got}, not {want}"
+
+
 class GraphModule(nn.Module):
     """A lowered graph: ``nodes`` keyed by node id, run in ``graph.order()``.
 
@@ -367,6 +383,8 @@ class GraphModule(nn.Module):
         self.nodes = NodeDict()
         schedule: list[Step] = []
         self._locs: dict[str, Any] = {}
+        #: the ports of each node a plugin's module computes, checked at each call
+        self._plugin_ports: dict[str, frozenset[str]] = {}
         stage: dict[str, str] = {}
         for node in _lowering_order(graph):
             if node.is_input:
@@ -377,6 +395,8 @@ class GraphModule(nn.Module):
             schedule.append(Step(node.id, node.kind, ins, module_key(node.id)))
             self._locs[node.id] = node.loc
             stage[node.id] = node.runs
+            if not is_builtin(self.nodes[node.id]):
+                self._plugin_ports[node.id] = frozenset(node.types)
         _share_parameters(graph, self.nodes)
         for node in graph.nodes:
             if node.kind == "prepare":  # a part of another node's work, with its parameters
@@ -450,6 +470,12 @@ class GraphModule(nn.Module):
                 text = f"{type(exc).__name__}" + (f": {exc}" if str(exc) else "")
                 raise self._fail(nid, kind, exc, f"{text} (in {culprit or hook_name(owner)})",
                                  plugin=True) from exc
+            if nid in self._plugin_ports:
+                wrong = _plugin_output(out, self._plugin_ports[nid])
+                if wrong is not None:
+                    owner = mods[key]
+                    raise self._fail(nid, kind, ValueError(wrong),
+                                     f"{wrong} (in {hook_name(owner)}.forward)", plugin=True)
             if isinstance(out, dict):
                 for port, v in out.items():
                     vals[f"{nid}.{port}" if port else nid] = v
