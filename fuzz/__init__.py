@@ -9,6 +9,11 @@ references, blocks, the formula grammar and params) as well as plain text damage
 forward and backward pass and classifies what happened; :mod:`fuzz.run` drives
 many mutants in worker processes with a time and memory limit each.
 
-Run ``python -m fuzz.run --count 100000`` (``make fuzz``); ``--focus formulas`` for
-the algebra.
+Around the spec, :mod:`fuzz.surface` and one module per surface
+(:mod:`fuzz.surface_data`, :mod:`fuzz.surface_rundir`, :mod:`fuzz.surface_export`,
+:mod:`fuzz.surface_plugin`) damage data files, run directories, names through every
+export format, and plugins, under the same oracle (docs/fuzzing.md).
+
+Run ``python -m fuzz.run --count 100000`` (``make fuzz`` runs it, then
+``--surface around``); ``--focus formulas`` for the algebra.
 """

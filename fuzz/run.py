@@ -4,6 +4,8 @@
     python -m fuzz.run --count 3000 --quick      # what CI runs
     python -m fuzz.run --case 1234 --seed 0      # replay one case: its text and outcome
     python -m fuzz.run --count 500 --focus formulas  # the algebra: formulas and params
+    python -m fuzz.run --count 100000 --surface around  # data, run dirs, exports, plugins
+    python -m fuzz.run --surface rundir --case 17    # replay one case of a surface
 
 Case ``i`` of seed ``s`` is always the same mutant, so a report's case numbers
 replay exactly. A worker that takes longer than ``--timeout`` seconds on a case
@@ -11,6 +13,12 @@ is killed (a ``hang``); one that dies is a ``signal``; one whose peak resident
 memory passes ``--max-mb`` is a ``memory`` defect. The report counts outcomes,
 groups defects by class and place, and counts how many rejections carry a hint.
 The exit status is 1 when any defect was found.
+
+``--surface`` picks what is fuzzed: ``spec`` (the default: mutants of spec texts),
+one of the surfaces around the spec (``data``, ``rundir``, ``export``, ``plugin``; see
+:mod:`fuzz.surface`), ``around`` (those four, taking turns: case ``i`` is case ``i``
+of surface ``i mod 4``) or ``all`` (the spec's too). The report then also counts
+outcomes per surface, and names each defect's surface.
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ import os
 import random
 import re
 import resource
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -35,8 +45,9 @@ if __package__ in (None, ""):
 
 from fuzz.oracle import Outcome
 from fuzz.seeds import Seed, seeds
+from fuzz.surface import CHOICES, expand, surface_of
 
-__all__ = ["FOCUS", "case", "focus_seeds", "Report", "fuzz", "main"]
+__all__ = ["FOCUS", "case", "focus_seeds", "describe", "Report", "fuzz", "main"]
 
 #: What ``--focus`` may name: ``formulas`` takes only the seeds with an ``expr`` or a
 #: ``param`` and mostly the operators of formulas and params.
@@ -62,6 +73,12 @@ def case(all_seeds: list[Seed], seed: int, i: int, focus: str | None = None
     return base, text, ops
 
 
+def describe(surface: str, seed: int, i: int) -> str:
+    """How to replay case ``i`` of a surface around the spec."""
+    return f"# {surface} case {i} (seed {seed}): python -m fuzz.run --surface {surface} " \
+        f"--seed {seed} --case {i}\n"
+
+
 @dataclass
 class Report:
     """Counts per outcome, defects by (class, place), hints among rejections."""
@@ -74,10 +91,13 @@ class Report:
     #: non-finite values a formula's own arithmetic made (x / x at 0), by formula
     arithmetic: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    #: outcomes per surface (the spec's included)
+    surfaces: dict[str, Counter[str]] = field(default_factory=dict)
 
-    def add(self, i: int, o: Outcome, text: str | None = None) -> None:
+    def add(self, i: int, o: Outcome, text: str | None = None, surface: str = "spec") -> None:
         self.total += 1
         self.outcomes[o.outcome] += 1
+        self.surfaces.setdefault(surface, Counter())[o.outcome] += 1
         if o.outcome == "rejected":
             self.rejected_by[o.cls] += 1
             if not o.hint:
@@ -85,7 +105,7 @@ class Report:
         elif o.outcome == "arithmetic":
             self.arithmetic[o.message.split(", first made by ")[-1][:120]] += 1
         elif o.outcome == "defect":
-            key = f"{o.cls}: {o.place}"
+            key = f"{o.cls}: {o.place}" if surface == "spec" else f"{surface}: {o.cls}: {o.place}"
             entry = self.defects.setdefault(key, {"count": 0, "case": i, "message": o.message,
                                                   "text": text})
             entry["count"] += 1
@@ -100,9 +120,16 @@ class Report:
         return 1.0 if rej == 0 else 1 - sum(self.without_hint.values()) / rej
 
     def text(self, seed: int) -> str:
-        lines = [f"{self.total} mutants in {self.seconds:.0f} s (seed {seed}):"]
+        what = "mutants" if set(self.surfaces) <= {"spec"} else "cases"
+        lines = [f"{self.total} {what} in {self.seconds:.0f} s (seed {seed}):"]
         for k in ("valid", "rejected", "arithmetic", "defect"):
             lines.append(f"  {k:10} {self.outcomes[k]:7}")
+        if not set(self.surfaces) <= {"spec"}:
+            lines.append("per surface:       valid rejected arithmetic  defect")
+            order = {n: k for k, n in enumerate(CHOICES)}
+            for name, c in sorted(self.surfaces.items(), key=lambda kv: order.get(kv[0], 99)):
+                lines.append(f"  {name:12} {c['valid']:9} {c['rejected']:8} "
+                             f"{c['arithmetic']:10} {c['defect']:7}")
         lines.append(f"rejections with a hint: {100 * self.hint_share:.1f}%")
         if self.without_hint:
             lines.append("rejections without a hint, most frequent:")
@@ -122,8 +149,11 @@ class Report:
         return "\n".join(lines)
 
 
-def _worker(conn: Connection, seed: int, max_mb: int, run: bool, focus: str | None) -> None:
-    """Take case numbers, answer (number, outcome, text on defect, peak MB)."""
+def _worker(conn: Connection, seed: int, max_mb: int, run: bool, focus: str | None,
+            surfaces: tuple[str, ...] = ("spec",), root: str | None = None) -> None:
+    """Take case numbers, answer (number, outcome, text on defect, peak MB).
+
+    A case of a surface around the spec runs in ``root`` (the worker's own folder)."""
     limit = (max_mb + 3072) * 2**20
     try:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -139,6 +169,11 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool, focus: str | No
     for name, value in budget_limits(max_mb).items():
         setattr(pipeline, name, value)
     all_seeds = focus_seeds(seeds(), focus)
+    states: dict[str, Any] = {}
+    if root is not None:
+        from fuzz.surface import prepare_all
+
+        prepare_all([s for s in surfaces if s != "spec"], Path(root), states)
     while True:
         try:
             i = conn.recv()
@@ -146,9 +181,17 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool, focus: str | No
             return
         if i is None:
             return
-        _, text, ops = case(all_seeds, seed, i, focus)
+        surface = surface_of(surfaces, i)
+        text, ops = describe(surface, seed, i), []
         try:
-            o = check(text, "fuzz.yaml", run=run, cli=run)
+            if surface != "spec":
+                from fuzz.surface import run_case
+
+                o, ops = run_case(surface, seed, i, Path(root or tempfile.mkdtemp()), states)
+                text = describe(surface, seed, i) + "\n".join(f"#   {op}" for op in ops)
+            else:
+                _, text, ops = case(all_seeds, seed, i, focus)
+                o = check(text, "fuzz.yaml", run=run, cli=run)
         except MemoryError as exc:
             o = Outcome("defect", "memory", place_of(exc), repr(exc)[:300])
         except BaseException as exc:  # noqa: BLE001 - a defect, whatever it is
@@ -161,21 +204,31 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool, focus: str | No
             return
 
 
+#: Seconds a fresh worker of the surfaces around the spec may take to start.
+STARTUP = 120.0
+
+
 class _Slot:
     """One worker process and the case it is on."""
 
-    def __init__(self, ctx: Any, seed: int, max_mb: int, run: bool, focus: str | None) -> None:
+    def __init__(self, ctx: Any, seed: int, max_mb: int, run: bool, focus: str | None,
+                 surfaces: tuple[str, ...] = ("spec",)) -> None:
         parent, child = ctx.Pipe()
         self.conn: Connection = parent
-        self.proc = ctx.Process(target=_worker, args=(child, seed, max_mb, run, focus),
-                                daemon=True)
+        self.root = tempfile.mkdtemp(prefix="attngraph-fuzz-")
+        self.proc = ctx.Process(target=_worker, args=(child, seed, max_mb, run, focus,
+                                                      surfaces, self.root), daemon=True)
         self.proc.start()
         child.close()
         self.case: int | None = None
         self.since = 0.0
+        #: the first case also waits for the worker to start (import torch, and for the
+        #: surfaces around the spec train a tiny run): that time is not the case's
+        self.grace = STARTUP if any(s != "spec" for s in surfaces) else 0.0
 
     def give(self, i: int) -> None:
-        self.case, self.since = i, time.monotonic()
+        self.case, self.since = i, time.monotonic() + self.grace
+        self.grace = 0.0
         self.conn.send(i)
 
     def stop(self) -> None:
@@ -183,22 +236,37 @@ class _Slot:
             self.proc.kill()
         self.proc.join(5)
         self.conn.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
          max_mb: int = 2048, run: bool = True, start: int = 0,
-         keep: Path | None = None, progress: bool = False, focus: str | None = None) -> Report:
-    """Run cases ``start .. start+count`` (of ``focus``) and return the report."""
+         keep: Path | None = None, progress: bool = False, focus: str | None = None,
+         surface: str = "spec") -> Report:
+    """Run cases ``start .. start+count`` (of ``focus``, on ``surface``) and return the
+    report."""
     all_seeds = focus_seeds(seeds(), focus)
+    surfaces = expand(surface)
     ctx = mp.get_context("spawn")
     rep = Report()
     t0 = time.monotonic()
     todo = list(range(start, start + count))[::-1]
-    slots = [_Slot(ctx, seed, max_mb, run, focus) for _ in range(max(1, jobs))]
+    slots = [_Slot(ctx, seed, max_mb, run, focus, surfaces) for _ in range(max(1, jobs))]
+
+    def text_of(i: int) -> str:
+        where = surface_of(surfaces, i)
+        return case(all_seeds, seed, i, focus)[1] if where == "spec" else \
+            describe(where, seed, i)
 
     def record(i: int, o: Outcome, text: str | None) -> None:
-        rep.add(i, o, text)
-        if o.outcome == "defect" and keep is not None:
+        where = surface_of(surfaces, i)
+        rep.add(i, o, text, where)
+        if o.outcome == "defect" and keep is not None and where != "spec":
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{where}-{seed}-{i}.txt").write_text(
+                f"{text or describe(where, seed, i)}\n# {o.cls}: {o.place}\n# {o.message}\n",
+                encoding="utf-8", errors="backslashreplace")
+        elif o.outcome == "defect" and keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
             base, _, ops = case(all_seeds, seed, i, focus)
             how = f"seed {seed}" + (f", --focus {focus}" if focus else "")
@@ -227,7 +295,7 @@ def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
                         s.proc.join(1)
                         record(i, Outcome("defect", "signal", f"worker exit {s.proc.exitcode}",
                                           f"the process died ({s.proc.exitcode})"),
-                               case(all_seeds, seed, i, focus)[1])
+                               text_of(i))
                         restart = True
                     else:
                         o = Outcome(**od)
@@ -236,19 +304,19 @@ def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
                             if o.outcome != "defect":
                                 o = Outcome("defect", "memory", f"peak over {max_mb} MB",
                                             f"worker peaked at {peak} MB, over {max_mb} MB")
-                                text = case(all_seeds, seed, i, focus)[1]
+                                text = text_of(i)
                         record(i, o, text)
                 elif time.monotonic() - s.since >= timeout:
                     record(i, Outcome("defect", "hang", f"over {timeout:g} s",
                                       f"case {i} ran over {timeout:g} s"),
-                           case(all_seeds, seed, i, focus)[1])
+                           text_of(i))
                     restart = True
                 else:
                     continue
                 if restart or not s.proc.is_alive():
                     s.stop()
                     k = slots.index(s)
-                    s = slots[k] = _Slot(ctx, seed, max_mb, run, focus)
+                    s = slots[k] = _Slot(ctx, seed, max_mb, run, focus, surfaces)
                 s.case = None
                 if todo:
                     s.give(todo.pop())
@@ -278,10 +346,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="write each defect's mutant into this directory")
     ap.add_argument("--json", type=Path, help="also write the report as JSON here")
     ap.add_argument("--case", type=int, help="replay one case: print its text and outcome")
+    ap.add_argument("--surface", choices=CHOICES, default="spec",
+                    help="what to fuzz: spec texts (default), data files, run directories, "
+                    "exports, plugins; 'around' all four in turn, 'all' the spec's too")
     ap.add_argument("--focus", choices=FOCUS, help="formulas: the seeds with expr or param, "
                     "mostly the operators of formulas and params (a case number replays "
                     "only with the same focus)")
     args = ap.parse_args(argv)
+    if args.case is not None and surface_of(expand(args.surface), args.case) != "spec":
+        from fuzz.surface import run_case
+
+        where = surface_of(expand(args.surface), args.case)
+        root = Path(tempfile.mkdtemp(prefix="attngraph-fuzz-"))
+        try:
+            o, ops = run_case(where, args.seed, args.case, root, {})
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        print(describe(where, args.seed, args.case) + "\n".join(f"#   {op}" for op in ops))
+        print(o)
+        return 0
     if args.case is not None:
         from fuzz.oracle import check
 
@@ -292,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rep = fuzz(args.count, seed=args.seed, jobs=args.jobs, timeout=args.timeout,
                max_mb=args.max_mb, run=not args.no_run, start=args.start, keep=args.keep,
-               progress=args.count >= 5000, focus=args.focus)
+               progress=args.count >= 5000, focus=args.focus, surface=args.surface)
     print(rep.text(args.seed))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -302,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
             "without_hint": dict(rep.without_hint.most_common(50)),
             "defects": {k: dict(v.items()) for k, v in rep.defects.items()},
             "arithmetic": dict(rep.arithmetic.most_common(50)),
+            "surfaces": {k: dict(v) for k, v in rep.surfaces.items()},
         }, indent=2), encoding="utf-8")
     return 1 if rep.n_defects else 0
 
