@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from attngraph.cli import main, run_stage, spec_argument
+from attngraph.commands import MAX_BATCH, MAX_LENGTH, MAX_SEED
 
 if TYPE_CHECKING:
     from attngraph.passes import Pipeline
@@ -39,11 +40,6 @@ def param_table(model: object) -> str:
     return "\n".join(lines)
 
 
-#: Bounds of the test run's options: a seed torch takes, and sizes that fit a
-#: shape check (a larger forward belongs in a benchmark or in training).
-MAX_SEED = 2**63 - 1
-MAX_BATCH = 256
-MAX_LENGTH = 4096
 
 
 def _names(pipeline: Pipeline) -> set[str]:

@@ -9,14 +9,16 @@ from typing import Any
 import click
 
 from attngraph.cli import main, run_stage, write_output
-from attngraph.commands.compile import MAX_BATCH, MAX_LENGTH, MAX_SEED
+from attngraph.commands import MAX_BATCH, MAX_LENGTH, MAX_SEED
+from attngraph.errors import LoweringError
+from attngraph.lower.export import FORMATS
 
 
 @main.command("export")
 @click.argument("spec", metavar="SPEC|RUN", type=click.Path())
 @click.option("-o", "--output", required=True, metavar="FILE",
               help="Where to write it (e.g. model.pt2, model.onnx, model.py).")
-@click.option("--format", "fmt", type=click.Choice(["pt2", "onnx", "python"]), default="pt2",
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="pt2",
               show_default=True,
               help="pt2: a torch.export program (torch.export.load reads it); onnx: an "
                    "ONNX model (onnxruntime runs it; needs pip install 'attngraph[onnx]'); "
@@ -47,30 +49,27 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
     node, the same outputs; it takes the compiled model's state dict (--seed,
     --batch and --length do not change it).
     """
-    import io
-
-    import torch
-
-    from attngraph.lower.export import export_onnx, export_program
+    from attngraph.lower.export import export_file
 
     graph, model, weights = _model(spec, seed=seed, batch=batch, length=length,
                                    allow_large=allow_large)
+    # made and checked (it loads back) before anything is written
+    made = export_file(model, fmt, batch=batch, length=length, seed=seed)
     if fmt == "python":
-        _write_python(model, output)
+        _write_python(model, output, made.data, made.class_name or "")
         return
+    done = made.exported
+    if done is None:  # pt2 and onnx carry the program they came from
+        msg = f"{graph.name}: the {fmt} export returned no program"
+        raise LoweringError(msg, None, "report the spec")
     if fmt == "onnx":
-        data, done = export_onnx(model, batch=batch, length=length, seed=seed)
         what_it_is = "ONNX model"
-        feeds = ", ".join(f"'{k}': ..." for k in done.example)
-        run = f"onnxruntime.InferenceSession('{output}').run(None, {{{feeds}}})"
+        feeds = ", ".join(f"{k!r}: ..." for k in done.example)
+        run = f"onnxruntime.InferenceSession({output!r}).run(None, {{{feeds}}})"
     else:
-        done = export_program(model, batch=batch, length=length, seed=seed)
-        buf = io.BytesIO()
-        torch.export.save(done.program, buf)
-        data = buf.getvalue()
         what_it_is = "torch.export program"
-        run = f"torch.export.load('{output}').module()({', '.join(done.example)})"
-    write_output(output, data)
+        run = f"torch.export.load({output!r}).module()({', '.join(done.example)})"
+    write_output(output, made.data)
     symbols = sorted({d for n in graph.inputs for t in n.types.values() for d in t.dims
                       if isinstance(d, str)})
     what = ["batch " + ("dynamic" if done.batch_dynamic else f"fixed at {batch}")]
@@ -109,13 +108,11 @@ def _model(spec: str, *, seed: int, batch: int, length: int,
     return graph, model.eval(), f"the weights trained in {spec}"
 
 
-def _write_python(model: Any, output: str) -> None:
-    """Write ``model.code`` to ``output`` and say how to run it."""
-    from attngraph.lower.codegen import class_name
-
-    write_output(output, model.code)
+def _write_python(model: Any, output: str, code: bytes, cls: str) -> None:
+    """Write ``code`` (``model.code``, whose spec class is ``cls``) to ``output`` and
+    say how to run it."""
+    write_output(output, code)
     graph = model.graph
-    cls = class_name(graph.name)
     args = ", ".join(model.binder.signature().parameters)
     click.echo(f"wrote {output}: PyTorch module {cls} of {graph.name} (python; imports torch "
                "only, parameters empty)")

@@ -30,18 +30,27 @@ the steps, carries, feeds, stages) is the bundled code as written.
 
 The file's parameters are empty (``torch.empty``): it holds code, not weights.
 Buffers the state dict does not hold (rotary angles, ALiBi slopes) are written out.
+
+Whatever the spec's names and text, the file parses and runs: the spec's class
+(:func:`class_name`), forward's variables and the bodies' classes are named by one
+:class:`~attngraph.lower.names.Mangler` (a bundled helper of the same name is renamed
+instead); user text reaches docstrings, comments and strings only through
+:func:`~attngraph.lower.codegen_text.escape`; and the file is parsed and compiled
+(:func:`checked`) before it is returned, a failure being a ``LoweringError`` at the
+spec that asks for a report.
 """
 
 from __future__ import annotations
 
+import ast
 import keyword
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from attngraph.errors import LoweringError
-from attngraph.lower.codegen_body import body_classes
+from attngraph.errors import LoweringError, SourceLoc
+from attngraph.lower.codegen_body import body_classes, forward_source, inline, node_ref
 from attngraph.lower.codegen_bundle import Bundle
 from attngraph.lower.codegen_text import (
     WIDTH,
@@ -49,8 +58,9 @@ from attngraph.lower.codegen_text import (
     Pair,
     class_name,
     comment,
+    docstring_text,
+    quote,
     render,
-    shape,
     wrap,
     yaml_line,
 )
@@ -58,9 +68,9 @@ from attngraph.lower.codegen_values import Literals, ref
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
-    from attngraph.lower.module import AttnModel, Step
+    from attngraph.lower.module import AttnModel
 
-__all__ = ["class_name", "python_source"]
+__all__ = ["checked", "class_name", "python_source"]
 
 #: what writing a node can fail with: a value without a literal form (TypeError), a
 #: class or function whose source cannot be read (OSError: defined in a notebook or
@@ -72,43 +82,6 @@ def _configured(cls: type) -> bool:
     """Built from literal arguments: a module class of attngraph's (not a container)."""
     return issubclass(cls, nn.Module) and not issubclass(
         cls, (nn.ModuleDict, nn.ModuleList, nn.Sequential))
-
-
-class _Names:
-    """Local variable names of forward: node ids, unique, never a name forward uses."""
-
-    def __init__(self, taken: set[str]) -> None:
-        self.taken = set(taken)
-        self.of: dict[str, str] = {}
-        #: the name of a stacked group's results
-        self.grouped = "grouped"
-
-    def bind(self, key: str, name: str) -> None:
-        self.of[key] = name
-        self.taken.add(name)
-
-    def fresh(self, base: str) -> str:
-        """A new name like ``base`` for a variable of forward's own (``rt``)."""
-        name = base
-        while name in self.taken:
-            name += "_"
-        self.taken.add(name)
-        return name
-
-    def new(self, key: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in key.replace(".", "_"))
-        if not base.isidentifier() or keyword.iskeyword(base):
-            base = f"v_{base}"
-        name = base
-        while name in self.taken:
-            name += "_"
-        self.bind(key, name)
-        return name
-
-
-def _node_ref(key: str) -> str:
-    return ref(f"nodes.{key}") if key.isidentifier() and not keyword.iskeyword(key) \
-        and ref(f"nodes.{key}") == f"self.nodes.{key}" else f"self.nodes[{key!r}]"
 
 
 def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[..., Any]) -> str:
@@ -136,7 +109,9 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     Raises
     ------
     LoweringError
-        When a node holds something that cannot be written as a literal.
+        When a node holds something that cannot be written as a literal, an input's
+        name cannot be a parameter of forward (a keyword; ``torch`` where a formula's
+        line reads the module), or the file does not compile (a bug: :func:`checked`).
 
     Examples
     --------
@@ -151,18 +126,16 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
         raise LoweringError(msg, None, "compile the spec first: attngraph.compile(spec)")
     graph: Graph = model.graph
     sig = model.binder.signature()
-    if sig is None:
-        bad = next((n for n in graph.inputs if keyword.iskeyword(n.id)
-                    or not n.id.isidentifier()), None)
-        name = bad.id if bad is not None else "?"
-        msg = f"input '{name}': its name is a Python keyword, which forward cannot take"
-        raise LoweringError(msg, bad.loc if bad is not None else None,
-                            "rename the input to export the model as Python")
+    sig = _check_inputs(graph, sig)
     top = class_name(graph.name)
     bundle = Bundle(configured=_configured)
-    bundle.reserve(top)
+    bundle.reserve(top)  # a helper of the same name is renamed (``Runtime_module``)
+    # forward's parameters are fixed (the model's signature): the file's own names go
+    # around them
+    for arg in sig.parameters:
+        bundle.reserve(arg)
     bundle.add_import("torch", None, "torch")
-    bundle.add_import("torch", "nn", "nn")
+    nn_name = bundle.add_import("torch", "nn", "nn")
     bundle.add_import("torch", "Tensor", "Tensor")
     runtime_name = bundle.require(runtime)
     try:
@@ -175,7 +148,7 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     #: per node, the schedule steps its expression names (written before it)
     pending: list[tuple[str, list[tuple[str, Any]]]] = []
     for key, mod in model.nodes._modules.items():
-        if mod is None or _inline(mod):
+        if mod is None or inline(mod):
             continue
         nid = key[1:] if key.startswith("@") else key
         try:
@@ -189,25 +162,48 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
         built.append((nid, key, expr))
     group = bundle.require(linear_group) if model.groups else None
     init = _init(model, graph, built, literals, pending)
-    forward = _forward(model, graph, sig, runtime_name, group, bundle)
-    header = _header(graph, top, sig)
+    forward = forward_source(model, graph, sig, runtime_name, group, bundle)
     defs = bundle.source()  # (before the imports: an annotation may add one)
-    return (header + "from __future__ import annotations\n\n" + bundle.import_lines()
-            + "\n\n\n" + defs + "\n\n" + f"class {top}(nn.Module):\n"
-            + _class_doc(graph) + init + "\n" + forward)
+    header = _header(graph, top, sig)
+    source = (header + "from __future__ import annotations\n\n" + bundle.import_lines()
+              + "\n\n\n" + defs + "\n\n" + f"class {top}({nn_name}.Module):\n"
+              + _class_doc(graph) + init + "\n" + forward)
+    return checked(source, graph)
 
 
-def _inline(mod: Any) -> bool:
-    """A node written as one line of torch in forward (an expression), not a module."""
-    return callable(getattr(mod, "python_line", None)) and not any(
-        True for _ in mod.parameters()) and not any(True for _ in mod.buffers())
+def checked(source: str, graph: Graph) -> str:
+    """``source`` when it parses and compiles, else the internal error that says so
+    (nothing is written: the file never leaves attngraph broken)."""
+    try:
+        compile(ast.parse(source, filename="<model.code>"), "<model.code>", "exec",
+                dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        what = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        msg = f"{graph.name}: the generated Python file does not compile: {what}{where}"
+        raise LoweringError(msg, SourceLoc(graph.file),
+                            "this is a bug in attngraph's Python export: report it with the "
+                            "spec (--format pt2 exports the model meanwhile)") from None
+    return source
+
+
+def _check_inputs(graph: Graph, sig: Any) -> Any:
+    """forward's signature, when every input can be its parameter (no keyword)."""
+    if sig is not None:
+        return sig
+    bad = next((n for n in graph.inputs if keyword.iskeyword(n.id)
+                or not n.id.isidentifier()), None)
+    name = bad.id if bad is not None else "?"
+    msg = f"input '{name}': its name is a Python keyword, which forward cannot take"
+    raise LoweringError(msg, bad.loc if bad is not None else SourceLoc(graph.file),
+                        "rename the input to export the model as Python")
 
 
 def _header(graph: Graph, top: str, sig: Any) -> str:
     names = ", ".join(sig.parameters)
-    outs = ", ".join(name for name, _ in graph.outputs)
+    outs = docstring_text(", ".join(name for name, _ in graph.outputs))
     title = getattr(graph, "title", None) or graph.name
-    first = wrap(f"{title}: the PyTorch module of spec {graph.name!r}, standalone.", 3, 0)
+    first = wrap(f"{title}: the PyTorch module of spec {quote(graph.name)}, standalone.", 3, 0)
     return (f'"""{first}\n\n'
             "Written by ``attngraph export --format python`` (or ``model.code``). It imports\n"
             "torch only. Its parameters are empty: load the compiled model's state dict,\n"
@@ -224,14 +220,15 @@ def _header(graph: Graph, top: str, sig: Any) -> str:
 
 def _class_doc(graph: Graph) -> str:
     summary = " ".join(str(getattr(graph, "summary", "") or "").split())
-    text = f"The model of spec {graph.name!r}" + (f": {summary}" if summary else ".")
+    text = f"The model of spec {quote(graph.name)}" + (f": {summary}" if summary else ".")
     return f'    """{wrap(text, 7, 4)}"""\n\n'
 
 
 def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair | str]],
           literals: Literals, pending: list[tuple[str, list[tuple[str, Any]]]]) -> str:
+    nn_name = literals.bundle.add_import("torch", "nn", "nn")
     out = ["    def __init__(self) -> None:\n", "        super().__init__()\n",
-           "        self.nodes = nn.ModuleDict()\n"]
+           f"        self.nodes = {nn_name}.ModuleDict()\n"]
     for nid, key, expr in built:
         node = graph.node(nid)
         where = yaml_line(node)
@@ -245,7 +242,7 @@ def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair
                            + "\n")
         if where:
             out.append(comment(where, 8))
-        target = _node_ref(key)
+        target = node_ref(key)
         alias = [f for f in literals.fixups if f[0] == f"nodes.{key}"]
         if expr == "None" and alias:  # share: the owner's module, in the node's place
             literals.fixups.remove(alias[0])
@@ -262,165 +259,7 @@ def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair
                     "getattr" not in target:
                 out.append(f"        {target} = {text}\n")
             else:
-                out.append(f"        setattr({ref(parent)}, {last!r}, {text})\n")
+                out.append(f"        setattr({ref(parent)}, {quote(last)}, {text})\n")
     out.append("        #: extra tensors of the last forward (a policy's log-probabilities...)\n")
     out.append("        self.aux: dict[str, Tensor] = {}\n")
     return "".join(out)
-
-
-def _forward(model: AttnModel, graph: Graph, sig: Any, runtime: str, group: str | None,
-             bundle: Bundle) -> str:
-    args = list(sig.parameters)
-    used = {runtime, "self"} | ({group} if group else set())
-    clash = sorted(set(args) & used)
-    if clash:
-        msg = f"input '{clash[0]}' has a name the exported forward uses"
-        raise LoweringError(msg, None, "rename the input to export the model as Python")
-    names = _Names(set(bundle.names) | set(args) | used | set(keyword.kwlist))
-    rt = names.fresh("rt")
-    names.grouped = names.fresh("grouped")
-    binder = model.binder
-    for a in binder.args:
-        names.bind(f"{a.input}.{a.port}" if a.port else a.input, a.name)
-    reads = {inp.key for st in model.plan for inp in st.inputs} | {k for _, k, _ in model.out_keys}
-    params = [f"{n}: Tensor | None = None" if p.default is None else f"{n}: Tensor"
-              for n, p in sig.parameters.items()]
-    head = "    def forward(self, " + ", ".join(params) + ") -> dict[str, Tensor]:\n"
-    if len(head) > WIDTH + 1:
-        head = ("    def forward(\n" + "".join(f"        {p},\n" for p in ["self", *params])
-                + "    ) -> dict[str, Tensor]:\n")
-    outs = ", ".join(name for name, _ in graph.outputs)
-    lines = [head, f'        """{", ".join(args)} -> {{{outs}}}."""\n']
-    lines += _bind_inputs(model, runtime, reads, rt)
-    for st in model.plan:
-        lines += _statement(st, model, graph, names, reads, group, rt, bundle)
-    lines.append(f"        if {rt}.aux or {rt}.steps:  # per-node extras, stacked over loop "
-                 "steps\n")
-    lines.append(f"            self.aux = {rt}.finish()\n")
-    ret = Doc("return {", [Pair(f"{name!r}: ", names.of[k] + (".detach()" if det else ""))
-                           for name, k, det in model.out_keys], "}")
-    lines.append("        " + render(ret, 8, WIDTH) + "\n")
-    return "".join(lines)
-
-
-def _bind_inputs(model: AttnModel, runtime: str, reads: set[str], rt: str) -> list[str]:
-    """The runtime state: batch, dtype and device of the inputs, padding masks."""
-    args = model.binder.args
-    first = next(a for a in args if not a.port).name if args else None
-    floats = [a.name for a in args if not a.port and a.t.dtype == "float"]
-    ref_t = next(iter([*model.parameters(), *model.buffers()]), None)
-    kw = []
-    if first is not None:
-        kw.append(f"batch={first}.shape[0]")
-    if floats:
-        kw.append(f"dtype={floats[0]}.dtype")
-    elif ref_t is not None:
-        which = "parameters" if next(iter(model.parameters()), None) is not None else "buffers"
-        kw.append(f"dtype=next(self.{which}()).dtype")
-    if first is not None:
-        kw.append(f"device={first}.device")
-    out = [f"        {rt} = " + render(Doc(f"{runtime}(", list(kw), ")"), 8, WIDTH,
-                                          lead=len(rt) + 3) + "\n"]
-    if any(getattr(m, "reads_sizes", False) for m in model.modules()):
-        seen_sizes: set[str] = set()
-        out.append("        # the size of each length in this batch\n")
-        for a in args:
-            if a.port:
-                continue
-            for i, d in enumerate(a.t.dims):
-                if isinstance(d, str) and d not in seen_sizes:
-                    seen_sizes.add(d)
-                    out.append(f"        {rt}.sizes[{d!r}] = {a.name}.shape[{1 + i}]\n")
-    masks = [a for a in args if a.port == "mask"]
-    if masks:
-        out.append("        # padding masks (True = a real item), by the length they mask\n")
-    seen: set[str] = set()
-    for a in masks:
-        x = a.input  # the input's own argument is named after it
-        fill = f"{a.input}.mask" in reads
-        if fill:
-            out.append(f"        if {a.name} is None:\n")
-            out.append(f"            {a.name} = {x}.new_ones({x}.shape[:{1 + a.t.rank}], "
-                       "dtype=bool)\n")
-            out.append("        else:\n")
-            pad = "            "
-        else:
-            out.append(f"        if {a.name} is not None:\n")
-            pad = "            "
-        if a.t.rank == 2:  # nested tokens: a sentence is real when a word of it is
-            out.append(f"{pad}{rt}.masks[{str(a.t.dims[0])!r}] = {a.name}.any(-1)\n")
-            out.append(f"{pad}{rt}.masks[{str(a.t.dims[1])!r}] = {a.name}\n")
-        else:
-            sym = str(a.t.dims[0])
-            op = f"{rt}.masks.setdefault({sym!r}, {a.name})" if sym in seen else \
-                f"{rt}.masks[{sym!r}] = {a.name}"
-            out.append(f"{pad}{op}\n")
-            seen.add(sym)
-    for a in args:  # as the binder does: only the real entries of positions are read
-        own = str(a.t.dims[0]) if a.t.dims else ""
-        if a.port or a.type != "positions" or own not in seen:
-            continue
-        out.append(f"        # padded entries of '{a.input}' (its own mask) read position 0\n")
-        out.append(f"        if {own!r} in {rt}.masks:\n")
-        out.append(f"            {a.input} = {a.input}.masked_fill(~{rt}.masks[{own!r}], 0)\n")
-    return out
-
-
-def _statement(st: Step, model: AttnModel, graph: Graph, names: _Names, reads: set[str],
-               group: str | None, rt: str, bundle: Bundle) -> list[str]:
-    """The lines of one scheduled node (or stacked group of linears)."""
-    node = graph.node(st.node)
-    out = ["\n"]
-    where = yaml_line(node)
-    if where:
-        out.append(comment(where, 8))
-    mod = model.nodes._modules.get(st.key)
-    if mod is not None and _inline(mod):  # an expression: one line of torch
-        args = {inp.role: names.of[inp.key] + (".detach()" if inp.detach else "")
-                for inp in st.inputs}
-        write: Callable[..., str] = mod.python_line  # type: ignore[assignment]
-        line = write(args, rt, bundle.require)
-        if "F." in line:
-            bundle.add_import("torch.nn", "functional", "F")
-        var = names.new(st.node)
-        out.append(f"        {var} = {line}  # {shape(node.types[''])}\n")
-        return out
-    x = Doc("{", [Pair(f"{inp.role!r}: ", names.of[inp.key] + (".detach()" if inp.detach
-                                                                  else ""))
-                  for inp in st.inputs], "}")
-    members = model.groups.get(st.node)
-    if members and group is not None:
-        mods = Doc("[", [Doc("(", [repr(m), _node_ref(_key(m))], ")") for m in members], "]")
-        out.append(comment(f"{', '.join(members)}: one matmul over their stacked weights", 8))
-        call = Doc(f"{group}(", [mods, x, rt], ")")
-        grouped = names.grouped
-        out.append(f"        {grouped} = " + render(call, 8, WIDTH, lead=len(grouped) + 3)
-                   + "\n")
-        for m in members:
-            var = names.new(m)
-            out.append(f"        {var} = {grouped}[{m!r}]  # "
-                       f"{shape(graph.node(m).types[''])}\n")
-        return out
-    call = Doc(f"{_node_ref(st.key)}(", [x, rt], ")")
-    ports = list(node.types)
-    if ports == [""]:
-        var = names.new(st.node)
-        note = f"  # {shape(node.types[''])}"
-        text = render(call, 8, WIDTH, lead=len(var) + 3, tail=len(note))
-        out.append(f"        {var} = {text}{note}\n")
-        return out
-    res = names.new(f"{st.node}_out")
-    out.append(f"        {res} = " + render(call, 8, WIDTH, lead=len(res) + 3) + "\n")
-    for port in ports:
-        k = f"{st.node}.{port}" if port else st.node
-        if k not in reads:
-            continue
-        var = names.new(k)
-        out.append(f"        {var} = {res}[{port!r}]  # {shape(node.types[port])}\n")
-    return out
-
-
-def _key(nid: str) -> str:
-    from attngraph.lower.names import module_key
-
-    return module_key(nid)

@@ -32,6 +32,7 @@ from typing import Any
 from attngraph.lower.codegen_source import (
     Scope,
     binding,
+    def_name_edit,
     def_source,
     import_source,
     is_local,
@@ -137,7 +138,13 @@ class Bundle:
         return alt
 
     def claim(self, name: str) -> str:
-        """A free file-level name for generated code: ``name``, else one like it."""
+        """A free file-level name for generated code: ``name``, else one like it (never
+        a keyword or builtin: :data:`~attngraph.lower.names.RESERVED`)."""
+        from attngraph.lower.names import RESERVED, identifier
+
+        name = identifier(name, camel=name[:1].isupper(), prefix="Model")
+        if name in RESERVED:
+            name += "_"
         return self._claim(name, ("generated", name), "generated")
 
     def add_def(self, name: str, source: str) -> None:
@@ -241,10 +248,8 @@ class Bundle:
         def pos(line: int, col: int) -> int:
             return starts[line - 1] + col
 
-        if bound != own:  # a renamed definition: its own name in the def line
-            head = raw[:raw.index(b"\n")] if b"\n" in raw else raw
-            at = head.find(own.encode())
-            d.edits.append((at, at + len(own.encode()), bound))
+        if bound != own:  # a renamed definition: its own name where it is bound
+            d.edits.append(def_name_edit(stmt, own, raw, starts, bound))
         scope = Scope()
         drop_init = isinstance(stmt, ast.ClassDef) and obj is not None and \
             self.configured(obj)

@@ -5,7 +5,8 @@ parsed source; :func:`binding` the module-level statement that binds a name (an
 import, a definition, an assignment); :class:`Scope` the names a definition reads
 that it does not bind itself (split into run-time names and annotations), the
 attributes it reads and its imports; :func:`offsets` the byte offset of each line,
-since ``ast`` columns count UTF-8 bytes.
+since ``ast`` columns count UTF-8 bytes; :func:`def_name_edit` the edit that renames a
+bundled definition.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import sys
 import textwrap
 from typing import Any
 
-__all__ = ["Scope", "binding", "def_source", "import_source", "is_local", "module_text",
-           "module_tree", "offsets", "top_package"]
+__all__ = ["Scope", "binding", "def_name_edit", "def_source", "import_source", "is_local",
+           "module_text", "module_tree", "offsets", "top_package"]
 
 
 def top_package(module: str) -> str:
@@ -215,3 +216,19 @@ def import_source(stmt: ast.Import | ast.ImportFrom, name: str,
             base = f"{pkg}.{base}" if base else pkg
         return base, a.name, bound
     return None
+
+
+def def_name_edit(stmt: ast.stmt, own: str, raw: bytes, starts: list[int],
+              bound: str) -> tuple[int, int, str]:
+    """The edit that renames a top-level definition: ``own`` in its ``def``/``class``
+    line (after any decorators), or the assignment's target."""
+    line = stmt.lineno
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        keyword = b"class " if isinstance(stmt, ast.ClassDef) else b"def "
+        start = raw.index(keyword, starts[line - 1]) + len(keyword)
+    else:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else getattr(stmt, "target",
+                                                                              stmt)
+        start = starts[target.lineno - 1] + target.col_offset
+    at = raw.index(own.encode(), start)
+    return at, at + len(own.encode()), bound

@@ -1,12 +1,18 @@
 """Layout of the exported Python file: expressions broken to the line length, shapes,
 spec lines and docstrings as text.
 
+User text (a spec's name, title and summary, node ids, YAML lines) reaches the file
+only through :func:`escape`: as a string literal (:func:`quote`), in a docstring
+(:func:`wrap`) or in a comment (:func:`comment`), it cannot end the literal, the
+docstring or the comment line early.
+
 >>> comment("line 3: q: {kind: queries, from: x}", 8)
 '        # line 3: q: {kind: queries, from: x}\\n'
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from attngraph.ir.graph import Node, TensorType
 
-__all__ = ["WIDTH", "Doc", "Pair", "class_name", "comment", "flat", "render", "shape", "wrap",
-           "yaml_line"]
+__all__ = ["FILE_NAMES", "WIDTH", "Doc", "Pair", "class_name", "comment", "docstring_text",
+           "escape", "flat", "quote", "render", "shape", "wrap", "yaml_line"]
 
 #: the project's line length: the file passes its ruff rules
 WIDTH = 100
@@ -45,34 +51,91 @@ def yaml_line(node: Node[Any]) -> str | None:
     return f"line {loc.line}: {text}"
 
 
+def escape(text: str, *, backslash: bool = True) -> str:
+    r"""User text with nothing that could end a literal or a line: every character
+    that is not printable (a newline, ``\x00``, ``\u2028``, a lone surrogate) as
+    its escape, and (``backslash``: inside a literal) every backslash doubled.
+
+    >>> print(escape("a\\b\nc\x00"), escape("a\\b", backslash=False))
+    a\\b\nc\x00 a\b
+    """
+    out = []
+    for c in str(text):
+        if c == "\\" and backslash:
+            out.append("\\\\")
+        elif c.isprintable() or c == " ":
+            out.append(c)
+        else:
+            out.append(repr(c)[1:-1])
+    return "".join(out)
+
+
+def quote(text: str) -> str:
+    r"""User text as a string literal (``repr``: quotes, backslashes and control
+    characters escaped).
+
+    >>> print(quote('say "hi"\n'))
+    'say "hi"\n'
+    """
+    return repr(str(text))
+
+
+#: a run of quotes, or one at the end: what would close (or begin closing) a docstring
+_QUOTES = re.compile(r'"{2,}|"$')
+
+
+def docstring_text(text: str) -> str:
+    r"""User text for the inside of a triple-quoted docstring: whitespace runs as one
+    space, escaped (:func:`escape`), quotes escaped where two meet or one ends it.
+
+    >>> print(docstring_text('a "b" ""c\\ "'))
+    a "b" \"\"c\\ \"
+    """
+    flat_text = escape(" ".join(str(text).split()))
+    return _QUOTES.sub(lambda m: '\\"' * len(m.group()), flat_text)
+
+
 def wrap(text: str, first: int, indent: int) -> str:
-    """Text for a docstring: escaped, wrapped to the width (the first line starts
-    ``first`` columns in, the others ``indent``)."""
-    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    """Text for a docstring (:func:`docstring_text`), wrapped to the width (the first
+    line starts ``first`` columns in, the others ``indent``)."""
+    text = docstring_text(text)
     lines = textwrap.wrap(text, WIDTH - indent - 3, initial_indent=" " * (first - indent),
-                          break_long_words=False, break_on_hyphens=False)
+                          break_long_words=False, break_on_hyphens=False) or [""]
     lines[0] = lines[0].lstrip()
     return ("\n" + " " * indent).join(lines)
 
 
 def comment(text: str, indent: int) -> str:
-    """A comment line at ``indent``, cut to the width."""
+    """A comment line at ``indent``, cut to the width (control characters escaped:
+    :func:`escape`)."""
     pad = " " * indent
     room = WIDTH - indent - 2
+    text = escape(text, backslash=False)
     if len(text) > room:
         text = text[:room - 3] + "..."
     return f"{pad}# {text}\n"
 
 
-def class_name(name: str) -> str:
-    """The spec's name as a class name: ``multihead_attention`` -> ``MultiheadAttention``.
+#: names the file binds whatever the spec (imports, the error classes) or writes as they
+#: are (an inline node's ``torch.``, ``F.``): the spec's class is never one of them
+FILE_NAMES = frozenset({"torch", "nn", "F", "Tensor", "Any", "annotations",
+                        "AttnGraphError", "LoweringError"})
 
-    >>> class_name("multihead_attention"), class_name("2d-conv")
-    ('MultiheadAttention', 'Model2dConv')
+
+def class_name(name: str) -> str:
+    """The class of spec ``name`` in its Python file: the name in CamelCase
+    (``multihead_attention`` -> ``MultiheadAttention``), a valid identifier, with
+    ``Model`` added when that is a keyword, a builtin or one of :data:`FILE_NAMES`
+    (:class:`~attngraph.lower.names.Mangler`). The file's helpers are named around it.
+
+    >>> class_name("multihead_attention"), class_name("2d-conv"), class_name("none")
+    ('MultiheadAttention', 'Model2dConv', 'NoneModel')
+    >>> class_name("runtime"), class_name("tensor"), class_name("")
+    ('Runtime', 'TensorModel', 'Model')
     """
-    parts = [p for p in "".join(c if c.isalnum() else "_" for c in name).split("_") if p]
-    out = "".join(p[:1].upper() + p[1:] for p in parts) or "Model"
-    return out if out.isidentifier() else f"Model{out}"
+    from attngraph.lower.names import Mangler
+
+    return Mangler(FILE_NAMES).name(name, camel=True, prefix="Model", suffix="Model")
 
 
 @dataclass

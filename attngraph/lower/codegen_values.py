@@ -21,6 +21,7 @@ import dataclasses
 import inspect
 import keyword
 import math
+import unicodedata
 from typing import Any
 
 import torch
@@ -28,7 +29,8 @@ from torch import Tensor, nn
 
 from attngraph.lower.codegen_bundle import Bundle
 from attngraph.lower.codegen_source import is_local
-from attngraph.lower.codegen_text import Doc, Pair, flat
+from attngraph.lower.codegen_text import Doc, Pair, flat, quote
+from attngraph.lower.names import Mangler
 
 __all__ = ["Literals", "ref"]
 
@@ -41,14 +43,17 @@ MAX_LITERAL = 65536
 
 
 def _safe(part: str) -> bool:
-    return part.isidentifier() and not keyword.iskeyword(part) and part not in _UNSAFE
+    """``part`` can follow a dot: an identifier as Python reads it, no keyword, no
+    ModuleDict method, no ``__x`` (a class would mangle it)."""
+    return part.isidentifier() and not keyword.iskeyword(part) and part not in _UNSAFE \
+        and not part.startswith("__") and unicodedata.normalize("NFKC", part) == part
 
 
 def ref(path: str, root: str = "self") -> str:
     """The expression for a submodule or parameter at ``path`` of ``root``.
 
     >>> ref("nodes.q.weight"), ref("nodes.@keys.weight")
-    ('self.nodes.q.weight', 'self.get_submodule("nodes.@keys").weight')
+    ('self.nodes.q.weight', "self.get_submodule('nodes.@keys').weight")
     """
     if not path:
         return root
@@ -56,8 +61,8 @@ def ref(path: str, root: str = "self") -> str:
     if all(_safe(p) for p in parts):
         return ".".join([root, *parts])
     head, last = parts[:-1], parts[-1]
-    base = f'{root}.get_submodule("{".".join(head)}")' if head else root
-    return f"{base}.{last}" if _safe(last) else f'getattr({base}, "{last}")'
+    base = f"{root}.get_submodule({quote('.'.join(head))})" if head else root
+    return f"{base}.{last}" if _safe(last) else f"getattr({base}, {quote(last)})"
 
 
 def _float(x: float) -> str:
@@ -92,7 +97,8 @@ class Literals:
         #: its name; ``pending`` the (name, expression) not yet written out
         self.steps: dict[Any, str] = {}
         self.pending: list[tuple[str, Doc | Pair | str]] = []
-        self.taken: set[str] = set()
+        #: the names of ``__init__``'s locals (the steps)
+        self.locals = Mangler(bundle.names)
 
     # -- modules ----------------------------------------------------------------
 
@@ -302,11 +308,9 @@ class Literals:
         if not is_step:
             return doc
         if v not in self.steps:
-            base = "step_" + "".join(c if c.isalnum() else "_" for c in str(v[0]))
-            var = base
-            while var in self.taken or var in self.bundle.names:
-                var += "_"
-            self.taken.add(var)
+            self.locals.reserve(*self.bundle.names)  # what the bundle holds by now
+            var = self.locals.fresh(f"step_{v[0]}")
+            self.bundle.reserve(var)
             self.steps[v] = var
             self.pending.append((var, doc))
         return self.steps[v]

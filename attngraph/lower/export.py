@@ -12,6 +12,11 @@ the items would unroll at the traced length.
 The saved program (``torch.export.save``) loads with ``torch.export.load`` and runs
 without attngraph.
 
+:func:`export_file` makes the bytes of one of :data:`FORMATS` (what ``attngraph
+export`` writes) and checks them before anyone writes them: a pt2 program loads
+back, an ONNX model passes ``onnx.checker``, a Python file parses and compiles.
+:func:`export_text` does so for a spec's text, in-process (what a fuzzer calls).
+
 :func:`export_onnx` converts that program to ONNX with torch's exporter
 (``torch.onnx.export(..., dynamo=True)``; a scan becomes an ONNX ``Scan``), so the
 ONNX model keeps the same dynamic axes. It needs the ``onnx`` and ``onnxscript``
@@ -21,20 +26,25 @@ packages (``pip install 'attngraph[onnx]'``).
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import Tensor
+from attngraph.errors import LoweringError, RegistryError, SourceLoc, did_you_mean
 
-from attngraph.errors import LoweringError
-from attngraph.lower.examples import random_inputs
+if TYPE_CHECKING:
+    from torch import Tensor
 
-__all__ = ["Exported", "export_onnx", "export_program"]
+__all__ = ["FORMATS", "Exported", "ExportedFile", "export_file", "export_onnx",
+           "export_program", "export_text"]
+
+#: what ``attngraph export --format`` offers: a torch.export program, an ONNX model,
+#: the model's PyTorch source
+FORMATS = ("pt2", "onnx", "python")
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,8 @@ class Exported:
 
 def _runs(program: Any, inputs: dict[str, Tensor]) -> bool:
     """Whether the exported program accepts these inputs (its guards pass)."""
+    import torch
+
     try:
         with torch.no_grad():
             program.module()(*inputs.values())
@@ -74,7 +86,10 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
     LoweringError
         When torch.export cannot trace the model (the message of torch's error).
     """
+    import torch
     from torch.export import Dim, export
+
+    from attngraph.lower.examples import random_inputs
 
     model = model.eval()
     graph = model.graph
@@ -205,6 +220,8 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
         When ``onnx``/``onnxscript`` are missing, or the exporter fails (torch's
         message, with the operator it could not convert).
     """
+    import torch
+
     try:
         import onnx  # noqa: F401 - torch's exporter needs both; say so up front
         import onnxscript  # noqa: F401
@@ -228,3 +245,106 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
         msg = f"torch.onnx returned no program for {graph.name}"
         raise LoweringError(msg, None, "report the spec")
     return program.model_proto.SerializeToString(), done
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """The bytes of an exported model, checked (:func:`export_file`)."""
+
+    format: str
+    data: bytes
+    #: the torch.export program it came from (pt2, onnx); None for python
+    exported: Exported | None = None
+    #: python: the name of the model's class in the file
+    class_name: str | None = None
+
+
+def _internal(model: Any, fmt: str, why: str) -> LoweringError:
+    """An exported file that does not load back: attngraph's bug, said at the spec."""
+    graph = model.graph
+    msg = f"{graph.name}: the exported {fmt} file does not load back: {why}"
+    return LoweringError(msg, SourceLoc(graph.file), "this is a bug in attngraph's export: "
+                         "report it with the spec")
+
+
+def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
+                seed: int = 0) -> ExportedFile:
+    """``model`` (from :func:`attngraph.compile`) as the bytes of a file of format
+    ``fmt`` (one of :data:`FORMATS`), checked before it is returned.
+
+    ``python`` is ``model.code`` (UTF-8), which parses and compiles; ``pt2`` a saved
+    :func:`export_program`, which ``torch.export.load`` reads back; ``onnx`` the model
+    of :func:`export_onnx`, which ``onnx.checker`` accepts.
+
+    Raises
+    ------
+    RegistryError
+        For a format not in :data:`FORMATS`.
+    LoweringError
+        When the model cannot be exported so (see :func:`export_program`,
+        :func:`export_onnx`, ``model.code``), or the file does not load back.
+    """
+    if fmt == "python":
+        from attngraph.lower.codegen import class_name
+
+        code = model.code  # parsed and compiled before it is returned
+        return ExportedFile(fmt, code.encode("utf-8"), None, class_name(model.graph.name))
+    if fmt == "pt2":
+        import torch
+
+        done = export_program(model, batch=batch, length=length, seed=seed)
+        buf = io.BytesIO()
+        torch.export.save(done.program, buf)
+        data = buf.getvalue()
+        try:
+            torch.export.load(io.BytesIO(data))
+        except Exception as exc:  # noqa: BLE001 - torch's reader: said as our bug
+            raise _internal(model, fmt, str(exc).strip().splitlines()[0]
+                            if str(exc).strip() else type(exc).__name__) from None
+        return ExportedFile(fmt, data, done)
+    if fmt == "onnx":
+        import onnx
+
+        data, done = export_onnx(model, batch=batch, length=length, seed=seed)
+        try:
+            onnx.checker.check_model(onnx.load_from_string(data))
+        except Exception as exc:  # noqa: BLE001 - onnx's checker: said as our bug
+            raise _internal(model, fmt, str(exc).strip().splitlines()[0]
+                            if str(exc).strip() else type(exc).__name__) from None
+        return ExportedFile(fmt, data, done)
+    msg = f"unknown export format {fmt!r}"
+    raise RegistryError(msg, None, did_you_mean(fmt, FORMATS))
+
+
+def export_text(text: str, *, file: str = "<spec>", formats: Iterable[str] = FORMATS,
+                seed: int = 0, batch: int = 2, length: int = 8,
+                allow_large: bool = False) -> dict[str, ExportedFile]:
+    """A spec's YAML text compiled (eval mode, fresh weights of ``seed``) and exported
+    to each of ``formats``, in-process: what ``attngraph export`` writes, checked
+    (:func:`export_file`), without touching the disk.
+
+    Raises
+    ------
+    AttnGraphError
+        The spec's own errors (``SpecError``, ``GraphError``, ``ShapeError``...), and
+        the ``LoweringError`` of a format it cannot be exported to.
+
+    Examples
+    --------
+    >>> text = open("specs/kvq_attention.yaml").read().replace("kvq_attention", "none")
+    >>> files = export_text(text, formats=["python"])
+    >>> files["python"].class_name
+    'NoneModel'
+    """
+    from attngraph.lower import compile as lower
+    from attngraph.pipeline import loads_spec
+
+    formats = list(formats)
+    for fmt in formats:
+        if fmt not in FORMATS:
+            msg = f"unknown export format {fmt!r}"
+            raise RegistryError(msg, None, did_you_mean(fmt, FORMATS))
+    graph = loads_spec(text, file, allow_large=allow_large, batch=batch, length=length)
+    model = lower(graph, seed=seed).eval()
+    return {fmt: export_file(model, fmt, batch=batch, length=length, seed=seed)
+            for fmt in formats}
