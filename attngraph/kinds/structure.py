@@ -43,7 +43,8 @@ class MapSpec(NodeModel):
 
 
 class RepeatSpec(NodeModel):
-    """``times`` rounds of a one-input block, each feeding the next."""
+    """``times`` rounds of a one-input block, each feeding the next (its first output); the
+    block's other named outputs are stacked over the rounds, as ports ``[times, ...]``."""
 
     kind: Literal["repeat"]
     block: BlockName
@@ -198,23 +199,34 @@ def map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 @kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat", role="structure",
       style=Style("#ffffff", "box3d"), work=no_work)
 def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """K rounds of a one-input block whose output has its input's type."""
+    """K rounds of a one-input block whose (first) output has its input's type; each
+    further named output is stacked over the rounds, ``[K, ...]`` (every layer's
+    attention weights, say)."""
     name = ctx.spec.block
     tmpl = ctx.graph.blocks[name]
-    if len(tmpl.inputs) != 1 or len(tmpl.outputs) != 1:
+    if len(tmpl.inputs) != 1 or not tmpl.outputs:
         ctx.fail(f"repeat stacks a block with one input and one output; '{name}' has "
                  f"{len(tmpl.inputs)} and {len(tmpl.outputs)}",
                  hint="use kind: block for a block of other inputs or outputs")
     t = ctx.t("from")
     first = tmpl.inputs[0].id
     body = ctx.infer_block(name, {first: t}, _ids(ctx, {first: ctx.edge("from")}))
-    out = body.output_types()[tmpl.outputs[0][0]]
+    outs = body.output_types()
+    carried = tmpl.outputs[0][0]
+    out = outs[carried]
     if out.dims != t.dims or out.heads != t.heads or out.dtype != t.dtype:
         ctx.fail(f"repeat feeds each round's output to the next, but block '{name}' maps "
-                 f"{t} to {out}", hint="make the block return its input's shape")
+                 f"{t} to {out}", hint="make the block return its input's shape (its first "
+                 "output; the others are stacked over the rounds)")
     ctx.body_graph = body
     ctx.params += body.params * (1 if ctx.spec.share else ctx.spec.times)
-    return {"": out}
+    if len(outs) == 1:
+        return {"": out}
+    times = int(ctx.spec.times)
+    stacked = {k: TensorType((times, *v.dims), heads=v.heads, dtype=v.dtype, simplex=v.simplex,
+                             weights=v.weights)
+               for k, v in outs.items() if k != carried}
+    return {"": out, carried: out, **stacked}
 
 
 def _outputs_hint(name: str, outs: dict[str, Any]) -> str:

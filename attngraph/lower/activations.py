@@ -11,12 +11,25 @@ from torch import Tensor, nn
 from attngraph.kinds.activations import ACTIVATIONS, FEATURE_MAPS
 from attngraph.kinds.choices import load
 
-__all__ = ["Activation", "activation_fn", "activation_module", "elu1", "feature_map_fn"]
+__all__ = ["Activation", "GeluTanh", "activation_fn", "activation_module", "elu1",
+           "feature_map_fn", "gelu_tanh"]
 
 
 def elu1(x: Tensor) -> Tensor:
     """elu(x) + 1: always positive (Katharopoulos et al. 2020)."""
     return F.elu(x) + 1
+
+
+def gelu_tanh(x: Tensor) -> Tensor:
+    """GELU's tanh form, x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))): GPT-2's ``gelu_new``."""
+    return F.gelu(x, approximate="tanh")
+
+
+class GeluTanh(nn.GELU):
+    """GELU's tanh form as a layer (built without arguments, as an mlp stacks it)."""
+
+    def __init__(self) -> None:
+        super().__init__(approximate="tanh")
 
 
 class Activation(nn.Module):

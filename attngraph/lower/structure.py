@@ -103,7 +103,9 @@ class Map(GraphModule):
 
 
 class Repeat(NodeModule):
-    """K rounds of a one-input block; each round its own parameters unless shared."""
+    """K rounds of a one-input block; each round its own parameters unless shared. The
+    block's first output feeds the next round; its others are stacked over the rounds,
+    (B, K, ...), or (B, h, K, ...) with heads."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
@@ -112,16 +114,26 @@ class Repeat(NodeModule):
         self.times = s.times
         self.input = body.inputs[0].id
         self.output = body.outputs[0][0]
+        types = ctx.node.types
+        #: each stacked port and the axis its rounds stack on (after the heads)
+        self.stacked = {k: 2 if types[k].heads else 1 for k, _ in body.outputs[1:]}
         n = 1 if s.share else s.times
         self.rounds = nn.ModuleList([GraphModule(body) for _ in range(n)])
 
-    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+    def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
         v = x["from"]
+        kept: dict[str, list[Tensor]] = {k: [] for k in self.stacked}
         for i in range(self.times):
             # ModuleList items are typed nn.Module; every round is a GraphModule
             body = cast(GraphModule, self.rounds[i if len(self.rounds) > 1 else 0])
-            v = body.run({self.input: v}, rt)[self.output]
-        return v
+            outs = body.run({self.input: v}, rt)
+            v = outs[self.output]
+            for k in kept:
+                kept[k].append(outs[k])
+        if not kept:
+            return v
+        return {"": v, self.output: v,
+                **{k: torch.stack(t, dim=self.stacked[k]) for k, t in kept.items()}}
 
 
 class Carry(NamedTuple):

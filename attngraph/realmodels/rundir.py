@@ -1,0 +1,102 @@
+"""An imported real model as a run directory (``attngraph import``).
+
+The directory holds what ``attngraph train`` leaves, written through the
+checkpoint writer (:func:`attngraph.train.checkpoints.save_checkpoint`), so that
+``load_run`` and the commands that read runs take it:
+
+- ``checkpoint.pt``: step 0, the imported parameters, a fresh optimiser state, the
+  spec text with the model's dims and its hash;
+- ``spec.yaml``: that spec text, for ``describe``, ``render`` and for training on
+  from the import (``attngraph train RUN/spec.yaml --out RUN --resume --steps K``);
+- ``import.json``: where the weights came from and how they were mapped;
+- ``tokenizer/``: the model directory's tokenizer files, when it has them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from attngraph.errors import SourceLoc, TrainingError
+from attngraph.fileio import write_file
+from attngraph.realmodels.build import Imported, load_model
+from attngraph.realmodels.source import TOKENIZER_FILES
+
+__all__ = ["IMPORT_FILE", "SPEC_FILE", "TOKENIZER_DIR", "import_model"]
+
+IMPORT_FILE = "import.json"
+SPEC_FILE = "spec.yaml"
+TOKENIZER_DIR = "tokenizer"
+#: A decoder's run trains on (fine-tunes) with this built-in task unless told otherwise.
+DECODER_TASK = "repeat_copy"
+
+
+def _task(imp: Imported) -> tuple[str, dict[str, Any]]:
+    """The built-in task a run of this model trains on: copying, for a causal decoder."""
+    vocab = int(imp.dims.get("vocab", 16))
+    return DECODER_TASK, {"vocab": vocab, "length": 8}
+
+
+def import_model(source: str | Path, out: str | Path, *, spec: str | Path | None = None,
+                 config: str | Path | None = None, seed: int = 0, lr: float = 1e-4,
+                 batch: int = 8) -> Imported:
+    """Read a real model (see :func:`~attngraph.realmodels.load_model`) and write it as the
+    run directory ``out``.
+
+    Parameters
+    ----------
+    source : str or Path
+        A ``transformers`` model directory, or a safetensors file.
+    out : str or Path
+        The run directory to write; it must not hold a run.
+    spec, config :
+        As for :func:`~attngraph.realmodels.load_model`.
+    seed, lr, batch :
+        The run's settings for training on from the imported weights.
+
+    Returns
+    -------
+    Imported
+        The model, as written.
+
+    Raises
+    ------
+    TrainingError
+        Besides load_model's errors: ``out`` holds a run already, or cannot be written.
+    """
+    from attngraph.train import checkpoints as ck
+    from attngraph.train.trainer import TrainSettings, make_optimizer
+
+    run = Path(out)
+    if (run / ck.CHECKPOINT).exists():
+        msg = f"{run} holds a run already"
+        raise TrainingError(msg, SourceLoc(str(run)), "import into a new directory")
+    imp = load_model(source, spec=spec, config=config, seed=seed)
+    task, options = _task(imp)
+    settings = TrainSettings.of(imp.graph, lr=lr, batch=batch)
+    opt = make_optimizer(imp.model, settings)
+    cfg = {"task": task, "batch": batch, "lr": lr, "seed": seed, "options": options,
+           "eval_every": 100, "eval_size": 16, "checkpoint_every": 100}
+    spec_file = str(run / SPEC_FILE)
+    write_file(spec_file, imp.spec_text, error=TrainingError, parents=True)
+    state = {k: v.detach().clone() for k, v in imp.model.state_dict().items()}
+    ck.save_checkpoint(run / ck.CHECKPOINT, ck.Checkpoint(
+        step=0, model=state, optimizer=opt.state_dict(), rng=ck.rng_state(),
+        spec_hash=ck.spec_hash(imp.graph), spec_text=imp.spec_text, spec_file=spec_file,
+        config=cfg))
+    tok = None
+    if imp.source.tokenizer is not None:
+        tok = run / TOKENIZER_DIR
+        tok.mkdir(parents=True, exist_ok=True)
+        for name in TOKENIZER_FILES:
+            f = imp.source.tokenizer / name
+            if f.is_file():
+                shutil.copyfile(f, tok / name)
+    info = {"format": 1, "source": str(source), "config": imp.source.config_file,
+            "weights": imp.source.weights_file, "spec": imp.spec_file,
+            "model_type": imp.source.config.get("model_type"), "dims": imp.dims,
+            "tokenizer": TOKENIZER_DIR if tok is not None else None}
+    write_file(run / IMPORT_FILE, json.dumps(info, indent=1) + "\n", error=TrainingError)
+    return imp
