@@ -10,14 +10,16 @@ TORCH ?= torch==2.13.0
 # Source packages; renderers/ may not exist yet in a fresh clone.
 SRC := $(wildcard attngraph renderers)
 DOT_MISSING := attngraph: the Graphviz 'dot' program is missing; install it (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz) for svg/png/pdf diagrams
+CHROMIUM_MISSING := attngraph: Chromium is missing; install it (Debian/Ubuntu: sudo apt-get install chromium) for the playground's browser tests, which are skipped without it
 
-.PHONY: help venv dot test demo docs experiments bench fuzz lint clean
+.PHONY: help venv dot chromium test demo docs experiments bench fuzz lint clean
 
 help:
 	@echo "make demo   set up, then check, draw and list the catalog, train one model, draw its attention, train on a data file and predict"
 	@echo "make test   set up, then run the tests and the doctests"
 	@echo "make venv   create $(VENV) ($(TORCH) first, then the project with [dev])"
 	@echo "make dot    install Graphviz 'dot' when root with apt-get, else say how"
+	@echo "make chromium  the same for Chromium (the playground's browser tests)"
 	@echo "make docs | experiments | bench | fuzz | lint | clean"
 
 venv: $(VENV)/.stamp
@@ -40,13 +42,26 @@ dot:
 	  echo "$(DOT_MISSING)"; \
 	fi
 
+# The system's Chromium, which the playground's browser tests drive through playwright
+# (tests/test_playground_browser.py; playwright's own browser download is never used).
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+	  || echo "$(CHROMIUM_MISSING)"; \
+	else \
+	  echo "$(CHROMIUM_MISSING)"; \
+	fi
+
 # The doctests of the source packages, then the test suite. Exit code 5 ("no tests
 # collected") of the doctest pass is not a failure; it runs first so that the last
 # summary line printed is the test suite's. The suite runs in one worker per core
 # (pytest-xdist; each worker runs torch on one thread, see tests/conftest.py):
 # `make test WORKERS=0` runs it in this process instead.
 WORKERS ?= auto
-test: venv dot
+test: venv dot chromium
 	$(PY) -m pytest --doctest-modules $(SRC); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
 	$(PY) -m pytest -n $(WORKERS) tests
 
@@ -66,6 +81,8 @@ demo: venv dot
 	$(VENV)/bin/attngraph predict runs/demo/topics --data examples/data/topics-new.jsonl
 	$(VENV)/bin/attngraph attend runs/demo/topics --input "The coach was late after the match." -o runs/demo/topics-attention.png
 	@echo "demo: diagrams in runs/demo/docs/catalog.md, attention pictures runs/demo/attention.png and runs/demo/topics-attention.png"
+	@echo "demo: now write a spec and watch it become a model (then open the address it prints; Ctrl-C stops it):"
+	@echo "  $(VENV)/bin/attngraph playground ."
 
 docs: venv dot
 	$(VENV)/bin/attngraph docs
