@@ -187,6 +187,10 @@ def _damage(case: Case, path: Path) -> None:
         path.write_bytes(data[:-1])
     elif path.suffix == ".jsonl":
         lines = data.decode("utf-8").splitlines()
+        if not lines:  # emptied by an earlier operator: retype the whole file instead
+            path.write_text("[]\n", encoding="utf-8")
+            case.op("empty log retyped")
+            return
         j = case.rng.randrange(len(lines))
         lines[j] = _dump(_retype_json(case, json.loads(lines[j])))
         case.op(f"line {j + 1}")

@@ -10,12 +10,18 @@ state, the seed, and predict's class names.
   seed out of range are one located error naming the file, never a traceback.
 - ``predict`` names a class the data never named ``<class K>``, which no label (not
   even the label ``"3"``) can be: every class shows exactly once.
+- Every entry of a checkpoint is checked whole on load (its type, each setting's
+  range), a parameter holding NaN or infinity is refused, and predictions or metrics
+  that overflow are an error at the example: never a traceback or a NaN written.
+- A run's files are its own: a link, FIFO or folder among them is refused before
+  anything is read or written, and the run writer never writes through a link.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -427,3 +433,219 @@ def test_predict_shows_every_class_once(tmp_path: Path, data: Path, one_epoch: P
     assert res.exit_code == 0, res.output
     first = json.loads(res.output.splitlines()[0])
     assert len(first["probabilities"]) == 4 and first["label"] == "1"
+
+
+# --- 7. a checkpoint's plain data, checked whole (fuzz rundir 48, 2797, 1559) -----------
+
+def _cfg_edit(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        *path, last = key.split(".")
+        for k in path:
+            d = d[k]
+        d[last] = value
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (_cfg_edit("config", True), "damaged config (not a dict of the run's settings; found True"),
+    (_cfg_edit("config", torch.zeros(0)), "damaged config (not a dict of the run's settings; "
+     "found a tensor of shape (0,)"),
+    (_cfg_edit("config.seconds", "a" * 300), "config lacks valid seconds: Input should be a "
+     "valid number (found 'aaaa"),
+    (_cfg_edit("config.seconds", float("nan")), "config lacks valid seconds"),
+    (_cfg_edit("config.batch", True), "config lacks valid batch"),
+    (_cfg_edit("config.data.valid_fraction", 1.5), "config lacks valid data.valid_fraction"),
+    (_cfg_edit("config.data.fields", [1, 2]), "config lacks valid data.fields"),
+    (_cfg_edit("config.extra", 1), "config holds 'extra', which is not a run's setting"),
+    (_cfg_edit("step", torch.tensor(2)), "damaged step (not a step number; found a tensor"),
+    (_cfg_edit("metrics", {"accuracy": "high"}), "damaged metrics"),
+    (_cfg_edit("spec_hash", "zz"), "damaged spec_hash"),
+    (_cfg_edit("rng.extra", 1), "damaged rng"),
+], ids=["config-true", "config-tensor", "seconds-text", "seconds-nan", "batch-flag",
+        "valid-fraction", "fields-list", "config-extra", "step-tensor", "metric-text",
+        "spec-hash", "rng-extra"])
+def test_a_checkpoint_entry_of_another_type_is_one_error_naming_it(
+        tmp_path: Path, data: Path, one_epoch: Path,
+        edit: Callable[[dict[str, Any]], None], says: str) -> None:
+    """Any entry of a checkpoint of another type or out of range (the settings as True
+    or an empty tensor, the seconds as text) is one error at checkpoint.pt naming the
+    entry, with a hint, from load_run (predict, evaluate, export) and from --resume,
+    never a TypeError or ValueError; the run's files keep their bytes."""
+    from attngraph import load_run
+
+    run_dir = _copy(one_epoch, tmp_path)
+    path = run_dir / ck.CHECKPOINT
+    d = torch.load(path, weights_only=True)
+    edit(d)
+    torch.save(d, path)
+    before = _files(run_dir)
+    for call in (lambda: load_run(run_dir),
+                 lambda: _data_run(run_dir, data, resume=True, epochs=2)):
+        exc = refused(call)
+        assert exc.loc.file == str(path) and says in exc.message, exc.message
+        assert exc.message.startswith("this checkpoint") and "train again" in exc.hint
+    assert _files(run_dir) == before
+
+
+# --- 8. non-finite weights and predictions (fuzz rundir 1585, 3704) -------------------
+
+@pytest.mark.parametrize("fill", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_a_non_finite_parameter_is_refused_naming_it(
+        tmp_path: Path, data: Path, one_epoch: Path, fill: float) -> None:
+    """A checkpoint parameter holding NaN or infinity is one error at checkpoint.pt
+    naming the tensor, from load_run and predict (exit 1, no prediction printed)."""
+    from attngraph import load_run
+
+    run_dir = _copy(one_epoch, tmp_path)
+    path = run_dir / ck.CHECKPOINT
+    d = torch.load(path, weights_only=True)
+    d["model"]["nodes.score.query"].fill_(fill)
+    torch.save(d, path)
+    exc = refused(lambda: load_run(run_dir))
+    assert exc.loc.file == str(path) and exc.hint and "--lr" in exc.hint
+    assert "parameter nodes.score.query holds " + ("NaN" if fill != fill else "infinity") \
+        in exc.message
+    text = _failed(_cli("predict", str(run_dir), "--data", str(data)))
+    assert text.startswith(f"{path}: error: ") and "probabilities" not in text
+
+
+def _huge(run_dir: Path) -> None:
+    """Parameters that are finite but overflow: the logits are infinite."""
+    path = run_dir / ck.CHECKPOINT
+    d = torch.load(path, weights_only=True)
+    d["model"]["nodes.logits.weight"].fill_(3e38)
+    torch.save(d, path)
+
+
+def test_an_overflowing_prediction_is_an_error_at_its_example(
+        tmp_path: Path, data: Path, one_epoch: Path) -> None:
+    """Finite parameters whose predictions overflow to NaN give one error at the
+    example's line of the data file, never a NaN: predict -o leaves the earlier output
+    file as it was (no invalid JSON is written), and nothing is printed."""
+    from attngraph import load_run
+
+    run_dir = _copy(one_epoch, tmp_path)
+    _huge(run_dir)
+    exc = refused(lambda: load_run(run_dir).predict(data))
+    assert (exc.loc.file, exc.loc.line) == (str(data), 1)
+    assert "NaN or infinity for this example (its probabilities." in exc.message
+    assert exc.hint and "train it again" in exc.hint
+    out = tmp_path / "preds.jsonl"
+    out.write_text("an earlier file\n", encoding="utf-8")
+    text = _failed(_cli("predict", str(run_dir), "--data", str(data), "-o", str(out)))
+    assert text.startswith(f"{data}:1:1: error: ")
+    assert out.read_text(encoding="utf-8") == "an earlier file\n"
+
+
+def test_a_non_finite_metric_is_an_error_naming_the_example(
+        tmp_path: Path, data: Path, one_epoch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """evaluate never returns (or prints, with --json) a NaN metric: it is an error at
+    the first example whose outputs are not finite, else at the data file."""
+    from attngraph import load_run
+    from attngraph.train import trainer
+
+    monkeypatch.setattr(trainer, "evaluate", lambda *a, **k: {"accuracy": float("nan")})
+    exc = refused(lambda: load_run(one_epoch).evaluate(data))
+    assert (exc.loc.file, exc.loc.line) == (str(data), 0)
+    assert "for these records (the run's accuracy on these records is nan)" in exc.message
+    run_dir = _copy(one_epoch, tmp_path)
+    _huge(run_dir)
+    exc = refused(lambda: load_run(run_dir).evaluate(data))
+    assert (exc.loc.file, exc.loc.line) == (str(data), 1)
+    text = _failed(_cli("evaluate", str(run_dir), "--data", str(data), "--json"))
+    assert "NaN" not in text.replace("NaN or infinity", "") and "error:" in text
+
+
+# --- 9. a run's files are its own: no link, FIFO or folder (fuzz rundir 1769, 270) -----
+
+def _special(path: Path, kind: str, outside: Path) -> None:
+    path.unlink()
+    if kind == "link":
+        path.symlink_to(outside)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "dir"])
+@pytest.mark.parametrize("name", ["summary.json", "metrics.jsonl", "checkpoint.pt",
+                                  "data.json"])
+def test_a_run_file_that_is_not_its_own_is_refused_before_anything(
+        tmp_path: Path, data: Path, one_epoch: Path, name: str, kind: str) -> None:
+    """A run whose summary.json (or other file) is a link (here to a good copy outside
+    the run), a FIFO or a folder is refused at that file with a hint by --resume,
+    predict, evaluate and export, before anything is read or written: the run's files
+    and the file the link points to keep their bytes (a resume used to train, rewrite
+    checkpoint.pt and metrics.jsonl, then fail at the summary, or write through the
+    link)."""
+    from attngraph import load_run
+
+    run_dir = _copy(one_epoch, tmp_path)
+    outside = tmp_path / f"outside-{name}"
+    outside.write_bytes((run_dir / name).read_bytes())
+    _special(run_dir / name, kind, outside)
+    before, kept = _files(run_dir), outside.read_bytes()
+    exc = refused(lambda: _data_run(run_dir, data, resume=True, epochs=2))
+    assert exc.loc.file == str(run_dir / name) and exc.hint
+    says = {"link": f"this run's {name} is a symbolic link (to {outside})",
+            "fifo": "is a FIFO (named pipe)", "dir": "is a directory"}[kind]
+    assert says in exc.message
+    assert refused(lambda: load_run(run_dir)).message == exc.message
+    for args in (["predict", str(run_dir), "--data", str(data)],
+                 ["evaluate", str(run_dir), "--data", str(data)],
+                 ["export", str(run_dir), "-o", str(tmp_path / "m.py"), "--format", "python"]):
+        assert _failed(_cli(*args)).startswith(f"{run_dir / name}: error: ")
+    assert _files(run_dir) == before and outside.read_bytes() == kept
+    assert not (tmp_path / "m.py").exists()
+
+
+def test_the_run_writer_never_writes_through_a_link(tmp_path: Path, data: Path) -> None:
+    """atomic_write refuses a run file that is a link (the target keeps its bytes), and
+    a fresh run into a folder holding only a dangling summary.json link is refused as
+    holding a run, so it never creates the file the link points to."""
+    from attngraph.train import rundir
+
+    target = tmp_path / "elsewhere.json"
+    target.write_text("mine\n", encoding="utf-8")
+    link = tmp_path / "run" / "summary.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    exc = refused(lambda: rundir.atomic_write(link, b"{}\n"))
+    assert exc.loc.file == str(link) and "symbolic link" in exc.message
+    assert target.read_text(encoding="utf-8") == "mine\n"
+    target.unlink()  # dangling now
+    exc = refused(lambda: _data_run(link.parent, data, steps=1))
+    assert "already holds a run (summary.json)" in exc.message
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("options", {"zzz": 1}, "task 'needle' has no option 'zzz'"),
+    ("eval_size", 10**12, "would make a tensor of"),
+    ("batch", 10**12, "would make a tensor of"),
+], ids=["unknown-option", "huge-eval-size", "huge-batch"])
+def test_stored_settings_that_make_no_run_are_located_at_the_checkpoint(
+        tmp_path: Path, key: str, value: Any, says: str) -> None:
+    """A built-in task run whose stored task options or batch sizes do not make a run
+    (an unknown option, a test batch of 10**12 examples) is one error at checkpoint.pt
+    from load_run (as predict, attend and export load it) and from --resume: never a
+    MemoryError, never an error blaming the spec for what the checkpoint holds."""
+    from attngraph import load_run
+
+    out = tmp_path / "run"
+    run(RunConfig(spec=str(GA), steps=2, batch=8, eval_size=8, out=str(out), quiet=True))
+    path = out / ck.CHECKPOINT
+    d = torch.load(path, weights_only=True)
+    d["config"][key] = value
+    torch.save(d, path)
+    before = _files(out)
+    calls = [lambda: run(RunConfig(spec=str(GA), steps=4, out=str(out), resume=True,
+                                   quiet=True))]
+    if key != "batch":  # predicting reads the stored batch of none
+        calls.append(lambda: load_run(out))
+    for call in calls:
+        exc = refused(call)
+        assert exc.loc.file == str(path) and says in exc.message, exc.message
+        assert exc.message.startswith("this checkpoint's stored settings do not make a run")
+    assert _files(out) == before

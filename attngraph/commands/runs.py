@@ -15,6 +15,20 @@ _data_option = click.option("--data", type=click.Path(), required=True,
                             help="Records in any form train --data reads (docs/data.md).")
 
 
+def _json(value: object, run_dir: str) -> str:
+    """``value`` as one line of strict JSON: NaN or infinity (which Run.predict and
+    Run.evaluate refuse first) is an error, never an invalid JSON file."""
+    from attngraph.errors import SourceLoc, TrainingError
+    from attngraph.train.finite import nonfinite_at
+
+    bad = nonfinite_at(value)
+    if bad is not None:
+        msg = f"the run's output {bad} is NaN or infinite: it is not written"
+        raise TrainingError(msg, SourceLoc(run_dir), "the run's parameters are damaged or "
+                            "too large: train it again")
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
 @main.command()
 @_run_argument
 @_data_option
@@ -35,7 +49,7 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, device: str,
     run = load_run(run_dir, device=device)
     metrics = run.evaluate(data, batch=batch, bf16=bf16)
     if as_json:
-        click.echo(json.dumps(metrics))
+        click.echo(_json(metrics, run_dir))
         return
     n = int(metrics.pop("examples"))
     click.echo(f"{run.graph.name} on {data}: {n} examples")
@@ -74,7 +88,7 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
     run = load_run(run_dir, device=device)
     rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
                        beam=beam, bf16=bf16)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    text = "".join(_json(r, run_dir) + "\n" for r in rows)
     if output is None:
         click.echo(text, nl=False)
         return

@@ -11,11 +11,13 @@ Everything in it is tensors or plain data (numbers, text, lists, dicts: the
 numpy stream's state is its plain dict, the settings and metrics are
 JSON-like), so it is read with ``torch.load(weights_only=True)``: a file
 holding any other Python object is refused without running anything. What is
-read is checked against what a run needs (every key, its type, the settings,
-the random states, a seed in :mod:`attngraph.train.seeds`' range), and
-:func:`restore` checks names and shapes against the model and the optimiser
-state against the optimiser built for it (:mod:`attngraph.train.optstate`), so
-a damaged file gives one TrainingError naming it.
+read is checked whole against what a run needs, declaratively
+(:mod:`attngraph.train.ckptdata`: every entry's type, each setting's type and
+range, the random states, a seed in :mod:`attngraph.train.seeds`' range, no
+parameter holding NaN or infinity), and :func:`restore` checks names and shapes
+against the model and the optimiser state against the optimiser built for it
+(:mod:`attngraph.train.optstate`), so a damaged file gives one TrainingError
+naming it.
 
 Files are written whole through :func:`attngraph.train.rundir.atomic_write`,
 so a crash mid-write never leaves a torn file.
@@ -34,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.fileio import check_regular
+from attngraph.train import ckptdata
 from attngraph.train.optstate import optimizer_problems
 from attngraph.train.rundir import atomic_write, run_file, write_error
-from attngraph.train.seeds import seed_problem
 
 if TYPE_CHECKING:
     from torch import nn
@@ -57,7 +59,7 @@ CONFIG: dict[str, str] = {
     "options": "mapping", "eval_every": "count", "eval_size": "count",
     "checkpoint_every": "count",
 }
-_FORMAT = 1
+_FORMAT = ckptdata.FORMAT
 _POSITION = re.compile(r"\s+@\d+:\d+$", re.MULTILINE)
 _DAMAGED = ("the file is damaged or was not written by attngraph train: train again "
             "(--overwrite moves this run aside)")
@@ -107,22 +109,13 @@ def rng_state(task: Task | None = None) -> dict[str, Any]:
     return state
 
 
-def _numpy_generator(state: Mapping[str, Any]) -> Any:
-    """A numpy Generator in ``state`` (raises ValueError, TypeError or KeyError if bad)."""
-    import numpy as np
-
-    gen = np.random.default_rng()
-    gen.bit_generator.state = dict(state)
-    return gen
-
-
 def set_rng_state(state: dict[str, Any], task: Task | None = None) -> None:
     """Restore what :func:`rng_state` captured."""
     import torch
 
     torch.set_rng_state(state["torch"])
     if task is not None and state.get("task") is not None:
-        task._train_rng = _numpy_generator(state["task"])  # noqa: SLF001 - no public API yet
+        task._train_rng = ckptdata.numpy_generator(state["task"])  # noqa: SLF001 - no public API yet
 
 
 def _plain(value: Any) -> Any:
@@ -199,86 +192,20 @@ def _read(path: Path) -> Any:
         raise _error(path, msg) from None
 
 
-def _bad_config(config: Any) -> list[str]:
-    """The settings missing from a stored config, or not of their kind."""
-    if not isinstance(config, dict):
-        return list(CONFIG)
-    kinds = {
-        "text": lambda v: isinstance(v, str) and v != "",
-        "count": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-        "positive": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0,
-        "seed": lambda v: seed_problem(v) is None,
-        "mapping": lambda v: isinstance(v, dict),
-    }
-    return [k for k, kind in CONFIG.items() if k not in config or not kinds[kind](config[k])]
-
-
 def _check(path: Path, data: Any) -> Checkpoint:
-    """The checkpoint in ``data``, or a TrainingError naming what is wrong."""
-    import torch
-
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        msg = f"this is not an attngraph checkpoint (format {_FORMAT})"
-        raise _error(path, msg)
-    names = [f for f in Checkpoint.__dataclass_fields__ if f != "metrics"]
-    missing = [f for f in names if f not in data]
-    if missing:
-        raise _error(path, f"this checkpoint lacks {', '.join(missing)}")
-    step, model, opt, rng = data["step"], data["model"], data["optimizer"], data["rng"]
-    wrong = []
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        wrong.append("step (not a step number)")
-    if not isinstance(model, dict) or not model or not all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in model.items()):
-        wrong.append("model (not a dict of named tensors)")
-    if not isinstance(opt, dict) or not isinstance(opt.get("state"), dict) \
-            or not isinstance(opt.get("param_groups"), list):
-        wrong.append("optimizer (no state and param_groups)")
-    wrong.extend(f"{k} (not text)" for k in ("spec_hash", "spec_text", "spec_file")
-                 if not isinstance(data[k], str))
-    metrics = data.get("metrics", {})
-    if not isinstance(metrics, dict) or not all(
-            isinstance(v, int | float) for v in metrics.values()):
-        wrong.append("metrics (not a dict of numbers)")
-    if not _rng_ok(rng):
-        wrong.append("rng (not torch's and the task's random states)")
-    if wrong:
-        raise _error(path, f"this checkpoint has a damaged {'; '.join(wrong)}")
-    config = data["config"]
-    bad = _bad_config(config)
-    if not config:
-        raise _error(path, "this checkpoint's config (the run's settings) is empty")
-    if "seed" in bad and "seed" in config:  # say which seed, and the range
-        problem = seed_problem(config["seed"])
-        raise _error(path, f"this checkpoint's stored {problem}", "the run's settings in "
-                     f"it are damaged: {_DAMAGED}")
-    if bad:
-        raise _error(path, f"this checkpoint's config lacks valid {', '.join(bad)}")
+    """The checkpoint in ``data``, or a TrainingError naming what is wrong
+    (:mod:`attngraph.train.ckptdata`)."""
+    problem = ckptdata.problems(data)
+    if problem is not None:
+        raise _error(path, problem)
+    bad = ckptdata.nonfinite(data["model"])
+    if bad is not None:
+        name, what = bad
+        msg = f"this checkpoint's parameter {name} holds {what}: the model would predict NaN"
+        raise _error(path, msg, "the run's training diverged (train again, e.g. with a "
+                     "smaller --lr), or the file is damaged (train again; --overwrite moves "
+                     "this run aside)")
     return Checkpoint(**{f: data[f] for f in Checkpoint.__dataclass_fields__ if f in data})
-
-
-def _rng_ok(rng: Any) -> bool:
-    """True when ``rng`` holds a torch state tensor and a usable numpy state (or None)."""
-    import torch
-
-    if not isinstance(rng, dict):
-        return False
-    t = rng.get("torch")
-    if not isinstance(t, torch.Tensor) or t.dtype != torch.uint8 \
-            or t.shape != torch.get_rng_state().shape:
-        return False
-    try:  # torch checks the generator's state only when it is set
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(t)
-    except RuntimeError:
-        return False
-    if rng.get("task") is None:
-        return True
-    try:
-        _numpy_generator(rng["task"])
-    except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
-        return False
-    return True
 
 
 def load_checkpoint(path: str | Path, graph: Graph | None = None) -> Checkpoint:
@@ -291,8 +218,9 @@ def load_checkpoint(path: str | Path, graph: Graph | None = None) -> Checkpoint:
     TrainingError
         Located at the file: when it is missing, unreadable, truncated, holds
         objects other than tensors and plain data, lacks a key or a setting a
-        run needs, or its spec hash differs from ``graph``'s (the message then
-        names both hashes and both spec files).
+        run needs or holds one of another type or out of range, holds a
+        parameter with NaN or infinity, or its spec hash differs from
+        ``graph``'s (the message then names both hashes and both spec files).
     """
     path = Path(path)
     if path.is_dir():

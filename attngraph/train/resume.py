@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train import checkpoints as ck
@@ -35,40 +35,21 @@ STORED = tuple(ck.CONFIG)
 DATA = ("data", "valid", "valid_fraction", "fields", "tokenize", "epochs", "patience")
 #: The total a run was asked for, stored beside the settings (absent in older checkpoints).
 TOTAL = "steps"
-#: What each stored data setting must be.
-_DATA_KINDS: dict[str, tuple[type, ...]] = {
-    "data": (str,), "valid": (str, type(None)), "valid_fraction": (float,),
-    "fields": (dict,), "tokenize": (str,), "epochs": (int, type(None)), "patience": (int,),
-}
-
-
-def _check_stored(stored: Any, path: Path) -> None:
-    """Refuse a checkpoint whose stored data settings are damaged."""
-    bad = [k for k, kinds in _DATA_KINDS.items()
-           if not isinstance(stored, dict) or not isinstance(stored.get(k), kinds)]
-    if isinstance(stored, dict) and isinstance(stored.get("epochs"), int) \
-            and (isinstance(stored["epochs"], bool) or stored["epochs"] < 1):
-        bad.append("epochs")
-    if bad:
-        msg = f"this checkpoint's data settings lack valid {', '.join(bad)}"
-        raise TrainingError(msg, SourceLoc(str(path)), "the file is damaged: train again "
-                            "(--overwrite moves this run aside)")
-
-
-def resumed(config: RunConfig, prior: ck.Checkpoint, path: Path) -> RunConfig:
+def resumed(config: RunConfig, prior: ck.Checkpoint) -> RunConfig:
     """``config`` with the checkpoint's stored settings, and the total to train on to.
+
+    The stored settings were checked when the checkpoint was read
+    (:mod:`attngraph.train.ckptdata`).
 
     Raises
     ------
     TrainingError
-        At the checkpoint when its stored data settings are damaged; at
-        ``--epochs`` when the run is not a data run.
+        At ``--epochs`` when the run is not a data run.
     """
     given_total = config.steps is not None or config.epochs is not None
     config = replace(config, **{k: prior.config[k] for k in STORED})
     stored = prior.config.get("data")
     if stored is not None:  # a data run: its files, fields and split again
-        _check_stored(stored, path)
         given = {k: getattr(config, k) for k in ("data", "valid") if getattr(config, k)}
         merged = {k: stored[k] for k in DATA if k in stored}
         if given_total:  # the user's --steps or --epochs is the total

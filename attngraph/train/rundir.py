@@ -6,12 +6,19 @@
   deleted) and removes the temporary files a killed run left (those named by
   :func:`attngraph.fileio.temporary_name` for a run file: never the user's own
   ``*.tmp``).
+- :func:`check_own` refuses, before a command reads or writes anything of a run
+  (``--resume``, predict, evaluate, export), a run directory one of whose files
+  is a symbolic link, a FIFO, a device or a folder, or (for a resume) cannot be
+  replaced: a run that could not be finished is refused before step one, and no
+  file outside the run is read or written through a link. A fresh run counts a
+  link of a run file's name as a run (:func:`holds_run`).
 - :func:`atomic_write` writes a whole file through
   :func:`attngraph.fileio.write_file` (a temporary file beside it, then
-  :func:`os.replace`); :class:`Log` appends to the metrics log with one
-  ``write`` call per step. Both write through :func:`os.write`, and turn a full
-  disk or a read-only directory into a :class:`~attngraph.errors.TrainingError`
-  naming the file, leaving no temporary file behind.
+  :func:`os.replace`), never through a link or into a FIFO (:func:`own_file`);
+  :class:`Log` appends to the metrics log with one ``write`` call per step. Both
+  write through :func:`os.write`, and turn a full disk or a read-only directory
+  into a :class:`~attngraph.errors.TrainingError` naming the file, leaving no
+  temporary file behind.
 - :func:`read_metrics` reads the metrics log back on resume, through
   :mod:`attngraph.fileio` (a regular file, bounded, strict UTF-8, each line JSON
   with limits: no recursion on deep nesting, no ``int()`` of thousands of
@@ -27,6 +34,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -35,6 +43,7 @@ from attngraph.errors import SourceLoc, TrainingError
 from attngraph.fileio import (
     TEMPORARY,
     Role,
+    check_regular,
     excerpt_text,
     lines,
     loads_json,
@@ -42,8 +51,8 @@ from attngraph.fileio import (
     write_file,
 )
 
-__all__ = ["RUN_FILES", "holds_run", "check", "prepare", "atomic_write", "Log",
-           "Kept", "read_metrics", "write_error", "run_file"]
+__all__ = ["RUN_FILES", "holds_run", "check", "check_own", "own_file", "prepare",
+           "atomic_write", "Log", "Kept", "read_metrics", "write_error", "run_file"]
 
 #: The files that make a directory a run's (metrics log, checkpoint, summary, and a
 #: data run's vocabularies and labels).
@@ -55,6 +64,8 @@ _WHY = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota e
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 _AGAIN = ("the run directory holds files attngraph train wrote, and this one is damaged: "
           "train again (--overwrite moves this run aside)")
+_LINK = ("a run's files are its own: attngraph neither reads nor writes a run's file "
+         "through a link; put a copy of the file there instead of the link (or remove it)")
 _LOG_DAMAGED = ("the log is damaged: delete or repair that line, then --resume again (the "
                 "checkpoint is separate and intact)")
 
@@ -91,8 +102,47 @@ def write_error(path: str | Path, exc: OSError) -> TrainingError:
 
 
 def holds_run(out: Path) -> list[str]:
-    """The run files in ``out`` (empty when it holds no run)."""
-    return [name for name in RUN_FILES if (out / name).exists()]
+    """The run files in ``out`` (empty when it holds no run); a link or a FIFO of a run
+    file's name counts, so that a fresh run never writes through it."""
+    return [name for name in RUN_FILES if os.path.lexists(out / name)]
+
+
+def own_file(path: Path, *, write: bool = False) -> None:
+    """Refuse a run's file that is a symbolic link, or exists and is not a regular file
+    (a directory, a FIFO, a device), or, with ``write``, cannot be replaced.
+
+    A missing file passes (the reader or writer that needs it says so).
+
+    Raises
+    ------
+    TrainingError
+        At ``path``, naming what it is, with a hint.
+    """
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        msg = f"cannot read this run's {path.name}: {_why(exc)}"
+        raise TrainingError(msg, _loc(path), "check the run directory's permissions") from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = f" (to {os.readlink(path)})"
+        except OSError:
+            target = ""
+        msg = f"this run's {path.name} is a symbolic link{target}, not a file of the run"
+        raise TrainingError(msg, _loc(path), _LINK)
+    check_regular(path, run_file(path.name))  # a directory, FIFO, device or socket
+    if write and not os.access(path, os.W_OK):
+        raise write_error(path, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
+
+
+def check_own(out: Path, *, write: bool = False) -> None:
+    """Refuse a run directory any of whose files (:data:`RUN_FILES`) is a link or not a
+    regular file (:func:`own_file`), before anything of the run is read or written:
+    a command that cannot finish leaves the run as it was."""
+    for name in RUN_FILES:
+        own_file(out / name, write=write)
 
 
 def _temporaries(out: Path) -> list[Path]:
@@ -205,14 +255,17 @@ def atomic_write(path: str | Path, data: bytes, *, mode: int = 0o666) -> None:
     """Replace ``path`` by ``data`` whole (:func:`attngraph.fileio.write_file`: a
     temporary file beside it, then a rename).
 
-    ``mode`` is the new file's permission bits before the umask.
+    ``mode`` is the new file's permission bits before the umask. Unlike
+    :func:`~attngraph.fileio.write_file` for a path the user gave, a file of a run
+    is never written through a link or into a FIFO (:func:`own_file`).
 
     Raises
     ------
     TrainingError
-        When a write fails (full disk, read-only directory); ``path`` is then as
-        it was and no temporary file is left.
+        When ``path`` is a link or not a regular file, or a write fails (full disk,
+        read-only directory); ``path`` is then as it was and no temporary file is left.
     """
+    own_file(Path(path))  # never through a link, never into a FIFO
     write_file(path, data, mode=mode, failed=write_error)
 
 
@@ -222,7 +275,9 @@ class Log:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            own_file(path)  # never appended through a link
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                              | getattr(os, "O_NOFOLLOW", 0), 0o666)
         except OSError as exc:
             raise write_error(path, exc) from None
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from attngraph.errors import SourceLoc, TrainingError
+from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
 from attngraph.train import checkpoints as ck
 from attngraph.train import ddp, rundir
 from attngraph.train.dataset import DataTask, load_encoding, steps_per_epoch, train_stream
@@ -225,8 +225,11 @@ def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig,
         rundir.check(out_dir, resume=config.resume, overwrite=config.overwrite)
     prior, given = None, config
     if config.resume:
+        # every file of the run a resume reads or writes is its own regular file: a
+        # run that could not write its summary at the end is refused before step one
+        rundir.check_own(out_dir, write=rank == 0)
         prior = ck.load_checkpoint(out_dir / ck.CHECKPOINT, graph)
-        config = resumed(config, prior, out_dir / ck.CHECKPOINT)
+        config = resumed(config, prior)
     data_task: DataTask | None = None
     per: int | None = None
     if config.data is not None:
@@ -250,13 +253,34 @@ def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig,
         raise TrainingError(msg, _batch_loc(graph, config, out_dir),
                             f"use a batch that is a multiple of {world}")
     # fail before spawning ranks, and before the output directory is touched
-    task = data_task or task_for(graph, cfg.task, cfg.seed, cfg.options)
+    with _stored(prior, out_dir):  # a resume's task and options are the checkpoint's
+        task = data_task or task_for(graph, cfg.task, cfg.seed, cfg.options)
     length = (max(data_task.train.lengths.values(), default=None) if data_task is not None
               else task.opts.get("length"))
-    check_resources(graph, batch=cfg.batch,
-                    length=length if isinstance(length, int) and length > 0 else None)
+    length = length if isinstance(length, int) and length > 0 else None
+    # the evaluation's batch too: a built-in task's test batch is made whole
+    evals = min(cfg.eval_size, len(data_task.valid)) if data_task is not None else cfg.eval_size
+    with _stored(prior, out_dir):  # and a resume's batch sizes are the checkpoint's
+        check_resources(graph, batch=cfg.batch, length=length)
+        if evals > (cfg.batch or 0):
+            check_resources(graph, batch=evals, length=length)
     check_fits(graph, task)
     return graph, cfg, prior, task
+
+
+@contextmanager
+def _stored(prior: ck.Checkpoint | None, out_dir: Path) -> Iterator[None]:
+    """On resume, an error of the settings the checkpoint stores, located at it."""
+    try:
+        yield
+    except AttnGraphError as exc:
+        if prior is None:
+            raise
+        first = exc.diagnostics[0]
+        msg = f"this checkpoint's stored settings do not make a run: {first.message}"
+        raise TrainingError(msg, SourceLoc(str(out_dir / ck.CHECKPOINT)),
+                            "the file is damaged or was edited: train again (--overwrite "
+                            "moves this run aside)") from None
 
 
 def _batch_loc(graph: Graph, config: RunConfig, out_dir: Path) -> SourceLoc:

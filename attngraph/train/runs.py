@@ -12,6 +12,11 @@ trained with ``--data``, its vocabularies and labels from ``data.json``. The
 - :meth:`Run.evaluate` -> the run's metrics on labelled data;
 - :meth:`Run.batch_of` -> the model's inputs for raw records (for pictures).
 
+A run whose files are not its own (a link, a FIFO, a folder) is refused before
+anything is read (:func:`attngraph.train.rundir.check_own`); a prediction or a
+metric that is NaN or infinite is an error at its example, never a number that
+would make the JSON written invalid.
+
 Decoders (a spec with a per-item ``labels`` input) predict without a target:
 :func:`attngraph.generate` runs a loop that feeds back its own tokens, or a causal
 decoder, greedily or by beam search, for at most ``max_length`` steps, each
@@ -26,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import SourceLoc, TrainingError
+from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
 from attngraph.train.data import Record, read_records
+from attngraph.train.finite import nonfinite_at
 from attngraph.train.vocab import EOS, tokenize
 
 if TYPE_CHECKING:
@@ -184,8 +190,35 @@ class Run:
             b = self._complete(b, ds, max_length)
             res = self.outputs(b, beam=beam, bf16=bf16)
             for i in range(next(iter(b.values())).shape[0]):
-                out.append(self._decode(lo + i, recs[lo + i], b, res, i, attention))
+                row = self._decode(lo + i, recs[lo + i], b, res, i, attention)
+                bad = nonfinite_at(row)
+                if bad is not None:
+                    raise self._nonfinite(recs[lo + i].loc, f"its {bad}")
+                out.append(row)
         return out
+
+    def _nonfinite(self, loc: SourceLoc, what: str, of: str = "this example") -> TrainingError:
+        """The error of an example whose prediction is NaN or infinite (``what`` is)."""
+        msg = f"the model of the run in {self.path} gives NaN or infinity for {of} ({what})"
+        return TrainingError(msg, loc, "the run's parameters are damaged or too large "
+                             "(its training diverged): train it again, e.g. with a smaller "
+                             "--lr")
+
+    def _first_nonfinite(self, recs: list[Record]) -> Record | None:
+        """The first of ``recs`` whose outputs hold NaN or infinity (None when none do)."""
+        from torch.utils.data import DataLoader
+
+        ds = self._dataset(recs, need_label=False)
+        lo = 0
+        for b in DataLoader(ds, batch_size=64, collate_fn=ds.collate):
+            res = self.outputs(self._complete(b, ds, None))
+            n = next(iter(b.values())).shape[0]
+            for i in range(n):
+                if any(v.is_floating_point() and v.dim() and v.shape[0] == n
+                       and not bool(v[i].isfinite().all()) for v in res.values()):
+                    return recs[lo + i]
+            lo += n
+        return None
 
     def outputs(self, batch: dict[str, Tensor], *, beam: int = 1,
                 bf16: bool = False) -> dict[str, Tensor]:
@@ -268,9 +301,17 @@ class Run:
         from attngraph.train.dataset import DataTask
         from attngraph.train.trainer import evaluate
 
-        ds = self._dataset(self.records(data), need_label=True)
+        recs = self.records(data)
+        ds = self._dataset(recs, need_label=True)
         task = DataTask(self._enc(), ds, ds, seed=0)
         metrics = evaluate(self.model, self.graph, task, batch, bf16=bf16)
+        bad = nonfinite_at(metrics)
+        if bad is not None:  # name the example that made it, when its outputs show it
+            rec = self._first_nonfinite(recs)
+            what = f"the run's {bad} on these records is {metrics[bad]}"
+            if rec is None:
+                raise self._nonfinite(SourceLoc(recs[0].loc.file), what, "these records")
+            raise self._nonfinite(rec.loc, what)
         return {**metrics, "examples": float(len(ds))}
 
 
@@ -318,14 +359,17 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
         that does not match its hash, or a device this machine lacks.
     """
     from attngraph.lower import compile as lower
-    from attngraph.pipeline import loads_spec
+    from attngraph.pipeline import check_resources, loads_spec
     from attngraph.train import checkpoints as ck
     from attngraph.train.dataset import DataTask, EncodedDataset, load_encoding
     from attngraph.train.device import pick_device
+    from attngraph.train.rundir import check_own as own_files
     from attngraph.train.tasks import task_for
 
     run_dir = Path(path)
     dev = pick_device(device)
+    if run_dir.is_dir():  # its files its own: no link, FIFO or folder among them
+        own_files(run_dir)
     ckpt = ck.load_checkpoint(run_dir)
     graph = loads_spec(ckpt.spec_text, ckpt.spec_file)  # errors name the spec it came from
     if ck.spec_hash(graph) != ckpt.spec_hash:
@@ -340,7 +384,16 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
         empty = EncodedDataset(graph, enc, [])
         task = DataTask(enc, empty, empty, seed=int(cfg["seed"]))
     else:
-        task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
+        try:  # the task, its options and its test batch's size are the checkpoint's
+            task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
+            n = task.opts.get("length")
+            check_resources(graph, batch=cfg["eval_size"],
+                            length=n if isinstance(n, int) and n > 0 else None)
+        except AttnGraphError as exc:
+            msg = ("this checkpoint's stored settings do not make a run: "
+                   f"{exc.diagnostics[0].message}")
+            raise TrainingError(msg, SourceLoc(file=str(run_dir / ck.CHECKPOINT)),
+                                "the checkpoint is damaged; train again") from None
     model = lower(graph, seed=cfg["seed"])
     ck.restore(ckpt, run_dir, model)
     model.eval()
