@@ -56,21 +56,29 @@ def clamp(x: Tensor, lo: Tensor | float, hi: Tensor | float) -> Tensor:
     return torch.clamp(x, lo, hi)
 
 
+def _spread(x: Tensor, mask: Tensor) -> Tensor:
+    """``x`` expanded to its shape broadcast with ``mask``: a value the same for every
+    example (a position, a parameter: batch 1) reduced over an axis with padding
+    has one result per example."""
+    shape = torch.broadcast_shapes(x.shape, mask.shape)
+    return x if tuple(x.shape) == tuple(shape) else x.expand(shape)
+
+
 def masked_sum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    return (x if mask is None else x.masked_fill(~mask, 0.0)).sum(dim)
+    return (x if mask is None else _spread(x, mask).masked_fill(~mask, 0.0)).sum(dim)
 
 
 def masked_mean(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     if mask is None:
         return x.mean(dim)
     count = mask.sum(dim).to(x.dtype).clamp(min=1)
-    return x.masked_fill(~mask, 0.0).sum(dim) / count
+    return _spread(x, mask).masked_fill(~mask, 0.0).sum(dim) / count
 
 
 def masked_amax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     if mask is None:
         return x.amax(dim)
-    top = x.masked_fill(~mask, torch.finfo(x.dtype).min).amax(dim)
+    top = _spread(x, mask).masked_fill(~mask, torch.finfo(x.dtype).min).amax(dim)
     return torch.where(mask.any(dim), top, torch.zeros_like(top))
 
 
@@ -81,17 +89,18 @@ def masked_amin(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
 def masked_logsumexp(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     if mask is None:
         return torch.logsumexp(x, dim)
-    out = torch.logsumexp(x.masked_fill(~mask, torch.finfo(x.dtype).min), dim)
+    out = torch.logsumexp(_spread(x, mask).masked_fill(~mask, torch.finfo(x.dtype).min),
+                          dim)
     return torch.where(mask.any(dim), out, torch.zeros_like(out))
 
 
 def masked_norm(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    sq = (x * x) if mask is None else (x * x).masked_fill(~mask, 0.0)
+    sq = (x * x) if mask is None else _spread(x * x, mask).masked_fill(~mask, 0.0)
     return torch.sqrt(sq.sum(dim))
 
 
 def masked_cumsum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    return (x if mask is None else x.masked_fill(~mask, 0.0)).cumsum(dim)
+    return (x if mask is None else _spread(x, mask).masked_fill(~mask, 0.0)).cumsum(dim)
 
 
 def masked_softmax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
@@ -99,6 +108,7 @@ def masked_softmax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
     dimension ``dim``: one implementation for the named kind and the formula."""
     if mask is None:
         return torch.softmax(x, dim)
+    x = _spread(x, mask)
     last = x.movedim(dim, -1)
     m = mask.expand_as(x).movedim(dim, -1)
     return masks_softmax(last, m).movedim(-1, dim)
@@ -405,7 +415,7 @@ def positions(like: Tensor, dim: int) -> Tensor:
 def real_only(x: Tensor, rt: Runtime, sym: str, dim: int) -> Tensor:
     """``x`` with 0 at the padded entries of its dimension ``dim`` (length ``sym``)."""
     m = _mask(rt, sym, x.dim(), dim)
-    return x if m is None else x.masked_fill(~m, 0.0)
+    return x if m is None else _spread(x, m).masked_fill(~m, 0.0)
 
 
 def over_real(fn: Any, x: Tensor, dim: int, rt: Runtime, sym: str) -> Tensor:
