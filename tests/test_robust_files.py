@@ -296,3 +296,26 @@ def test_the_writer_writes_into_a_fifo_and_refuses_one_nobody_reads(tmp_path: Pa
             threading.Event().wait(0.01)
     reader.join(10)
     assert got == [b"hello\n"] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.parametrize("name", ["a\0b.csv", "img/\0dog/4.png"])
+def test_a_path_holding_a_nul_is_one_error(name: str) -> None:
+    """A path with a NUL (an image named in a data file) names no file: one error with a
+    hint, the NUL shown escaped, not a ValueError from os.stat."""
+    from attngraph.fileio.files import DATA, check_regular
+
+    exc = _refused(lambda: check_regular(name, DATA), AttnGraphError)
+    assert "NUL character" in exc.message and exc.hint
+    assert "\0" not in exc.format()
+
+
+@pytest.mark.parametrize("fmt", ["1", 1.0, True, [1], "tensor"])
+def test_a_checkpoint_format_of_another_type_is_not_a_checkpoint(fmt: Any) -> None:
+    """The format entry is compared as an int only: a tensor, a string, a float or a
+    bool there is 'not an attngraph checkpoint', never an ambiguous tensor truth."""
+    import torch
+
+    from attngraph.train.ckptdata import problems
+
+    value = torch.tensor([]) if fmt == "tensor" else fmt
+    assert "not an attngraph checkpoint" in (problems({"format": value}) or "")

@@ -102,6 +102,10 @@ def check_regular(path: str | Path, role: Role) -> None:
     except OSError as exc:
         msg = f"cannot read {role.noun}: {exc.strerror}"
         raise role.refuse(msg, name, "check the path and its permissions") from None
+    except ValueError:  # a NUL character: no file can be named so
+        msg = f"the path of the {role.noun} holds a NUL character"
+        raise role.refuse(msg, name.replace("\0", "\\0"),
+                          "give the path without control characters") from None
     _refuse_mode(name, st.st_mode, role)
 
 

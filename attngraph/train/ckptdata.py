@@ -207,7 +207,8 @@ def _words(err: ErrorDetails) -> str:
 def problems(data: Any) -> str | None:
     """What in ``data`` (a loaded checkpoint) does not fit :class:`CheckpointData`, in
     words ("this checkpoint lacks rng"), or None when it fits."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    fmt = data.get("format") if isinstance(data, dict) else None
+    if type(fmt) is not int or fmt != FORMAT:  # a tensor or a str compares otherwise
         return f"this is not an attngraph checkpoint (format {FORMAT})"
     if isinstance(data.get("config"), dict) and not data["config"]:
         return "this checkpoint's config (the run's settings) is empty"
