@@ -10,14 +10,18 @@ parent). Two kinds:
   (:meth:`~attngraph.lower.structure.Loop.begin`, ``advance``), its carried state
   reordered with the beams.
 - :class:`CausalDecoder`: an output ``[T, vocab]`` over a ``tokens`` input of length
-  ``T`` and that ``vocab``. The whole model is re-run on the prefix at each step
-  (O(L²) positions over L steps; no key/value cache). A probe before the first step
-  and a check at each step refuse a decoder whose earlier outputs move when a token
-  is appended (one that looks ahead).
+  ``T`` and that ``vocab``, from a prompt (that input, padded last) or the start id.
+  The whole model is re-run on the prefix at each step (O(L²) positions over L
+  steps). A probe before the first step and a check at each step refuse a decoder
+  whose earlier outputs move when a token is appended (one that looks ahead).
+- :class:`~attngraph.lower.cached.CachedDecoder`: the same decoder stepped through a
+  key/value cache derived from its graph (:mod:`attngraph.lower.cache`), the default;
+  a graph the cache cannot step warns (:class:`CacheNote`) and is re-run instead.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Protocol, cast
 
@@ -25,11 +29,13 @@ import torch
 from torch import Tensor
 
 from attngraph.errors import LoweringError, did_you_mean
+from attngraph.lower.cache import CacheRefused, plan_cache
+from attngraph.lower.cached import CachedDecoder
 from attngraph.lower.module import AttnModel, Runtime, input_sizes
 from attngraph.lower.structure import Loop, LoopCursor
 from attngraph.passes.hoist import ancestors
 
-__all__ = ["BOS", "CausalDecoder", "Decoder", "LoopDecoder", "causal_decoder",
+__all__ = ["BOS", "CacheNote", "CausalDecoder", "Decoder", "LoopDecoder", "causal_decoder",
            "generating_outputs", "loop_decoder"]
 
 #: The start id of a causal decoder's first position (the built-in tasks' BOS).
@@ -78,39 +84,63 @@ class LoopDecoder:
 
 
 class CausalDecoder:
-    """The whole model re-run on the prefix; its earlier outputs must not move."""
+    """The whole model re-run on the prefix; its earlier outputs must not move.
+
+    Row i holds its prompt's real tokens (or the start id), then the tokens chosen so
+    far, padded last; its next token's logits are read after its last real token."""
 
     def __init__(self, model: AttnModel, inputs: dict[str, Tensor], target: str, out: str,
-                 start: int, vocab: int, axes: dict[str, int]) -> None:
+                 start: int, vocab: int, axes: dict[str, int], prompt: Tensor | None = None,
+                 prompt_mask: Tensor | None = None) -> None:
         self.model, self.inputs, self.target, self.out = model, inputs, target, out
         self.start, self.axes = start, axes
         self.vocab: int | None = vocab
-        first = next(iter(inputs.values()))
+        first = prompt if prompt is not None else next(iter(inputs.values()))
         self.device = first.device
         self.batch = int(first.shape[0])
-        self.prefix = torch.full((first.shape[0], 0), start, dtype=torch.long,
-                                 device=first.device)
+        self.prefix = prompt if prompt is not None else torch.full(
+            (self.batch, 1), start, dtype=torch.long, device=self.device)
+        self.lens = (prompt_mask.sum(1) if prompt_mask is not None else torch.full(
+            (self.batch,), self.prefix.shape[1], device=self.device)).long()
+        self.started = False
         self.seen: Tensor | None = None  # the logits of every position so far
+        self.real: Tensor | None = None  # and which of them were real
 
     def step(self, prev: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
-        if prev is None:
-            prev = torch.full(self.prefix.shape[:1], self.start, dtype=torch.long,
-                              device=self.prefix.device)
-        self.prefix = torch.cat([self.prefix, prev[:, None]], 1)  # (B, t+1)
-        res = self.model(**self.inputs, **{self.target: self.prefix})
-        logits = res[self.out]  # (B, t+1, V)
-        t = self.prefix.shape[1] - 1
-        if self.seen is not None and not _same(logits[:, :t], self.seen):
-            raise _not_causal(self.model, self.out, self.target, t)
-        self.seen = logits
-        att = {k: res[k].select(axis, t) for k, axis in self.axes.items()}  # (B, [h,] ...)
-        return logits[:, t], att
+        from attngraph.lower.cached import at_rows
+
+        if self.started:
+            if prev is None:  # (not reached: the searches feed back every step's token)
+                msg = "a causal decoder's later steps need the previous token"
+                raise LoweringError(msg)
+            b = self.prefix.shape[0]
+            if int(self.lens.max()) == self.prefix.shape[1]:  # one more column, padded
+                self.prefix = torch.cat([self.prefix, self.prefix.new_zeros(b, 1)], 1)
+            self.prefix = self.prefix.scatter(1, self.lens[:, None], prev[:, None])
+            self.lens = self.lens + 1
+        self.started = True
+        w = self.prefix.shape[1]
+        real = torch.arange(w, device=self.device)[None, :] < self.lens[:, None]  # (B, W)
+        masks = {} if bool(real.all()) else {f"{self.target}_mask": real}
+        res = self.model(**self.inputs, **{self.target: self.prefix}, **masks)
+        logits = res[self.out]  # (B, W, V)
+        if self.seen is not None and self.real is not None:
+            n = self.seen.shape[1]
+            if not _same(logits[:, :n][self.real], self.seen[self.real]):
+                raise _not_causal(self.model, self.out, self.target, int(self.lens.min()) - 1)
+        self.seen, self.real = logits, real
+        last = self.lens - 1
+        att = {k: at_rows(res[k], axis, last) for k, axis in self.axes.items()}
+        return at_rows(logits, 1, last), att
 
     def reorder(self, index: Tensor) -> None:
         self.inputs = {k: v.index_select(0, index) for k, v in self.inputs.items()}
         self.prefix = self.prefix.index_select(0, index)
-        if self.seen is not None:
+        self.lens = self.lens.index_select(0, index)
+        self.batch = int(index.shape[0])
+        if self.seen is not None and self.real is not None:
             self.seen = self.seen.index_select(0, index)
+            self.real = self.real.index_select(0, index)
 
 
 def _same(a: Tensor, b: Tensor) -> bool:
@@ -128,17 +158,24 @@ def _not_causal(model: AttnModel, out: str, target: str, t: int) -> LoweringErro
 
 
 def _probe(model: AttnModel, given: dict[str, Tensor], target: str, out: str,
-           start: int, vocab: int) -> None:
+           start: int, vocab: int, batch: int) -> None:
     """Refuse a decoder that looks ahead before any step: its outputs over three
     seeded random tokens against those over the first one and the first two."""
-    first = next(iter(given.values()))
     gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(vocab, (int(first.shape[0]), 3), generator=gen).to(first.device)
+    ids = torch.randint(vocab, (batch, 3), generator=gen).to(model_device(model, given))
     ids[:, 0] = start
     whole = model(**given, **{target: ids})[out]  # (B, 3, V)
     for t in (1, 2):
         if not _same(model(**given, **{target: ids[:, :t]})[out], whole[:, :t]):
             raise _not_causal(model, out, target, t)
+
+
+def model_device(model: AttnModel, given: Mapping[str, Tensor]) -> torch.device:
+    """Where the inputs are, else the parameters."""
+    if given:
+        return next(iter(given.values())).device
+    ref = model._reference()
+    return ref.device if ref is not None else torch.device("cpu")
 
 
 def no_generation(model: AttnModel, detail: str) -> LoweringError:
@@ -248,22 +285,67 @@ def loop_decoder(model: AttnModel, loop_id: str, start: int | None,
                        vocab if isinstance(vocab, int) else None, axes, ports)
 
 
+def _prompt(model: AttnModel, target: str, inputs: Mapping[str, Tensor]
+            ) -> tuple[Tensor | None, Tensor | None]:
+    """The prompt (the target given among the inputs) and its mask, padded last."""
+    prompt, mask = inputs.get(target), inputs.get(f"{target}_mask")
+    if prompt is None:
+        if mask is not None:
+            msg = f"generate got '{target}_mask' without '{target}' (the prompt)"
+            raise LoweringError(msg, model.graph.node(target).loc, f"pass '{target}' too")
+        return None, None
+    where = model.graph.node(target).loc
+    if not isinstance(prompt, Tensor) or prompt.dim() != 2 or prompt.shape[1] == 0 \
+            or prompt.is_floating_point():
+        msg = f"generate: the prompt '{target}' must be token ids (B, P), P >= 1"
+        raise LoweringError(msg, where, "pass a long tensor (B, P) of ids")
+    if mask is not None:
+        mask = mask.to(torch.bool)
+        lens = mask.sum(1)
+        first = torch.arange(mask.shape[1], device=mask.device)[None, :] < lens[:, None]
+        if mask.shape != prompt.shape or not torch.equal(mask, first) or bool((lens == 0).any()):
+            msg = (f"generate: '{target}_mask' must mark each prompt's real tokens first, "
+                   "then its padding, with one real token at least")
+            raise LoweringError(msg, where, "pad prompts last (right padding)")
+    return prompt.long(), mask
+
+
 def causal_decoder(model: AttnModel, out: str, target: str, start: int | None,
-                   inputs: Mapping[str, Tensor], attention: bool) -> CausalDecoder:
-    """The model over a growing target prefix, given the other inputs."""
+                   inputs: Mapping[str, Tensor], attention: bool,
+                   cache: bool = True) -> CausalDecoder | CachedDecoder:
+    """The model over a growing target prefix, given the other inputs: the prompt
+    (``inputs[target]``, padded last) or the start id first; with ``cache``, stepped
+    through a key/value cache derived from the graph where it can be."""
     graph = model.graph
     _known(model, inputs)
     given = {k: v for k, v in inputs.items()
              if v is not None and k not in (target, f"{target}_mask")}
-    if not given:
+    prompt, prompt_mask = _prompt(model, target, inputs)
+    if not given and prompt is None:
         msg = (f"the causal decoder of output '{out}' reads only '{target}': generate "
-               "needs another input to condition on (and to give the batch size)")
-        raise LoweringError(msg, graph.node(target).loc, "pass the source inputs")
+               "needs a prompt (the batch's first tokens) or another input to condition on")
+        raise LoweringError(msg, graph.node(target).loc,
+                            f"pass '{target}' (and '{target}_mask'), or the source inputs")
     types = graph.output_types()
-    t_sym = types[out].dims[0]
+    t_sym = str(types[out].dims[0])
+    # the attention outputs over another length (the source); over the target they grow
     axes = {k: 2 if t.heads else 1 for k, t in types.items()
-            if attention and (t.simplex or t.weights) and t.dims[:1] == (t_sym,)}
+            if attention and (t.simplex or t.weights) and t.dims[:1] == (t_sym,)
+            and t.dims[-1] != t_sym}
     first = BOS if start is None else start
     vocab = int(types[out].dims[1])
-    _probe(model, given, target, out, first, vocab)
-    return CausalDecoder(model, given, target, out, first, vocab, axes)
+    _probe(model, {k: v[:1] for k, v in given.items()}, target, out, first, vocab, 1)
+    if cache:
+        try:
+            plan = plan_cache(model, graph, {target}, t_sym)
+        except CacheRefused as exc:
+            warnings.warn(f"generate: no key/value cache for {graph.name}: {exc.message}; "
+                          "re-running the prefix at every step", CacheNote, stacklevel=3)
+        else:
+            return CachedDecoder(model, plan, given, target, out, first, vocab, axes,
+                                 prompt, prompt_mask, t_sym)
+    return CausalDecoder(model, given, target, out, first, vocab, axes, prompt, prompt_mask)
+
+
+class CacheNote(UserWarning):
+    """Generation runs without a key/value cache (the note says which node and why)."""

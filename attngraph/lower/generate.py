@@ -10,8 +10,10 @@ generate:
   (the encoder), then the loop is stepped one token at a time, its carried state
   following the beams;
 - a causal decoder: a model output ``[T, vocab]`` over a ``tokens`` input of
-  length ``T`` and that ``vocab`` (the target, shifted right behind the start id).
-  The whole model is re-run on the prefix at each step (no key/value cache), and a
+  length ``T`` and that ``vocab`` (the target, shifted right behind the start id;
+  given among the inputs, a prompt padded last). It steps through a key/value cache
+  derived from the graph (:mod:`attngraph.lower.cache`), or re-runs the whole
+  prefix at each step (``cache=False``, or a graph the cache cannot step); a
   decoder that looks ahead is refused.
 
 :mod:`attngraph.lower.decoders` holds the two; this module, the searches.
@@ -181,7 +183,8 @@ def _check_eos(eos: int | None, vocab: int | None) -> None:
 def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None = None,
              beam: int = 1, eos: int | None = None, pad: int | None = None,
              length_penalty: float = 0.0, start: int | None = None,
-             output: str | None = None, return_attention: bool = False) -> Generation:
+             output: str | None = None, return_attention: bool = False,
+             cache: bool = True) -> Generation:
     """Generate token sequences from a compiled model's decoder, without a target.
 
     Parameters
@@ -190,12 +193,14 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None
         A model from :func:`attngraph.compile` with a generating output: one made by a
         ``loop`` that feeds back its own tokens (``feed: {y: {feedback: logits}}``), or
         a causal decoder's ``[T, vocab]`` output over a ``tokens`` input of length T
-        (re-run over the prefix at each step; refused if an earlier position's output
+        (stepped through a key/value cache; refused if an earlier position's output
         moves when a token is appended). Run in eval mode without gradients; the
         model's mode is restored afterwards.
     inputs : mapping of str to Tensor
         The inputs the decoder conditions on, as forward takes them (``source``,
-        ``source_mask``); the model's other inputs (the target) are ignored.
+        ``source_mask``). A loop decoder ignores the model's other inputs (the
+        target); a causal decoder takes its ``tokens`` input, if given, as the prompt
+        (with ``<input>_mask``: padded last) and continues each row after it.
     max_length : int, optional
         The most tokens per sequence; required unless the loop has a fixed ``steps``.
     beam : int, optional
@@ -216,6 +221,11 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None
         Which model output to generate, when several can be.
     return_attention : bool, optional
         Also return the decoder's attention outputs at every step.
+    cache : bool, optional
+        A causal decoder computes only the new position at each step, keeping every
+        attention's keys and values (default); False re-runs the prefix. A graph the
+        cache cannot step warns (:class:`~attngraph.lower.decoders.CacheNote`, naming
+        the node) and re-runs the prefix.
 
     Returns
     -------
@@ -271,7 +281,8 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None
                 dec: Decoder = loop_decoder(model, where, start, inputs,
                                               return_attention)
             else:
-                dec = causal_decoder(model, output, where, start, inputs, return_attention)
+                dec = causal_decoder(model, output, where, start, inputs, return_attention,
+                                     cache=cache)
             b = dec.batch
             _check_eos(eos, dec.vocab)
             fill = eos if pad is None else pad
