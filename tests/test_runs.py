@@ -176,6 +176,12 @@ def test_a_translation_run_generates_greedy_and_by_beam_search(tmp_path: Path) -
     # beam search itself against exact search)
     assert isinstance(beam["prediction"], str) and beam["score"] <= 0.0
     assert row["score"] <= 0.0
+    for opts in ((), ("--beam", "3")):  # the key/value cache changes no token
+        args = ("predict", str(run), "--data", str(src), "--max-length", "5", *opts)
+        cached = json.loads(_cli(*args).stdout)
+        plain = json.loads(_cli(*args, "--no-cache").stdout)
+        assert cached["prediction"] == plain["prediction"]
+        assert cached["score"] == pytest.approx(plain["score"], abs=1e-5)
     res = _cli("attend", str(run), "--input", "red blue green", "-o", str(tmp_path / "a.png"))
     assert "(alignment)" in res.stdout
 

@@ -71,10 +71,13 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, device: str,
               "source, plus 2].")
 @click.option("--beam", type=click.IntRange(min=1), default=1, show_default=True,
               help="Decoders: beam width (1: greedy).")
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Decoders: generate with a key/value cache (--no-cache re-runs the "
+              "prefix at every step; the same tokens, slower).")
 @device_options
 @run_stage
 def predict(run_dir: str, data: str, output: str | None, attention: bool, batch: int,
-            max_length: int | None, beam: int, device: str, bf16: bool) -> None:
+            max_length: int | None, beam: int, cache: bool, device: str, bf16: bool) -> None:
     """Predictions of the run trained in RUN for the records of --data.
 
     One JSON object per example: its index (and line), the prediction as a
@@ -87,7 +90,7 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
 
     run = load_run(run_dir, device=device)
     rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
-                       beam=beam, bf16=bf16)
+                       beam=beam, bf16=bf16, cache=cache)
     text = "".join(_json(r, run_dir) + "\n" for r in rows)
     if output is None:
         click.echo(text, nl=False)

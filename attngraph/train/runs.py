@@ -149,7 +149,8 @@ class Run:
 
     def predict(self, data: str | Path | Iterable[Mapping[str, Any]], *,
                 attention: bool = False, batch: int = 64, max_length: int | None = None,
-                beam: int = 1, bf16: bool = False) -> list[dict[str, Any]]:
+                beam: int = 1, bf16: bool = False, cache: bool = True
+                ) -> list[dict[str, Any]]:
         """Predictions for raw records: a file (as ``--data`` takes) or dicts.
 
         Parameters
@@ -167,6 +168,8 @@ class Run:
             Beam width for decoders; 1 is greedy.
         bf16 : bool
             bfloat16 autocast.
+        cache : bool
+            Decoders generate with a key/value cache (False: re-run the prefix).
 
         Returns
         -------
@@ -188,7 +191,7 @@ class Run:
         for lo, b in zip(range(0, len(ds), batch),
                          DataLoader(ds, batch_size=batch, collate_fn=ds.collate), strict=True):
             b = self._complete(b, ds, max_length)
-            res = self.outputs(b, beam=beam, bf16=bf16)
+            res = self.outputs(b, beam=beam, bf16=bf16, cache=cache)
             for i in range(next(iter(b.values())).shape[0]):
                 row = self._decode(lo + i, recs[lo + i], b, res, i, attention)
                 bad = nonfinite_at(row)
@@ -221,7 +224,7 @@ class Run:
         return None
 
     def outputs(self, batch: dict[str, Tensor], *, beam: int = 1,
-                bf16: bool = False) -> dict[str, Tensor]:
+                bf16: bool = False, cache: bool = True) -> dict[str, Tensor]:
         """The model's outputs on ``batch`` (eval mode, on the CPU; decoders generate)."""
         import torch
 
@@ -231,7 +234,8 @@ class Run:
         inputs = to_device(bind_inputs(self.graph, self.task, batch), self.device)
         with torch.no_grad(), autocast(self.device, bf16):
             if self.encoding is not None and self.encoding.seq_target is not None:
-                res = _generate(self.model, inputs, self.encoding.seq_target, beam=beam)
+                res = _generate(self.model, inputs, self.encoding.seq_target, beam=beam,
+                                cache=cache)
             else:
                 res = self.model(**inputs)
         return {k: v.cpu() for k, v in float_outputs(res).items()}
@@ -316,7 +320,7 @@ class Run:
 
 
 def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
-              beam: int = 1) -> dict[str, Tensor]:
+              beam: int = 1, cache: bool = True) -> dict[str, Tensor]:
     """A decoder's outputs without a target, by :func:`attngraph.generate`.
 
     ``target`` (the decoder's token input) carries only the step budget: its
@@ -331,7 +335,7 @@ def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
     budget = int(inputs[target].shape[1])
     given = {k: v for k, v in inputs.items() if k not in (target, f"{target}_mask")}
     gen = generate(model, given, max_length=budget, beam=beam, eos=EOS, pad=PAD,
-                   return_attention=True)
+                   return_attention=True, cache=cache)
     return {"tokens": gen.tokens, "lengths": gen.lengths, "scores": gen.scores,
             **gen.attention}
 
