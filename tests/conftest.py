@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -25,10 +27,56 @@ def spec_file(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
+@pytest.fixture(scope="session")
+def trained_metrics(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path, int], dict]:
+    """``trained_metrics(path, seed)``: the test metrics of the spec file ``path``
+    trained with its own train section at ``seed`` on one torch thread, trained once
+    per test session.
+
+    The catalog tests train the same specs at the same seeds (seed 0 of every spec
+    is checked by tests/test_catalog.py and again by tests/test_catalog_seeds.py);
+    the figures are kept in a file keyed by the spec's text and the seed, in the
+    session's temporary folder that every pytest-xdist worker shares, behind a file
+    lock, so a second test (on any worker) reads them instead of training again.
+    """
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker has its own basetemp inside the session's one
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "trained"
+    folder.mkdir(exist_ok=True)
+
+    def get(path: Path, seed: int = 0) -> dict:
+        text = Path(path).read_bytes()
+        key = f"{Path(path).stem}-{seed}-{hashlib.sha256(text).hexdigest()[:16]}"
+        done = folder / f"{key}.json"
+        with FileLock(str(folder / f"{key}.lock")):
+            if done.is_file():
+                return dict(json.loads(done.read_text(encoding="utf-8")))
+            import torch
+
+            from attngraph.pipeline import load_spec
+            from attngraph.train.loop import train
+
+            before = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                metrics = train(load_spec(path), seed=seed).metrics
+            finally:
+                torch.set_num_threads(before)
+            done.write_text(json.dumps(metrics), encoding="utf-8")
+            return metrics
+
+    return get
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under ``pytest -n N`` (pytest-xdist) the workers share the machine's cores: each
     runs torch on one thread (set before torch is imported), so N workers use N cores
     rather than N × cores threads fighting for them."""
+    config.addinivalue_line(
+        "markers", "seeds: the catalog trained at five seeds (minutes of CPU time); "
+        "skipped unless selected with -m, e.g. `pytest -m seeds tests`")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         os.environ.setdefault("MKL_NUM_THREADS", "1")
@@ -42,7 +90,14 @@ def _cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``dot`` tests without Graphviz and ``gpu`` tests without CUDA, saying why."""
+    """Skip ``dot`` tests without Graphviz and ``gpu`` tests without CUDA, saying why,
+    and the ``seeds`` tests unless a ``-m`` expression names them."""
+    if "seeds" not in (config.getoption("markexpr", "") or ""):
+        skip_seeds = pytest.mark.skip(reason="the five-seed catalog training runs with "
+                                      "`pytest -m seeds tests` (about 15 CPU minutes)")
+        for item in items:
+            if item.get_closest_marker("seeds") is not None:
+                item.add_marker(skip_seeds)
     if shutil.which("dot") is None:
         skip_dot = pytest.mark.skip(reason="the Graphviz 'dot' program is not installed")
         for item in items:

@@ -1,9 +1,11 @@
 """The catalog test: every spec in specs/ validates, is documented, names a
 registered task, compiles and runs a forward on a batch of its task; the slow
-test trains each spec to its stated target."""
+test trains each spec to its stated target plus a margin (the trained figures are
+shared with tests/test_catalog_seeds.py through the ``trained_metrics`` fixture)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,12 @@ IDS = [p.stem for p in SPECS]
 SHORT_OF_TARGET: dict[str, str] = {}
 #: the no-attention model of the same size that hard attention must beat
 GLIMPSE_BASELINE = Path(__file__).resolve().parent / "data" / "glimpse_hard_baseline.yaml"
-#: test accuracy of each spec trained by the slow test (reused by the baseline test)
-_TRAINED: dict[str, dict[str, float]] = {}
+#: How far above its target every figure of a catalog spec must land (at seed 0 here,
+#: at seeds 0-4 in tests/test_catalog_seeds.py). Another CPU rounds differently and
+#: moves the figures: every catalog spec clears its target by this much at seeds 0-4
+#: on an Intel Xeon both as trained and with its initial weights perturbed by 1e-7,
+#: which emulates that (issue 26; the specs' train comments give the figures).
+MARGIN = 0.02
 
 
 def _train_params() -> list[object]:
@@ -28,28 +34,6 @@ def _train_params() -> list[object]:
         else pytest.param(p, id=p.stem)
         for p in SPECS
     ]
-
-
-@pytest.fixture
-def one_thread() -> object:
-    """Train on one torch thread (the small models are fastest so; the figures in
-    docs/training-results.md are measured so), restoring the setting after."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _trained_metrics(path: Path) -> dict[str, float]:
-    """The test metrics of ``path`` trained with its train section (cached)."""
-    from attngraph.train.loop import train
-
-    key = str(path)
-    if key not in _TRAINED:
-        _TRAINED[key] = train(load_spec(path), seed=0).metrics
-    return _TRAINED[key]
 
 
 def _compile():  # noqa: ANN202
@@ -121,14 +105,15 @@ def test_spec_compiles_and_runs_on_its_task(path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", _train_params())
-def test_spec_trains_to_its_target(path: Path, one_thread: object) -> None:
-    """Trained with its own train section, the spec reaches its stated target."""
+def test_spec_trains_to_its_target(path: Path, trained_metrics: Callable[..., dict]) -> None:
+    """Trained with its own train section at seed 0 on one torch thread, the spec
+    reaches every figure of its stated target plus MARGIN."""
     _compile()
     g = load_spec(path)
-    metrics = _trained_metrics(path)
+    metrics = trained_metrics(path, 0)
     target = dict(g.train.target)
-    assert all(metrics.get(k, float("-inf")) >= v for k, v in target.items()), \
-        f"{metrics} < {target}"
+    assert all(metrics.get(k, float("-inf")) >= v + MARGIN for k, v in target.items()), \
+        f"{metrics} < {target} + {MARGIN}"
 
 
 def test_glimpse_baseline_is_the_hard_model_without_its_policy() -> None:
@@ -146,14 +131,15 @@ def test_glimpse_baseline_is_the_hard_model_without_its_policy() -> None:
 
 
 @pytest.mark.slow
-def test_hard_attention_beats_chance_and_the_no_attention_baseline(one_thread: object) -> None:
+def test_hard_attention_beats_chance_and_the_no_attention_baseline(
+        trained_metrics: Callable[..., dict]) -> None:
     """The recurrent attention model (REINFORCE glimpses) classifies cluttered digits
     far above chance (0.1) and clearly above the same-size model whose glimpse stays
     at the centre of the canvas, and its policy puts a glimpse on the digit far more
     often than a random choice of cells would (1 - (15/16)² ≈ 0.12)."""
     _compile()
-    hard = _trained_metrics(SPECS[IDS.index("glimpse_hard")])
-    base = _trained_metrics(GLIMPSE_BASELINE)
+    hard = trained_metrics(SPECS[IDS.index("glimpse_hard")], 0)
+    base = trained_metrics(GLIMPSE_BASELINE, 0)
     assert hard["accuracy"] >= 0.5, hard
     assert hard["accuracy"] >= base["accuracy"] + 0.1, (hard, base)
     assert hard["glimpse_hit"] >= 0.3, hard

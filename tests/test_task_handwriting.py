@@ -6,6 +6,7 @@ the trained spec beats the same LSTM without it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -130,19 +131,12 @@ def test_the_window_view_draws_the_window_beside_the_trajectory(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_the_window_beats_the_same_lstm_without_it() -> None:
+def test_the_window_beats_the_same_lstm_without_it(trained_metrics: Callable[..., dict]) -> None:
     """Trained alike at seed 0, the spec's squared error is at most a third of that of
     the same LSTM reading the string's mean letter instead of the window
-    (tests/data/handwriting_no_window.yaml), and its fit is higher by at least 0.05."""
-    from attngraph.train.loop import train
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        win = train(load_spec(ROOT / "specs" / "handwriting_generation.yaml"), seed=0).metrics
-        base = train(load_spec(ROOT / "tests" / "data" / "handwriting_no_window.yaml"),
-                     seed=0).metrics
-    finally:
-        torch.set_num_threads(before)
+    (tests/data/handwriting_no_window.yaml), and its fit is higher by at least 0.05.
+    The spec's training is the catalog test's, shared (``trained_metrics``)."""
+    win = trained_metrics(ROOT / "specs" / "handwriting_generation.yaml", 0)
+    base = trained_metrics(ROOT / "tests" / "data" / "handwriting_no_window.yaml", 0)
     assert win["trajectory_error"] * 3 <= base["trajectory_error"], (win, base)
     assert win["trajectory_fit"] - base["trajectory_fit"] >= 0.05, (win, base)
