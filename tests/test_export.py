@@ -17,6 +17,7 @@ from export_support import new_inputs, positional  # noqa: E402
 
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
+from attngraph.lower.export_inputs import full_masks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -46,7 +47,7 @@ def _export_and_run(path: Path, tmp: Path, batch: int,
     graph = attngraph.load_spec(path)
     model = attngraph.compile(graph, seed=0).eval()
     new = new_inputs(graph, batch=batch, lengths=lengths, seed=3)
-    torch.save(positional(model, new), tmp / "in.pt")
+    torch.save(positional(model, full_masks(model, new)), tmp / "in.pt")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run = subprocess.run([sys.executable, "-c", RUNNER, str(program), str(tmp / "in.pt"),
                           str(tmp / "out.pt")], capture_output=True, text=True, timeout=300,
@@ -120,7 +121,9 @@ def test_every_mechanism_exports_with_dynamic_batch_and_lengths(path: Path) -> N
     model = attngraph.compile(graph, seed=0).eval()
     done = export_program(model)
     assert done.batch_dynamic and done.lengths_dynamic
-    new = new_inputs(graph, batch=5, lengths=(11, 6), seed=3)
+    # the program takes every mask: all True (synthesizer's attention over a parameter
+    # has a batch of 1 without a mask, of 5 with one, the same numbers)
+    new = full_masks(model, new_inputs(graph, batch=5, lengths=(11, 6), seed=3))
     with torch.no_grad():
         got, want = done.program.module()(*positional(model, new)), model(**new)
     for k in want:
@@ -146,7 +149,7 @@ def test_a_trained_run_exports_with_its_trained_weights(tmp_path: Path) -> None:
     assert f"the weights trained in {run_dir}" in res.output
     program = torch.export.load(str(tmp_path / "m.pt2")).module()
     with torch.no_grad():
-        got = program(*positional(trained, new))
+        got = program(*positional(trained, full_masks(trained, new)))
     torch.testing.assert_close(got["logits"], want["logits"], atol=1e-6, rtol=0)
 
 

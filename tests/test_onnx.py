@@ -19,6 +19,7 @@ import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.lower.export import export_onnx  # noqa: E402
+from attngraph.lower.export_inputs import full_masks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -34,11 +35,13 @@ def _export_and_run(path: Path, tmp: Path, batch: int,
     assert res.exit_code == 0, res.output
     graph = attngraph.load_spec(path)
     model = attngraph.compile(graph, seed=0).eval()
-    new = new_inputs(graph, batch=batch, lengths=lengths, seed=3)
+    # the model takes every mask: all True, no padding (tests/test_export_masks.py pads)
+    new = full_masks(model, new_inputs(graph, batch=batch, lengths=lengths, seed=3))
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
+    args = positional(model, new)
     got = session.run([o.name for o in session.get_outputs()],
-                      {n: t.numpy() for n, t in zip(names, positional(model, new), strict=True)})
+                      {n: t.numpy() for n, t in zip(names, args, strict=True)})
     with torch.no_grad():
         want = model(**new)
     assert [o.name for o in session.get_outputs()] == list(want)
@@ -53,7 +56,7 @@ def test_onnx_runs_in_onnxruntime_at_a_new_batch_and_length(tmp_path: Path) -> N
                                              tmp_path, batch=5, lengths=(13,))
     assert ("ONNX model of global_attention (onnx, fresh weights of seed 0); batch dynamic; "
             "lengths N dynamic") in said
-    assert names == ["tokens"]
+    assert names == ["tokens", "tokens_mask"]
     for value, (k, ref) in zip(got, want.items(), strict=True):
         assert value.shape == tuple(ref.shape), k
         torch.testing.assert_close(torch.from_numpy(value), ref, atol=1e-4, rtol=1e-4, msg=k)

@@ -27,6 +27,7 @@ import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.lower.examples import random_inputs  # noqa: E402
+from attngraph.lower.export_inputs import full_masks  # noqa: E402
 from attngraph.pipeline import loads_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +106,8 @@ def same_outputs(model: Any, run: Any, *, positional: bool = False) -> None:
                            generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         want = model(**inputs)
-        got = run(*[inputs[k] for k in model._positional if k in inputs]) if positional \
+        full = full_masks(model, inputs)  # a program takes every mask (all True: no padding)
+        got = run(*[full[k] for k in model._positional if k in full]) if positional \
             else run(**inputs)
     assert set(got) == set(want)
     for k, v in want.items():

@@ -22,8 +22,8 @@ from attngraph.lower.export import FORMATS
               show_default=True,
               help="pt2: a torch.export program (torch.export.load reads it); onnx: an "
                    "ONNX model (onnxruntime runs it; needs pip install 'attngraph[onnx]'); "
-                   "python: a readable PyTorch module file that imports torch only, without "
-                   "weights (it loads the compiled model's state dict).")
+                   "python: a readable PyTorch module file that imports torch only (of a RUN, "
+                   "with the run's weights beside it and a load() that reads them).")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help="Initialisation seed of a SPEC's fresh weights (0 to 2**63-1).")
 @click.option("--batch", type=click.IntRange(2, MAX_BATCH), default=2, show_default=True,
@@ -37,26 +37,35 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
     """Export SPEC's compiled model (eval mode, fresh weights of --seed), or the trained
     model of RUN (a directory written by ``attngraph train``), to FILE.
 
-    The batch and every symbolic length (N, T, ...) are left dynamic (a loop or an
-    rnn over items runs its step through torch's scan, so its length is dynamic too);
-    the command checks the program at another batch and lengths and says which stayed
-    dynamic. Load a pt2 program with ``torch.export.load(FILE).module()`` and call it
-    with the inputs in the model's order; run an ONNX model with onnxruntime, its
-    inputs and outputs named like the spec's.
+    The program takes every input of the model, the padding masks included
+    (``<input>_mask``, bool, True at the real items: pass all True for a batch
+    without padding), and the command prints them. The batch and every symbolic
+    length (N, T, ...) are left dynamic (a loop or an rnn over items runs its step
+    through torch's scan, so its length is dynamic too); the command checks the
+    program at another batch and lengths and says which stayed dynamic. Load a pt2
+    program with ``torch.export.load(FILE).module()`` and call it with the inputs in
+    that order; run an ONNX model with onnxruntime, its inputs and outputs named like
+    the model's.
 
     With --format python, FILE is the model's PyTorch source instead (what
     ``model.code`` shows): one class per concept, a forward with one statement per
     node, the same outputs; it takes the compiled model's state dict (--seed,
-    --batch and --length do not change it).
+    --batch and --length do not change it). Of a RUN, the run's weights are written
+    beside it (FILE with the suffix .safetensors) and the file ends with ``load()``,
+    which builds the model with them using torch alone.
     """
     from attngraph.lower.export import export_file
+    from attngraph.lower.export_inputs import program_inputs
 
     graph, model, weights = _model(spec, seed=seed, batch=batch, length=length,
                                    allow_large=allow_large)
+    beside = _weights_path(output) if fmt == "python" and Path(spec).is_dir() else None
     # made and checked (it loads back) before anything is written
-    made = export_file(model, fmt, batch=batch, length=length, seed=seed)
+    made = export_file(model, fmt, batch=batch, length=length, seed=seed,
+                       weights=beside.name if beside is not None else None)
     if fmt == "python":
-        _write_python(model, output, made.data, made.class_name or "")
+        _write_python(model, output, made.data, made.class_name or "",
+                      (beside, made.weights, weights) if beside is not None else None)
         return
     done = made.exported
     if done is None:  # pt2 and onnx carry the program they came from
@@ -79,6 +88,9 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
                     f"lengths {names} fixed at {length} (torch.export specialised them)")
     click.echo(f"wrote {output}: {what_it_is} of {graph.name} ({fmt}, {weights}); "
                + "; ".join(what))
+    click.echo("inputs: " + ", ".join(str(i) for i in program_inputs(model)))
+    if any(i.mask_of for i in program_inputs(model)):
+        click.echo("  (every mask is required: all True for a batch without padding)")
     click.echo(f"run it: {run}")
 
 
@@ -108,12 +120,32 @@ def _model(spec: str, *, seed: int, batch: int, length: int,
     return graph, model.eval(), f"the weights trained in {spec}"
 
 
-def _write_python(model: Any, output: str, code: bytes, cls: str) -> None:
-    """Write ``code`` (``model.code``, whose spec class is ``cls``) to ``output`` and
-    say how to run it."""
-    write_output(output, code)
+def _weights_path(output: str) -> Path:
+    """Where the weights of a Python file go: beside it, with the suffix .safetensors."""
+    out = Path(output)
+    if out.suffix == ".safetensors":
+        msg = f"{output}: the Python file would be overwritten by its own weights"
+        raise LoweringError(msg, None, "name the file .py: its weights go beside it, "
+                            "as .safetensors")
+    return out.with_suffix(".safetensors")
+
+
+def _write_python(model: Any, output: str, code: bytes, cls: str,
+                  weights: tuple[Path, bytes | None, str] | None = None) -> None:
+    """Write ``code`` (``model.code``, whose spec class is ``cls``) to ``output``, and
+    ``weights`` (where, the bytes, whose) beside it; say how to run it."""
     graph = model.graph
     args = ", ".join(model.binder.signature().parameters)
+    if weights is not None:
+        where, data, whose = weights
+        write_output(where, data or b"")  # the weights first: the code's load() reads them
+        write_output(output, code)
+        click.echo(f"wrote {output} and {where}: PyTorch module {cls} of {graph.name} "
+                   f"(python; imports torch only; {whose})")
+        click.echo(f"run it: from {Path(output).stem} import load; model = load(); "
+                   f"model({args})")
+        return
+    write_output(output, code)
     click.echo(f"wrote {output}: PyTorch module {cls} of {graph.name} (python; imports torch "
                "only, parameters empty)")
     click.echo(f"run it: from {Path(output).stem} import {cls}; model = {cls}(); "

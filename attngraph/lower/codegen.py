@@ -52,6 +52,7 @@ from torch import nn
 from attngraph.errors import LoweringError, SourceLoc
 from attngraph.lower.codegen_body import body_classes, forward_source, inline, node_ref
 from attngraph.lower.codegen_bundle import Bundle
+from attngraph.lower.codegen_loader import LOADER_NAMES, loader_source
 from attngraph.lower.codegen_text import (
     WIDTH,
     Doc,
@@ -84,7 +85,8 @@ def _configured(cls: type) -> bool:
         cls, (nn.ModuleDict, nn.ModuleList, nn.Sequential))
 
 
-def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[..., Any]) -> str:
+def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[..., Any],
+                  weights: str | None = None) -> str:
     """The source of a standalone Python file that builds and runs ``model``.
 
     ``model.code`` calls it; the model's module passes the pieces of its own
@@ -98,6 +100,10 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
         The per-forward state its nodes take (:class:`~attngraph.lower.module.Runtime`).
     linear_group : callable
         What runs a stacked group of linears (``_run_linear_group``).
+    weights : str, optional
+        The name of a safetensors file of the model's state dict, written beside the
+        file: the file then ends with ``load(path=None)``, which builds the model with
+        those weights, in eval mode (:mod:`attngraph.lower.codegen_loader`).
 
     Returns
     -------
@@ -130,6 +136,8 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     top = class_name(graph.name)
     bundle = Bundle(configured=_configured)
     bundle.reserve(top)  # a helper of the same name is renamed (``Runtime_module``)
+    for own in LOADER_NAMES if weights is not None else ():
+        bundle.reserve(own)
     # forward's parameters are fixed (the model's signature): the file's own names go
     # around them
     for arg in sig.parameters:
@@ -163,11 +171,12 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     group = bundle.require(linear_group) if model.groups else None
     init = _init(model, graph, built, literals, pending)
     forward = forward_source(model, graph, sig, runtime_name, group, bundle)
+    loader = loader_source(bundle, top, weights) if weights is not None else ""
     defs = bundle.source()  # (before the imports: an annotation may add one)
-    header = _header(graph, top, sig)
+    header = _header(graph, top, sig, loads=weights is not None)
     source = (header + "from __future__ import annotations\n\n" + bundle.import_lines()
               + "\n\n\n" + defs + "\n\n" + f"class {top}({nn_name}.Module):\n"
-              + _class_doc(graph) + init + "\n" + forward)
+              + _class_doc(graph) + init + "\n" + forward + loader)
     return checked(source, graph)
 
 
@@ -199,19 +208,23 @@ def _check_inputs(graph: Graph, sig: Any) -> Any:
                         "rename the input to export the model as Python")
 
 
-def _header(graph: Graph, top: str, sig: Any) -> str:
+def _header(graph: Graph, top: str, sig: Any, *, loads: bool = False) -> str:
     names = ", ".join(sig.parameters)
     outs = docstring_text(", ".join(name for name, _ in graph.outputs))
     title = getattr(graph, "title", None) or graph.name
     first = wrap(f"{title}: the PyTorch module of spec {quote(graph.name)}, standalone.", 3, 0)
-    return (f'"""{first}\n\n'
-            "Written by ``attngraph export --format python`` (or ``model.code``). It imports\n"
-            "torch only. Its parameters are empty: load the compiled model's state dict,\n"
-            "whose names it shares::\n\n"
-            f"    model = {top}()\n"
-            "    model.load_state_dict(torch.load(\"state.pt\"))  # torch.save(compiled"
-            ".state_dict(), ...)\n"
-            "    model.eval()\n"
+    how = ("torch only. ``load()`` builds it with the weights written beside it (a\n"
+           "safetensors file, which it reads with torch alone), in eval mode::\n\n"
+           "    model = load()\n") if loads else (
+           "torch only. Its parameters are empty: load the compiled model's state dict,\n"
+           "whose names it shares::\n\n"
+           f"    model = {top}()\n"
+           "    model.load_state_dict(torch.load(\"state.pt\"))  # torch.save(compiled"
+           ".state_dict(), ...)\n"
+           "    model.eval()\n")
+    made = ("Written by ``attngraph export RUN --format python``. It imports\n" if loads else
+            "Written by ``attngraph export --format python`` (or ``model.code``). It imports\n")
+    return (f'"""{first}\n\n' + made + how +
             f"    outputs = model({names})  # {{{outs}}}\n\n"
             "The classes are attngraph's code for the kinds the spec uses, copied as written;\n"
             f"``{top}.forward`` runs the spec's nodes in order, one statement per node.\n"

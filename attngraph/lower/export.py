@@ -9,6 +9,13 @@ an ``rnn`` over items) runs its step through torch's ``scan`` while exporting
 (:mod:`attngraph.lower.scan`), so its length stays dynamic: a Python loop over
 the items would unroll at the traced length.
 
+The program takes every argument of the model's forward, in its order, the padding
+masks included (``<input>_mask``, bool, True at the real items): a program has no
+optional inputs, and one traced without masks would compute a padded batch as if
+every item were real. It is traced on padded masks
+(:mod:`attngraph.lower.export_inputs`), their axes dynamic like their inputs'; a
+batch without padding passes all-True masks.
+
 The saved program (``torch.export.save``) loads with ``torch.export.load`` and runs
 without attngraph.
 
@@ -77,6 +84,8 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
                    seed: int = 0) -> Exported:
     """Export ``model`` (from :func:`attngraph.compile`) with dynamic batch and lengths.
 
+    The program takes the model's inputs and then every padding mask it takes
+    (:func:`~attngraph.lower.export_inputs.program_inputs`), traced on padded masks.
     Every batch axis and every axis of a symbolic length is marked ``Dim.AUTO``; the
     program is then run at another batch and other lengths to learn which stayed
     dynamic (its guards refuse the sizes it specialised).
@@ -90,11 +99,13 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
     from torch.export import Dim, export
 
     from attngraph.lower.examples import random_inputs
+    from attngraph.lower.export_inputs import with_masks
 
     model = model.eval()
     graph = model.graph
-    example = random_inputs(graph, batch=batch, length=length,
-                            generator=torch.Generator().manual_seed(seed))
+    gen = torch.Generator().manual_seed(seed)
+    example = with_masks(model, random_inputs(graph, batch=batch, length=length,
+                                              generator=gen), generator=gen)
     axes: dict[str, list[int]] = {}
     for a in model.binder.args:
         axes[a.name] = [0] + [i + 1 for i, d in enumerate(a.t.dims) if isinstance(d, str)]
@@ -115,8 +126,9 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
         raise LoweringError(msg, None, "the model runs in eager mode and under "
                             "torch.compile; report the spec") from None
     probe = torch.Generator().manual_seed(seed + 1)
-    longer = random_inputs(graph, batch=batch + 1, length=length + 3, generator=probe)
-    same = random_inputs(graph, batch=batch + 1, length=length, generator=probe)
+    longer, same = (with_masks(model, random_inputs(graph, batch=batch + 1, length=n,
+                                                    generator=probe), generator=probe)
+                    for n in (length + 3, length))
     longer, same = ({k: d[k] for k in order if k in d} for d in (longer, same))
     lengths = _runs(program, longer)
     batched = lengths or _runs(program, same)
@@ -204,9 +216,10 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
     """Export ``model`` to ONNX with dynamic batch and lengths.
 
     The model is exported by :func:`export_program` (parameters frozen for the
-    while), and the program converted by ``torch.onnx.export(program, dynamo=True)``.
-    The ONNX inputs are named like the model's (in its order), its outputs like the
-    spec's outputs.
+    while), and the program converted by ``torch.onnx.export(program, dynamo=True)``
+    (with the work-arounds of :mod:`attngraph.lower.onnx_fixes`). The ONNX inputs
+    are named like the model's arguments (in its order, the masks included,
+    ``tensor(bool)``), its outputs like the spec's outputs.
 
     Returns
     -------
@@ -222,6 +235,8 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
     """
     import torch
 
+    from attngraph.lower.onnx_fixes import decompositions, name_outputs
+
     try:
         import onnx  # noqa: F401 - torch's exporter needs both; say so up front
         import onnxscript  # noqa: F401
@@ -236,9 +251,11 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
         try:
             with warnings.catch_warnings(), _quiet("torch.onnx"):
                 warnings.simplefilter("ignore")
-                program = torch.onnx.export(done.program, (), dynamo=True, verbose=False,
-                                            input_names=list(done.example),
-                                            output_names=outputs)
+                fixed = done.program.run_decompositions(decompositions())
+                program = torch.onnx.export(fixed, (), dynamo=True, verbose=False,
+                                            input_names=list(done.example))
+                if program is not None:
+                    name_outputs(program.model, outputs)
         except Exception as exc:  # noqa: BLE001 - torch's exporter: report it at the node
             raise _onnx_error(graph, done.program, exc) from None
     if program is None:  # the exporter returns None only when given a file to write
@@ -257,6 +274,9 @@ class ExportedFile:
     exported: Exported | None = None
     #: python: the name of the model's class in the file
     class_name: str | None = None
+    #: python with weights: the safetensors file of the state dict, which the file's
+    #: ``load()`` reads from beside it
+    weights: bytes | None = None
 
 
 def _internal(model: Any, fmt: str, why: str) -> LoweringError:
@@ -268,13 +288,17 @@ def _internal(model: Any, fmt: str, why: str) -> LoweringError:
 
 
 def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
-                seed: int = 0) -> ExportedFile:
+                seed: int = 0, weights: str | None = None) -> ExportedFile:
     """``model`` (from :func:`attngraph.compile`) as the bytes of a file of format
     ``fmt`` (one of :data:`FORMATS`), checked before it is returned.
 
-    ``python`` is ``model.code`` (UTF-8), which parses and compiles; ``pt2`` a saved
+    ``python`` is ``model.code`` (UTF-8), which parses and compiles; with ``weights``
+    (the name of a file beside it) the code ends with ``load()``, which reads that
+    file, and :attr:`ExportedFile.weights` holds its bytes (safetensors of the state
+    dict, read back before they are returned). ``pt2`` is a saved
     :func:`export_program`, which ``torch.export.load`` reads back; ``onnx`` the model
-    of :func:`export_onnx`, which ``onnx.checker`` accepts.
+    of :func:`export_onnx`, which ``onnx.checker`` accepts. Both take every padding
+    mask the model takes (:func:`~attngraph.lower.export_inputs.program_inputs`).
 
     Raises
     ------
@@ -285,10 +309,7 @@ def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
         :func:`export_onnx`, ``model.code``), or the file does not load back.
     """
     if fmt == "python":
-        from attngraph.lower.codegen import class_name
-
-        code = model.code  # parsed and compiled before it is returned
-        return ExportedFile(fmt, code.encode("utf-8"), None, class_name(model.graph.name))
+        return _python_file(model, weights)
     if fmt == "pt2":
         import torch
 
@@ -314,6 +335,20 @@ def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
         return ExportedFile(fmt, data, done)
     msg = f"unknown export format {fmt!r}"
     raise RegistryError(msg, None, did_you_mean(fmt, FORMATS))
+
+
+def _python_file(model: Any, weights: str | None) -> ExportedFile:
+    """``model.code``, or with ``weights`` the code with its loader and the weights."""
+    from attngraph.lower.codegen import class_name
+
+    name = class_name(model.graph.name)
+    if weights is None:
+        code = model.code  # parsed and compiled before it is returned
+        return ExportedFile("python", code.encode("utf-8"), None, name)
+    from attngraph.lower.codegen_loader import with_weights
+
+    code, data = with_weights(model, weights)
+    return ExportedFile("python", code.encode("utf-8"), None, name, data)
 
 
 def export_text(text: str, *, file: str = "<spec>", formats: Iterable[str] = FORMATS,
