@@ -175,4 +175,5 @@ def test_a_damaged_data_setting_in_the_checkpoint_is_refused(tmp_path: Path) -> 
     with pytest.raises(TrainingError) as info:
         _run(tmp_path, "r", steps=4, resume=True)
     d = info.value.diagnostics[0]
-    assert "lack valid fields" in d.message and d.loc.file == str(path)
+    assert "lacks valid data.fields" in d.message and d.loc.file == str(path)
+    assert d.hint

@@ -26,7 +26,14 @@ import pytest
 from click.testing import CliRunner
 
 from attngraph.errors import AttnGraphError
-from attngraph.kinds import SCORERS, spec_kinds
+from attngraph.kinds import (
+    ACTIVATIONS,
+    FEATURE_MAPS,
+    KINDS,
+    NORMALISERS,
+    SCORERS,
+    spec_kinds,
+)
 from attngraph.kinds.attention import MaskSpec
 from attngraph.kinds.structure import CarrySpec, FeedSpec
 from attngraph.pipeline import loads_spec
@@ -88,7 +95,10 @@ def test_yaml_example_checks(block: Block) -> None:
     if block.marker == "after-python":
         i = DOC_BLOCKS.index(block)
         code = next(b for b in reversed(DOC_BLOCKS[:i]) if b.lang == "python")
-        with SCORERS.scoped():
+        # every registry the example may add to is put back after it (a normaliser or
+        # an activation left registered changes the schema other tests compare)
+        with SCORERS.scoped(), NORMALISERS.scoped(), ACTIVATIONS.scoped(), \
+                FEATURE_MAPS.scoped(), KINDS.scoped():
             exec(compile(code.text, where, "exec"), {})  # noqa: S102 - the doc's own example
             loads_spec(block.text, where)
         return

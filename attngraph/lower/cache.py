@@ -34,7 +34,7 @@ import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from attngraph.errors import AttnGraphError
+from attngraph.errors import LoweringError
 from attngraph.kinds import KINDS
 from attngraph.registry import Registry
 
@@ -70,7 +70,7 @@ _ITEMS = frozenset({"key", "values"})
 _ELEMENTWISE = frozenset({"in", "num", "neg", "bin", "call", "align"})
 
 
-class CacheRefused(AttnGraphError):
+class CacheRefused(LoweringError):
     """A graph the cache cannot step: ``node`` and ``why``."""
 
     def __init__(self, node: Node[Any], why: str) -> None:

@@ -12,9 +12,8 @@ offsets), then the bytes.
 from __future__ import annotations
 
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from attngraph.errors import LoweringError, SourceLoc
 from attngraph.lower.codegen_text import quote
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 
     from attngraph.lower.codegen_bundle import Bundle
 
-__all__ = ["LOADER_NAMES", "loader_source", "weights_bytes", "with_weights"]
+__all__ = ["LOADER_NAMES", "loader_source", "weights_bytes"]
 
 #: the file's own top-level names, kept from bundled helpers (which are renamed)
 LOADER_NAMES = ("load", "read_weights")
@@ -82,40 +81,3 @@ def weights_bytes(state: dict[str, Tensor]) -> bytes:
     from safetensors.torch import save
 
     return save({k: v.detach().to("cpu").contiguous().clone() for k, v in state.items()})
-
-
-def with_weights(model: Any, weights: str) -> tuple[str, bytes]:
-    """The file of ``model`` that loads its weights from ``weights`` beside it, and
-    those weights (safetensors, read back before they are returned).
-
-    Raises
-    ------
-    LoweringError
-        What ``model.code`` raises; weights that do not read back (attngraph's bug).
-    """
-    try:
-        from safetensors.torch import load
-    except ImportError:
-        msg = "exporting the weights beside the Python file needs the 'safetensors' package"
-        raise LoweringError(msg, None, "pip install safetensors") from None
-
-    from attngraph.lower.codegen import python_source
-    from attngraph.lower.module import Runtime, _run_linear_group
-
-    code = python_source(model, runtime=Runtime, linear_group=_run_linear_group,
-                         weights=weights)
-    state = model.state_dict()
-    data = weights_bytes(state)
-    try:
-        back = load(data)
-        same = set(back) == set(state) and all(back[k].equal(v.cpu()) for k, v in state.items())
-    except Exception as exc:  # noqa: BLE001 - safetensors' reader: said as our bug
-        same, why = False, str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    else:
-        why = "its tensors are not the state dict's"
-    if not same:
-        graph = model.graph
-        msg = f"{graph.name}: the exported weights do not load back: {why}"
-        raise LoweringError(msg, SourceLoc(graph.file), "this is a bug in attngraph's "
-                            "export: report it with the spec")
-    return code, data

@@ -345,7 +345,7 @@ def _python_file(model: Any, weights: str | None) -> ExportedFile:
     if weights is None:
         code = model.code  # parsed and compiled before it is returned
         return ExportedFile("python", code.encode("utf-8"), None, name)
-    from attngraph.lower.codegen_loader import with_weights
+    from attngraph.lower.export_weights import with_weights
 
     code, data = with_weights(model, weights)
     return ExportedFile("python", code.encode("utf-8"), None, name, data)
