@@ -8,8 +8,10 @@
     python -m fuzz.run --surface rundir --case 17    # replay one case of a surface
 
 Case ``i`` of seed ``s`` is always the same mutant, so a report's case numbers
-replay exactly. A worker that takes longer than ``--timeout`` seconds on a case
-is killed (a ``hang``); one that dies is a ``signal``; one whose peak resident
+replay exactly. A worker that spends more than ``--timeout`` seconds of CPU time on
+a case, or waits more than ``WALL_TIMES`` times that on the clock (blocked on a pipe,
+say), is killed (a ``hang``): CPU time, where the system tells it, so that a loaded
+machine does not turn slow cases into hangs; one that dies is a ``signal``; one whose peak resident
 memory passes ``--max-mb`` is a ``memory`` defect. The report counts outcomes,
 groups defects by class and place, and counts how many rejections carry a hint.
 The exit status is 1 when any defect was found.
@@ -211,6 +213,30 @@ STARTUP = 120.0
 #: traces the model (about 7 CPU s for a small catalog spec), not a hang.
 SLOW_SURFACES = {"export": 3.0}
 
+#: Seconds between looks at the workers' CPU time.
+POLL = 0.25
+
+#: Times the limit a case may take on the clock: a case that waits without working
+#: (a read from a pipe nobody writes) is a hang too, found by the clock, not the CPU.
+WALL_TIMES = 6.0
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+HAVE_PROC = Path("/proc/self/stat").exists()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user and system, the process's and its waited-for children's) of a
+    process, from ``/proc``; None where the system does not tell it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+    try:
+        return sum(int(f) for f in fields[11:15]) / _TICK
+    except (ValueError, IndexError):
+        return None
+
 
 class _Slot:
     """One worker process and the case it is on."""
@@ -227,6 +253,7 @@ class _Slot:
         self.case: int | None = None
         self.since = 0.0
         self.limit = 0.0
+        self.cpu0: float | None = None
         #: the first case also waits for the worker to start (import torch, and for the
         #: surfaces around the spec train a tiny run): that time is not the case's
         self.grace = STARTUP if any(s != "spec" for s in surfaces) else 0.0
@@ -234,8 +261,22 @@ class _Slot:
     def give(self, i: int, limit: float) -> None:
         self.case, self.since = i, time.monotonic() + self.grace
         self.limit = limit
+        #: the first case of a fresh worker also waits for its start (importing torch):
+        #: it is judged by the clock alone, from the end of the grace
+        self.cpu0 = None if self.grace else cpu_seconds(self.proc.pid or 0)
         self.grace = 0.0
         self.conn.send(i)
+
+    def over(self) -> str | None:
+        """How the case passed its limit ("CPU", "clock"), or None while within it."""
+        clock = time.monotonic() - self.since
+        cpu = None if self.cpu0 is None else cpu_seconds(self.proc.pid or 0)
+        if cpu is None:  # the worker's first case, or no /proc: the clock alone
+            return "clock" if clock >= self.limit * (WALL_TIMES if HAVE_PROC else 1.0) \
+                else None
+        if cpu - self.cpu0 >= self.limit:
+            return "CPU"
+        return "clock" if clock >= self.limit * WALL_TIMES else None
 
     def stop(self) -> None:
         if self.proc.is_alive():
@@ -291,9 +332,7 @@ def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
                 s.give(j, limit_of(j))
         while any(s.case is not None for s in slots):
             busy = [s for s in slots if s.case is not None]
-            now = time.monotonic()
-            left = min(s.since + s.limit - now for s in busy)
-            ready = wait([s.conn for s in busy], timeout=max(0.0, left))
+            ready = wait([s.conn for s in busy], timeout=POLL)
             for s in busy:
                 i = s.case
                 assert i is not None
@@ -316,9 +355,10 @@ def fuzz(count: int, *, seed: int = 0, jobs: int = 2, timeout: float = 10.0,
                                             f"worker peaked at {peak} MB, over {max_mb} MB")
                                 text = text_of(i)
                         record(i, o, text)
-                elif time.monotonic() - s.since >= s.limit:
-                    record(i, Outcome("defect", "hang", f"over {s.limit:g} s",
-                                      f"case {i} ran over {s.limit:g} s"),
+                elif (how := s.over()) is not None:
+                    limit = s.limit if how == "CPU" else s.limit * WALL_TIMES
+                    record(i, Outcome("defect", "hang", f"over {limit:g} s",
+                                      f"case {i} ran over {limit:g} s of {how} time"),
                            text_of(i))
                     restart = True
                 else:
@@ -351,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     ap.add_argument("--start", type=int, default=0, help="first case number")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes")
-    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per case (default 10)")
+    ap.add_argument("--timeout", type=float, default=10.0,
+                    help="CPU seconds per case (default 10; six times that on the clock)")
     ap.add_argument("--max-mb", type=int, default=2048, help="peak memory per case (default 2048)")
     ap.add_argument("--no-run", action="store_true", help="front end only: no compile or forward")
     ap.add_argument("--keep", type=Path, help="write each defect's mutant into this directory")

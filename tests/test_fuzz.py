@@ -6,8 +6,10 @@ The long run is ``make fuzz`` (``python -m fuzz.run --count 100000``).
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +25,7 @@ from attngraph.pipeline import loads_spec
 from attngraph.spec.models import NodeModel, Ref
 from fuzz.mutate import Mutator, Names, rename
 from fuzz.oracle import budget_limits, check
-from fuzz.run import case, fuzz
+from fuzz.run import HAVE_PROC, case, cpu_seconds, fuzz
 from fuzz.seeds import seeds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,6 +134,22 @@ def test_a_case_over_the_time_limit_is_a_hang() -> None:
     rep = fuzz(2, seed=0, jobs=1, timeout=0.001)
     assert rep.outcomes["defect"] == 2
     assert all(k.startswith("hang") for k in rep.defects)
+
+
+@pytest.mark.skipif(not HAVE_PROC, reason="CPU time of another process needs /proc")
+def test_the_time_limit_counts_cpu_time_not_waiting() -> None:
+    """A hang is judged by the CPU time a case takes (a loaded machine slows the clock,
+    not the work): a process's CPU seconds grow while it works and not while it waits."""
+    pid = os.getpid()
+    t0 = cpu_seconds(pid)
+    time.sleep(0.3)
+    t1 = cpu_seconds(pid)
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    t2 = cpu_seconds(pid)
+    assert t0 is not None and t1 is not None and t2 is not None
+    assert t1 - t0 < 0.1 and t2 - t1 > 0.2, (t0, t1, t2)
 
 
 def test_quick_run_finds_no_defect_and_rejections_carry_hints() -> None:
