@@ -31,29 +31,28 @@ $(VENV)/.stamp: pyproject.toml
 	$(PIP) install -e '.[dev]'
 	touch $@
 
-dot:
-	@if command -v dot >/dev/null 2>&1; then \
+# $(call system_program,COMMANDS,PACKAGE,MESSAGE): nothing when one of COMMANDS is on
+# the PATH; else, when root with apt-get, install the Debian PACKAGE; else (or when that
+# fails) print MESSAGE. The tests that need the program skip, saying so, without it.
+define system_program
+	@if $(foreach c,$(1),command -v $(c) >/dev/null 2>&1 ||) false; then \
 	  :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update \
-	  && DEBIAN_FRONTEND=noninteractive apt-get install -y graphviz \
-	  || echo "$(DOT_MISSING)"; \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y $(2) \
+	  || echo "$(3)"; \
 	else \
-	  echo "$(DOT_MISSING)"; \
+	  echo "$(3)"; \
 	fi
+endef
+
+dot:
+	$(call system_program,dot,graphviz,$(DOT_MISSING))
 
 # The system's Chromium, which the playground's browser tests drive through playwright
 # (tests/test_playground_browser.py; playwright's own browser download is never used).
 chromium:
-	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
-	  :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  DEBIAN_FRONTEND=noninteractive apt-get update \
-	  && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
-	  || echo "$(CHROMIUM_MISSING)"; \
-	else \
-	  echo "$(CHROMIUM_MISSING)"; \
-	fi
+	$(call system_program,chromium chromium-browser,chromium,$(CHROMIUM_MISSING))
 
 # The doctests of the source packages, then the test suite. Exit code 5 ("no tests
 # collected") of the doctest pass is not a failure; it runs first so that the last
