@@ -1,6 +1,7 @@
 """Generation with a key/value cache derived from the graph (attngraph.lower.cache):
 the same tokens and scores as re-running the prefix, on the catalog's language model,
-GPT-2 and Llama at tiny sizes, and the same greedy tokens as transformers' generate."""
+GPT-2, Llama and the T5 encoder–decoder at tiny sizes, and the same greedy tokens as
+transformers' generate."""
 
 from __future__ import annotations
 
@@ -140,6 +141,85 @@ def test_the_plan_keeps_each_rounds_keys_and_values() -> None:
     assert len(rounds) == 2
     kept = {k for r in rounds for s in r.sites for k, _ in s.extend}
     assert kept == {"k", "v"}
+
+
+#: specs/real/t5.yaml at a tiny size: 2 encoder and 3 decoder layers, 8 buckets to 12
+T5_TINY = ("dims: {vocab: 37, d: 32, heads: 4, inner: 24, ff: 48, layers: 2, dlayers: 3, "
+           "buckets: 8, distance: 12}")
+
+
+def _t5(seed: int = 0) -> Any:
+    text = re.sub(r"^dims: \{.*\}$", T5_TINY, (REAL / "t5.yaml").read_text(), count=1,
+                  flags=re.M)
+    return attngraph.compile(text, seed=seed)
+
+
+@pytest.mark.parametrize(("beam", "eos", "alpha"), [(1, None, 0.0), (1, 3, 0.0), (3, None, 0.0),
+                                                    (3, 3, 0.6)])
+def test_an_encoder_decoder_generates_the_same_with_and_without_cache(
+        beam: int, eos: int | None, alpha: float) -> None:
+    """T5 (a bias of j − i made once for every layer, cross-attention over the encoder)
+    from padded sources: greedy and beam search give the same tokens and lengths with
+    the cache as re-running the prefix, and its scores to 1e-5."""
+    model = _t5(seed=1)
+    src, smask = _prompts(37, [7, 2, 5, 4], seed=8)
+    opts = {"max_length": 16, "beam": beam, "eos": eos, "pad": -1, "length_penalty": alpha}
+    cached, plain = _both(model, {"source": src, "source_mask": smask}, **opts)
+    assert torch.equal(cached.tokens, plain.tokens)
+    assert torch.equal(cached.lengths, plain.lengths)
+    torch.testing.assert_close(cached.scores, plain.scores, atol=1e-5, rtol=0)
+
+
+def test_each_cached_step_gives_the_forward_logits_for_any_tokens() -> None:
+    """Stepped through the cache with random tokens (not its own choices), past the
+    decoder's exact buckets and its first grid of positions, the encoder–decoder's
+    logits at every position equal forward's over the whole target to 1e-5."""
+    from attngraph.lower.cached import CachedDecoder
+    from attngraph.lower.decoders import causal_decoder
+
+    model = _t5(seed=2).eval()
+    src, smask = _prompts(37, [9, 4, 6], seed=9)
+    n = 21  # grids of 16, then 32 positions
+    feed = torch.randint(2, 37, (3, n), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        dec = causal_decoder(model, "logits", "target", None,
+                             {"source": src, "source_mask": smask}, False)
+        assert isinstance(dec, CachedDecoder)
+        steps = [dec.step(None)[0]] + [dec.step(feed[:, t])[0] for t in range(n - 1)]
+        target = torch.cat([torch.zeros(3, 1, dtype=torch.long), feed[:, :-1]], 1)
+        whole = model(source=src, source_mask=smask, target=target)["logits"]
+    torch.testing.assert_close(torch.stack(steps, 1), whole, atol=1e-5, rtol=0)
+
+
+def test_the_plan_makes_the_encoder_and_cross_keys_once_and_the_bias_by_position() -> None:
+    """T5's plan: the encoder, its bias and the cross-attention's keys and values run
+    once; the decoder's bias (of positions alone) is made over a grid of positions;
+    each decoder round keeps its self-attention's keys and values."""
+    model = _t5()
+    plan = plan_cache(model, model.graph, {"target"}, "T")
+    hows = {s.step.node: s.how for s in plan.sites}
+    assert {hows[k] for k in ("e_dist", "e_bucket", "e_bias", "enc", "memory")} == {"static"}
+    assert {hows[k] for k in ("d_dist", "d_bucket", "d_bias")} == {"positions"}
+    assert hows["dec"] == "rounds"
+    rounds = next(s for s in plan.sites if s.how == "rounds").inner
+    assert len(rounds) == 3
+    for r in rounds:
+        inner = {m: s.how for s in r.sites for m in r.gm.groups.get(s.step.node, (s.step.node,))}
+        assert inner["ck"] == inner["cv"] == "static" and inner["cq"] == "pointwise"
+        assert {k for s in r.sites for k, _ in s.extend} == {"k", "v"}
+
+
+def test_a_value_of_positions_that_mixes_them_is_refused() -> None:
+    """A formula of the target's positions alone that reads its length (its entry at a
+    position changes as positions are added) is refused by the plan, naming it."""
+    text = _spec("language_model").replace(
+        "p:      {kind: softmax, scores: score,",
+        "w:      {kind: expr, formula: \"(j <= i) / N\", sizes: {queries: N, items: N}}\n"
+        "  sw:     {kind: expr, formula: \"score + w\"}\n"
+        "  p:      {kind: softmax, scores: sw,")
+    model = attngraph.compile(text, seed=0)
+    with pytest.raises(CacheRefused, match="node 'w' \\(expr\\) reads the length N"):
+        plan_cache(model, model.graph, {"tokens"}, "N")
 
 
 def test_a_graph_the_cache_cannot_step_falls_back_with_a_note() -> None:

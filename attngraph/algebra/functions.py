@@ -18,6 +18,9 @@ Its *form* says how it treats axes, which is all that shape inference needs:
   ``[out, in]`` (a linear map over the heads, or over the items of a fixed length);
 - ``index``: ``f(axis)``: the position along the axis, 0, 1, ... (``i`` and ``j`` are
   ``pos(queries)`` and ``pos(items)``; ``pos(heads)`` numbers the heads);
+- ``take``: ``f(x, index, axis)`` reads ``x`` at the whole-number positions ``index``
+  along the named axis (:mod:`attngraph.algebra.take`): the axis is replaced by the
+  axes of ``index``;
 - ``matmul``: ``f(a, b)`` contracts the last axis of ``a`` with the first of ``b``
   (heads apart), as a matrix product: weights times weights, ``A Z`` of a
   pseudo-inverse iteration; the axes left must be distinct.
@@ -41,7 +44,8 @@ from attngraph.registry import Registry
 
 __all__ = ["Function", "FUNCTIONS", "register_function", "Form", "function_table", "START", "END"]
 
-Form = Literal["elementwise", "reduce", "scan", "normalise", "project", "matmul", "index"]
+Form = Literal["elementwise", "reduce", "scan", "normalise", "project", "matmul", "index",
+               "take"]
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,9 @@ _BUILTINS = (
     Function("silu", "x σ(x)", _impl("silu"), doc="the sigmoid linear unit (swish)",
              python="F.silu({0})"),
     Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", python="torch.sign({0})"),
+    Function("floor", "⌊x⌋", _impl("floor"),
+             doc="the largest whole number not above x (T5's log-spaced buckets of distances)",
+             python="torch.floor({0})"),
     # elementwise, several arguments
     Function("clamp", "min(max(x, lo), hi)", _impl("clamp"), arity=(3, 3),
              doc="x clamped to [lo, hi]", python="torch.clamp({0}, {1}, {2})",
@@ -170,6 +177,10 @@ _BUILTINS = (
              "pos(heads) numbers the heads)"),
     Function("mm", "a b: Σ_k a_{..k} b_{k..}", _impl("mm"), form="matmul", arity=(2, 2),
              doc="the matrix product: the last axis of a with the first of b", args="a, b"),
+    Function("take", "x[index] along the axis", "attngraph.lower.algebra_take:take",
+             form="take", arity=(2, 2), args="x, index, axis",
+             doc="x at the whole-number positions index along the axis, which the axes of "
+             "index replace: a table read at computed positions (T5's bias per bucket)"),
     Function("project", "W x over the axis", _impl("project"), form="project", arity=(2, 2),
              doc="the linear map W [out, in] applied along the axis of x (mixing heads; "
              "projecting items of a fixed length)", args="W, x, axis"),
@@ -189,7 +200,7 @@ END = "<!-- formula-functions:end -->"
 _FORMS = {"elementwise": "elementwise", "reduce": "over an axis: removes it",
           "scan": "along an axis: keeps it", "normalise": "over an axis: sums to one",
           "project": "along an axis: maps it", "matmul": "matrix product",
-          "index": "positions along an axis"}
+          "index": "positions along an axis", "take": "at positions along an axis"}
 
 
 def function_table() -> str:

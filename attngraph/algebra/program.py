@@ -36,6 +36,9 @@ Instructions (``r`` registers are indices into the list of results so far):
   length ``sym`` taken as zero;
 - ``("proj", w, a, dim, sym)``: the matrix ``w`` applied along dimension ``dim`` of ``a``
   (its padded entries, of length ``sym``, taken as zero);
+- ``("take", fn, x, index, dim, xdims, idims, sym)``: ``x`` at the positions ``index``
+  along its dimension ``dim`` (of length ``sym``, or ""), aligned to the result by
+  ``xdims`` and ``idims`` (:mod:`attngraph.algebra.take`);
 - ``("align", a, shape)``: register ``a`` viewed with singleton axes inserted
   (``shape``: for each result dimension, the source dimension or -1).
 """
@@ -49,6 +52,7 @@ from typing import Any
 from attngraph.algebra.axes import AXES, canonical, is_scores
 from attngraph.algebra.formula import Binary, Call, Expr, FormulaError, Name, Num, Unary, names
 from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF
+from attngraph.algebra.take import take_layout
 from attngraph.errors import did_you_mean
 
 #: A size: a fixed integer, or a symbol known at run time (as the IR's ``Dim``; the
@@ -307,6 +311,9 @@ class _Checker:
         if fn.form == "matmul":
             return self.matmul(e, *regs)
         assert axis_name is not None
+        if fn.form == "take":
+            lay = take_layout(e, self.vals[regs[0]], self.vals[regs[1]], axis_name)
+            return self.emit(("take", name, *regs, *lay[2:]), Val(lay[0], lay[1], "float"))
         if fn.form == "project":
             w, x = regs
             vw, vx = self.vals[w], self.vals[x]
@@ -387,7 +394,7 @@ def _axis_arg(e: Call) -> bool:
     return isinstance(last, Name) and last.name in AXES
 
 
-_FOLD = {"sqrt", "exp", "log", "abs", "sin", "cos", "tanh", "min", "max"}
+_FOLD = {"sqrt", "exp", "log", "abs", "sin", "cos", "tanh", "min", "max", "floor"}
 
 
 def _fold(e: Expr, op: str, *xs: float) -> float:
@@ -402,7 +409,7 @@ def _fold(e: Expr, op: str, *xs: float) -> float:
             ">": lambda a, b: float(a > b), ">=": lambda a, b: float(a >= b),
             "==": lambda a, b: float(a == b), "!=": lambda a, b: float(a != b),
             "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "abs": abs, "sin": math.sin,
-            "cos": math.cos, "tanh": math.tanh, "min": min, "max": max,
+            "cos": math.cos, "tanh": math.tanh, "min": min, "max": max, "floor": math.floor,
         }
         n = table[op](*xs)
     except (ValueError, ZeroDivisionError, OverflowError) as exc:

@@ -43,16 +43,20 @@ class MapSpec(NodeModel):
 
 
 class RepeatSpec(NodeModel):
-    """``times`` rounds of a one-input block, each feeding the next (its first output); the
-    block's other named outputs are stacked over the rounds, as ports ``[times, ...]``."""
+    """``times`` rounds of a block, each feeding the next (its first output to its first
+    input; its other inputs the same in every round); the block's other named outputs are
+    stacked over the rounds, as ports ``[times, ...]``."""
 
     kind: Literal["repeat"]
     block: BlockName
-    """The one-input block each round runs, defined under ``blocks:``."""
+    """The block each round runs, defined under ``blocks:``."""
     times: Annotated[Annotated[int, Field(ge=1, le=1024)] | Ident, SIZE]
     """Number of rounds: a number or a dims name."""
     from_: Ref = Field(alias="from")
     """The first round's input; each round feeds the next."""
+    inputs: dict[Ident, Ref] = Field(default_factory=dict)
+    """The block's other inputs, the same value in every round (the encoder's states that
+    each decoder layer reads, a position bias the layers share): a reference by block input."""
     # a repeat's own share: between its rounds, not with another node
     share: bool = False  # type: ignore[assignment]
     """All rounds share one set of parameters (otherwise each round has its own); a repeat's own
@@ -138,7 +142,8 @@ def _ports(body: Graph) -> dict[str, TensorType]:
     return {"": first, **outs}
 
 
-@kind("block", BlockUseSpec, lowering="attngraph.lower.structure:Block", role="structure",
+@kind("block", BlockUseSpec, lowering="attngraph.lower.structure:Block",
+      emit="attngraph.lower.emit.structure:emit_block", role="structure",
       style=Style("#ffffff", "box"), work=no_work)
 def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The block's output(s), with its inputs bound to ``from``."""
@@ -196,21 +201,31 @@ def map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return ports
 
 
-@kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat", role="structure",
+@kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat",
+      emit="attngraph.lower.emit.structure:emit_repeat", role="structure",
       style=Style("#ffffff", "box3d"), work=no_work)
 def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """K rounds of a one-input block whose (first) output has its input's type; each
-    further named output is stacked over the rounds, ``[K, ...]`` (every layer's
-    attention weights, say)."""
+    """K rounds of a block whose (first) output has its (first) input's type, its other
+    inputs bound under ``inputs`` to one value for every round; each further named
+    output is stacked over the rounds, ``[K, ...]`` (every layer's attention weights,
+    say)."""
     name = ctx.spec.block
     tmpl = ctx.graph.blocks[name]
-    if len(tmpl.inputs) != 1 or not tmpl.outputs:
-        ctx.fail(f"repeat stacks a block with one input and one output; '{name}' has "
-                 f"{len(tmpl.inputs)} and {len(tmpl.outputs)}",
-                 hint="use kind: block for a block of other inputs or outputs")
+    fixed = {str(e.role.key): e for e in ctx.node.edges("inputs")}
+    if tmpl.inputs and tmpl.inputs[0].id in fixed:
+        ctx.fail(f"'{tmpl.inputs[0].id}' is the input each round feeds (the block's first); "
+                 "it cannot be bound under inputs: too", field="inputs",
+                 hint="list the round's input first among the block's inputs")
+    if len(tmpl.inputs) != 1 + len(fixed) or not tmpl.outputs:
+        ctx.fail(f"repeat stacks a block whose first input each round feeds, its others bound "
+                 f"under inputs: ({len(fixed)} here); '{name}' has {len(tmpl.inputs)} inputs "
+                 f"and {len(tmpl.outputs)} outputs",
+                 hint="bind every input but the first under inputs: {name: <node>}, or use "
+                 "kind: block for a block of other outputs")
     t = ctx.t("from")
     first = tmpl.inputs[0].id
-    body = ctx.infer_block(name, {first: t}, _ids(ctx, {first: ctx.edge("from")}))
+    bound = {first: t, **{k: ctx.type_of(e) for k, e in fixed.items()}}
+    body = ctx.infer_block(name, bound, _ids(ctx, {first: ctx.edge("from"), **fixed}))
     outs = body.output_types()
     carried = tmpl.outputs[0][0]
     out = outs[carried]
@@ -238,7 +253,8 @@ def _outputs_hint(name: str, outs: dict[str, Any]) -> str:
     return f"the body gives one unnamed 'output:'; name it: outputs: {{{name}: <node>}}"
 
 
-@kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop", role="structure",
+@kind("loop", LoopSpec, lowering="attngraph.lower.structure:Loop",
+      emit="attngraph.lower.emit.structure:emit_loop", role="structure",
       work=no_work)
 def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Runs the body once per step; each body output is stacked to [T, ...]."""

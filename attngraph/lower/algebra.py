@@ -29,9 +29,9 @@ __all__ = ["Expr", "Param", "lower_expr", "lower_param"]
 # ----------------------------------------------------------------------------
 # the built-in functions (registered, lazily, in attngraph.algebra.functions)
 
-exp, log, sqrt, sin, cos, tanh, sigmoid, sign = (
+exp, log, sqrt, sin, cos, tanh, sigmoid, sign, floor = (
     torch.exp, torch.log, torch.sqrt, torch.sin, torch.cos, torch.tanh, torch.sigmoid,
-    torch.sign)
+    torch.sign, torch.floor)
 relu, elu, softplus, gelu, silu, logsigmoid = F.relu, F.elu, F.softplus, F.gelu, F.silu, \
     F.logsigmoid
 minimum, maximum, where = torch.minimum, torch.maximum, torch.where
@@ -269,6 +269,9 @@ class Expr(NodeModule):
                 v = _float(regs[ins[2]], dtype)
                 mask = _mask(rt, ins[4], v.dim(), ins[3])
                 regs.append(self.impls[ins[1]](v, ins[3], mask))
+            elif op == "take":
+                regs.append(self.impls[ins[1]](_float(regs[ins[2]], dtype), regs[ins[3]],
+                                               *ins[4:7]))
             elif op == "mm":
                 a = real_only(_float(regs[ins[1]], dtype), rt, ins[7], -1)
                 regs.append(mm(a, _float(regs[ins[2]], dtype), *ins[3:7]))
@@ -300,7 +303,7 @@ def lower_expr(ctx: LowerCtx) -> NodeModule:
     prog = program_of(ctx)
     impls: dict[str, Any] = {}
     for ins in prog.instrs:
-        if ins[0] in ("call", "axis"):
+        if ins[0] in ("call", "axis", "take"):
             fn = FUNCTIONS[ins[1]]
             impl = fn.impl
             if isinstance(impl, str):
@@ -521,6 +524,10 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
                 t = f"{require(mod.impls[ins[1]])}({x}, {ins[3]}, None)"
             nd = ndims[ins[2]] if ndims[ins[2]] < 0 else \
                 ndims[ins[2]] - (1 if FUNCTIONS[ins[1]].form == "reduce" else 0)
+        elif op == "take":
+            t = (f"{require(mod.impls[ins[1]])}({text[ins[2]]}, {text[ins[3]]}, "
+                 f"{', '.join(map(repr, ins[4:7]))})")
+            nd = 1 + len(ins[6])
         elif op == "mm":
             a = text[ins[1]]
             if ins[7]:

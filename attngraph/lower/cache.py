@@ -8,7 +8,11 @@ relative positions (ALiBi, T5) at the distances from it to the kept positions; a
 over the target's positions (a scorer's keys, a readout's values, a fused
 attention's keys and values) reads the new position's query against the keys and
 values of every position so far, kept from the earlier steps. What does not
-depend on the target (an encoder, its keys and values) runs once.
+depend on the target (an encoder, its keys and values) runs once. What depends on
+the target's positions but on none of its values (a formula of ``i`` and ``j`` over
+the target, a bias per bucket of j − i made once for every layer) is worked out
+over a grid of positions and read at the new position (queries) and at every kept
+one (items).
 
 :func:`plan_cache` reads this from the IR: the target's length symbol ``T`` in the
 nodes' types, each kind's role (``scorer``, ``weights``, ``readout``, ``attention``:
@@ -16,7 +20,8 @@ the item side is the ``key`` and ``values`` fields) and the *step trait* of the
 other kinds in :data:`STEP_TRAITS` (``pointwise``: each position alone; ``indexed``:
 each position alone and its index; ``relative``: a bias of j - i on scores;
 ``rounds``/``body``: a repeat's rounds, each with
-its own cache, or a block's body). A kind without a trait, a node that mixes the
+its own cache, or a block's body; a repeat's ``inputs`` bound to the target reach its
+rounds as such). A kind without a trait, a node that mixes the
 target's positions otherwise (a pool, a convolution, an attention over the target
 that is not causal, a softmax over the queries), or one that samples is refused
 with :class:`CacheRefused`, naming the node and why; generation then re-runs the
@@ -55,7 +60,7 @@ StepTrait = Literal["pointwise", "indexed", "relative", "rounds", "body"]
 STEP_TRAITS: Registry[StepTrait] = Registry("step trait")
 for _name in ("items", "queries", "keys", "values", "linear", "mlp", "norm", "add", "mul",
               "gain", "dropout", "embedding", "concat", "feature_map", "onehot", "expr",
-              "prepare"):
+              "prepare", "param"):
     STEP_TRAITS.register(_name, "pointwise")
 for _name in ("position", "rotary"):
     STEP_TRAITS.register(_name, "indexed")
@@ -83,8 +88,11 @@ class CacheRefused(LoweringError):
 class Site:
     """One scheduled step of a graph, and how it runs when a position is added.
 
-    ``how``: ``static`` (reads nothing of the target: runs once), ``pointwise``,
-    ``indexed``, ``attend``, ``rounds`` or ``body``; ``extend``: the values it makes
+    ``how``: ``static`` (reads nothing of the target: runs once), ``positions`` (a
+    function of the target's positions alone: run over a grid of positions, read at
+    the step's), ``pointwise``, ``indexed``, ``attend``, ``rounds`` or ``body``;
+    ``most``: a ``positions`` site's largest grid (a table of that many positions);
+    ``extend``: the values it makes
     that later steps read over every position, with their position axis (kept and
     grown); ``module``: an attention's module with its causal and window masks off
     (one new position sees every kept one; the window is applied by position);
@@ -98,6 +106,7 @@ class Site:
     window: int | None = None
     inner: tuple[CachePlan, ...] = ()
     axis: int = 0
+    most: int | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,12 @@ def _axis(t: TensorType, sym: str) -> int | None:
     if t.dims.count(sym) != 1:
         return None
     return 1 + (1 if t.heads else 0) + t.dims.index(sym)
+
+
+def pair(t: TensorType, sym: str) -> bool:
+    """Whether ``t`` is over pairs of positions of ``sym``: ``[.., sym, sym]`` (queries,
+    items), and ``sym`` nowhere else."""
+    return t.dims[-2:] == (sym, sym) and t.dims.count(sym) == 2
 
 
 def _type(graph: Graph, key: str) -> TensorType:
@@ -139,19 +154,53 @@ def _elementwise(node: Node[Any], mod: nn.Module) -> bool:
     return program is None or all(ins[0] in _ELEMENTWISE for ins in program)
 
 
+def _mixes(program: tuple[tuple[Any, ...], ...], t: str) -> bool:
+    """Whether a formula reads the length ``t`` or reduces, scans, contracts or takes
+    along an axis of it (its value at a position then depends on the others)."""
+    at = {"len": 1, "axis": 4, "proj": 4, "mm": 7, "take": 7}
+    return any(ins[0] in at and ins[at[ins[0]]] == t for ins in program)
+
+
+def _positional(graph: Graph, gm: GraphModule, st: Step, node: Node[Any], t: str) -> Site:
+    """A value over the target's positions that reads none of its values: one whose
+    entry at a position (or pair) does not depend on the other positions."""
+    if STEP_TRAITS.get(node.kind) != "pointwise":
+        raise CacheRefused(node, "makes a value over the target's positions without a "
+                           "pointwise step trait")
+    most = None
+    for nid in gm.groups.get(st.node, (st.node,)):
+        mod: Any = gm.nodes[nid]
+        if _mixes(getattr(mod, "program", ()), t):
+            raise CacheRefused(graph.node(nid), f"reads the length {t} or mixes its positions")
+        value = getattr(mod, "value", None)  # a table over the positions holds so many
+        for d, sym in getattr(mod, "lengths", ()):
+            if sym == t and value is not None:
+                most = int(value.shape[d]) if most is None else min(most, int(value.shape[d]))
+    for port, ty in node.types.items():
+        if t in ty.dims and not pair(ty, t) and _axis(ty, t) is None:
+            what = f"port '{port}'" if port else "its value"
+            raise CacheRefused(node, f"makes {what} {ty}: not one value per position, or pair "
+                               f"of positions, of {t}")
+    return Site(st, "positions", most=most)
+
+
 def _pointwise(graph: Graph, gm: GraphModule, st: Step, live: set[str], t: str) -> None:
-    """Refuse a position-wise step whose values hold the target's axis other than once."""
+    """Refuse a position-wise step whose values hold the target's axis other than once,
+    or, over pairs of positions (scores plus a bias), other than as such a pair."""
     for nid in gm.groups.get(st.node, (st.node,)):
         node = graph.node(nid)
         if node.kind == "expr" and not _elementwise(node, gm.nodes[nid]):
             raise CacheRefused(node, "reduces, multiplies or indexes over an axis: its "
                                "positions may mix")
+        pairs = any(pair(ty, t) for ty in node.types.values())
         for inp in st.inputs:
-            if inp.key in live and _axis(_type(graph, inp.key), t) is None:
-                raise CacheRefused(node, f"reads '{inp.key}' {_type(graph, inp.key)}, not "
-                                   f"one value per position of {t}")
+            ty = _type(graph, inp.key)
+            if inp.key in live and not (pair(ty, t) if pairs else _axis(ty, t) is not None):
+                each = "pair of positions" if pairs else "position"
+                raise CacheRefused(node, f"reads '{inp.key}' {ty}, not one value per {each} "
+                                   f"of {t}")
         for port, ty in node.types.items():
-            if _axis(ty, t) is None:
+            if _axis(ty, t) is None and not pair(ty, t):
                 what = f"port '{port}'" if port else "its value"
                 raise CacheRefused(node, f"makes {what} {ty} from the target's positions: "
                                    f"not one value per position of {t}")
@@ -215,12 +264,22 @@ def plan_cache(gm: GraphModule, graph: Graph, live: set[str], t: str) -> CachePl
         A node the cache cannot step, with the reason.
     """
     live = set(live)
+    #: the values of the target's positions alone
+    positional: set[str] = set()
     sites: list[Site] = []
     wanted: dict[str, int] = {}
     for st in gm.plan:
         node = graph.node(st.node)
-        if not any(i.key in live for i in st.inputs):
-            sites.append(Site(st, "static"))
+        if not any(i.key in live and i.key not in positional for i in st.inputs):
+            if not any(t in ty.dims for ty in node.types.values()) \
+                    and not any(i.key in positional for i in st.inputs):
+                sites.append(Site(st, "static"))
+                continue
+            if not _pure(node):
+                raise CacheRefused(node, "samples or mixes the rows of a batch")
+            sites.append(_positional(graph, gm, st, node, t))
+            positional.update(_outs(graph, gm, st))
+            live.update(positional)
             continue
         if not _pure(node):
             raise CacheRefused(node, "samples or mixes the rows of a batch")
@@ -254,7 +313,7 @@ def plan_cache(gm: GraphModule, graph: Graph, live: set[str], t: str) -> CachePl
             raise CacheRefused(graph.node(key.split(".")[0]), "is read both as items over "
                                "every position and for the new position alone")
     sites = [Site(s.step, s.how, tuple((k, a) for k, a in wanted.items() if made[k] == i),
-                  s.module, s.window, s.inner, s.axis) for i, s in enumerate(sites)]
+                  s.module, s.window, s.inner, s.axis, s.most) for i, s in enumerate(sites)]
     static = {k for s in sites if s.how == "static" for k in _outs(graph, gm, s.step)}
     static |= {n.id for n in graph.inputs if n.id not in live}
     keep = sorted({i.key for s in sites if s.how != "static" for i in s.step.inputs} & static)
@@ -269,9 +328,12 @@ def _structure(gm: GraphModule, st: Step, node: Node[Any], live: set[str], t: st
     mod: Any = gm.nodes[node.id]
     if body is None:
         raise CacheRefused(node, "has no body")
-    if trait == "rounds":
-        inner = tuple(plan_cache(r, body, {mod.input}, t) for r in mod.rounds)
-        return Site(st, "rounds", inner=inner)
     keys = {i.role: i.key for i in st.inputs}
+    if trait == "rounds":
+        # the round's input, and the inputs bound for every round to the target's values
+        fed = {mod.input} | {name for role, name in getattr(mod, "fixed", ())
+                             if keys.get(role) in live}
+        inner = tuple(plan_cache(r, body, fed, t) for r in mod.rounds)
+        return Site(st, "rounds", inner=inner)
     body_live = {name for role, name in mod.bind if keys.get(role) in live}
     return Site(st, "body", inner=(plan_cache(mod, body, body_live, t),))

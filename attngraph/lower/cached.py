@@ -5,9 +5,12 @@ forward does, keeping every attention's keys and values over the target (each
 repeat round its own) and the values made once (the encoder); then each step runs
 the new position only: the position-wise nodes on it, the indexed ones at its
 absolute index, each attention from its query over the kept keys and values grown
-by one. Prompts are padded last (a ``<target>_mask``); row i's next token sits at
-its own position, after its real tokens, while the cache grows by one slot for
-every row (its padded slots masked).
+by one; a value of the target's positions alone (a relative position bias made
+once for every layer) is worked out over a grid of positions, kept while the
+positions fit it (its width doubles when they outgrow it), and read at the new
+position (queries) and the kept ones (items). Prompts are padded last (a
+``<target>_mask``); row i's next token sits at its own position, after its real
+tokens, while the cache grows by one slot for every row (its padded slots masked).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ class _State:
     pos: Tensor | None = None  # (B, 1): the new position of each row
     slot_pos: Tensor | None = None  # (B, S): the position of each kept slot
     slot_mask: Tensor | None = None  # (B, S): real slots (None: all)
+    #: the values of the target's positions alone, over grid_w positions (pairs)
+    grids: dict[str, Tensor] = field(default_factory=dict)
+    grid_w: int = 0
 
 
 def _call(plan: CachePlan, site: Site, mod: Any, x: dict[str, Tensor], rt: Runtime) -> Any:
@@ -107,6 +113,43 @@ def _relative(plan: CachePlan, site: Site, x: dict[str, Tensor], s: _State) -> T
     return sc + bias.unsqueeze(-2)
 
 
+def _at(g: Tensor, axis: int, index: Tensor) -> Tensor:
+    """``g`` at ``index (B, L)`` along ``axis``, for each row b (``g``'s batch of one
+    spread over the rows)."""
+    if g.shape[0] != index.shape[0]:
+        g = g.expand(index.shape[0], *g.shape[1:])
+    shape = [index.shape[0]] + [1] * (g.dim() - 1)
+    shape[axis] = index.shape[1]
+    return g.gather(axis, index.view(shape).expand(*g.shape[:axis], index.shape[1],
+                                                   *g.shape[axis + 1:]))
+
+
+def _positions(plan: CachePlan, site: Site, vals: dict[str, Tensor], s: _State,
+               prefix: str) -> None:
+    """A value of the target's positions alone: over the grid (made once per grid
+    width), read at each row's new position and, over pairs, at its kept slots."""
+    from attngraph.lower.cache import _outs, pair
+
+    assert s.pos is not None and s.slot_pos is not None
+    st = site.step
+    keys = _outs(plan.graph, plan.gm, st)
+    if prefix + keys[0] not in s.grids:
+        x = {role: s.grids.get(prefix + k, vals[k]) for role, k, _ in st.inputs}
+        rt = replace(s.rt_new, sizes={**s.rt_new.sizes, s.t: s.grid_w})
+        made: dict[str, Tensor] = {}
+        _put(made, st.node, _call(plan, site, plan.gm.nodes[st.node], x, rt))
+        s.grids.update({prefix + k: v for k, v in made.items()})
+    for key in keys:
+        g = s.grids[prefix + key]
+        t = plan.graph.node(key.split(".")[0]).types[key.partition(".")[2]]
+        lead = 1 + (1 if t.heads else 0)
+        for d, size in enumerate(t.dims):
+            if size == s.t:  # the items of a pair at the kept slots, else the new position
+                last = pair(t, s.t) and d == len(t.dims) - 1
+                g = _at(g, lead + d, s.slot_pos if last else s.pos)
+        vals[key] = g
+
+
 def _site_rt(site: Site, s: _State) -> Runtime:
     """The attentions' runtime, with a window applied by position."""
     if site.window is None or s.pos is None or s.slot_pos is None:
@@ -138,6 +181,8 @@ def run_plan(plan: CachePlan, vals: dict[str, Tensor], s: _State, step: bool,
             vals[st.node] = _indexed(plan, site, x, s)
         elif site.how == "relative":
             vals[st.node] = _relative(plan, site, x, s)
+        elif site.how == "positions":
+            _positions(plan, site, vals, s, prefix)
         elif site.how == "attend":
             mod = site.module if site.module is not None else gm.nodes[st.node]
             _put(vals, st.node, _call(plan, site, mod, x, _site_rt(site, s)))
@@ -166,7 +211,7 @@ def _structure(gm: Any, site: Site, x: dict[str, Tensor], vals: dict[str, Tensor
     kept: dict[str, list[Tensor]] = {k: [] for k in mod.stacked}
     for i in range(mod.times):
         sub = site.inner[i if len(site.inner) > 1 else 0]
-        inner = {mod.input: v}
+        inner = {mod.input: v, **{name: x[role] for role, name in getattr(mod, "fixed", ())}}
         run_plan(sub, inner, s, step, f"{prefix}{nid}#{i}/")
         outs = sub.gm._outputs(inner)
         v = outs[mod.output]
@@ -177,6 +222,13 @@ def _structure(gm: Any, site: Site, x: dict[str, Tensor], vals: dict[str, Tensor
         return
     _put(vals, nid, {"": v, mod.output: v,
                      **{k: torch.stack(t, dim=mod.stacked[k]) for k, t in kept.items()}})
+
+
+def _most(plan: CachePlan) -> int | None:
+    """The fewest positions a table over them holds, in ``plan`` and its bodies."""
+    found = [site.most for site in plan.sites if site.most is not None]
+    found += [m for site in plan.sites for sub in site.inner if (m := _most(sub)) is not None]
+    return min(found, default=None)
 
 
 class CachedDecoder:
@@ -196,6 +248,8 @@ class CachedDecoder:
             (self.batch, 1), start, dtype=torch.long, device=self.device)
         self.prompt_mask = prompt_mask
         self.state = _State(t)
+        #: the widest grid of positions the plan's tables allow (None: any)
+        self.most = _most(plan)
         self.lens = (prompt_mask.sum(1) if prompt_mask is not None else
                      torch.full((self.batch,), self.prompt.shape[1], device=self.device))
         self.started = False
@@ -233,6 +287,11 @@ class CachedDecoder:
             s.slot_mask = torch.cat([s.slot_mask, s.slot_mask.new_ones(b, 1)], 1)
             s.rt_items = replace(s.rt_items, masks={**s.rt_new.masks, s.t: s.slot_mask})
         s.rt_new.sizes[s.t] = s.rt_items.sizes[s.t] = int(s.slot_pos.shape[1])
+        need = int(s.pos.max()) + 1
+        if need > s.grid_w:  # every value of positions alone over a wider grid
+            wider = max(need, 2 * s.grid_w, 16)
+            s.grid_w = need if self.most is not None and wider > self.most else wider
+            s.grids.clear()
         vals: dict[str, Tensor] = {self.target: prev[:, None]}
         run_plan(self.plan, vals, s, step=True)
         self.lens = self.lens + 1
@@ -248,9 +307,11 @@ class CachedDecoder:
                 self.prompt_mask = self.prompt_mask.index_select(0, index)
             self.batch = int(index.shape[0])
         else:
+            rows = s.rt_new.batch
             for d in (s.caches, s.statics):
-                for k, v in d.items():
-                    d[k] = v.index_select(0, index)
+                for k, v in d.items():  # a parameter (a batch of one) serves every row
+                    d[k] = v.index_select(0, index) if v.dim() and v.shape[0] == rows else v
+            s.grids.clear()  # made again, for the new rows, at the next step
             for rt in (s.rt_new, s.rt_items):
                 rt.masks = {k: v.index_select(0, index) for k, v in rt.masks.items()}
                 rt.batch = int(index.shape[0])

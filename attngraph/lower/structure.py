@@ -103,8 +103,9 @@ class Map(GraphModule):
 
 
 class Repeat(NodeModule):
-    """K rounds of a one-input block; each round its own parameters unless shared. The
-    block's first output feeds the next round; its others are stacked over the rounds,
+    """K rounds of a block; each round its own parameters unless shared. The block's
+    first output feeds the next round (its first input; the others, ``fixed``, are the
+    same in every round); its other outputs are stacked over the rounds,
     (B, K, ...), or (B, h, K, ...) with heads."""
 
     def __init__(self, ctx: LowerCtx) -> None:
@@ -113,6 +114,8 @@ class Repeat(NodeModule):
         body = ctx.body()
         self.times = s.times
         self.input = body.inputs[0].id
+        #: (role, block input) of the inputs bound to one value for every round
+        self.fixed = [(str(e.role), str(e.role.key)) for e in ctx.node.edges("inputs")]
         self.output = body.outputs[0][0]
         types = ctx.node.types
         #: each stacked port and the axis its rounds stack on (after the heads)
@@ -126,7 +129,8 @@ class Repeat(NodeModule):
         for i in range(self.times):
             # ModuleList items are typed nn.Module; every round is a GraphModule
             body = cast(GraphModule, self.rounds[i if len(self.rounds) > 1 else 0])
-            outs = body.run({self.input: v}, rt)
+            outs = body.run({self.input: v, **{name: x[role] for role, name in self.fixed}},
+                            rt)
             v = outs[self.output]
             for k in kept:
                 kept[k].append(outs[k])

@@ -1,6 +1,6 @@
 """Real models in: the transformer families as specs, with their weights.
 
-The specs of specs/real/ (GPT-2, Llama, BERT) equal their ``transformers``
+The specs of specs/real/ (GPT-2, Llama, BERT, T5) equal their ``transformers``
 models; each has a name map beside it that says which checkpoint tensor is which
 parameter. :func:`load_model` reads a ``transformers`` directory or safetensors
 file into the compiled spec, :func:`import_model` writes it as a run directory

@@ -3,7 +3,8 @@
 :func:`map_tensors` expands each rule of a :class:`~attngraph.realmodels.names.NameMap`
 over the layers (``{i}`` = 0 … layers − 1), reads the tensor (or its fallback),
 applies the rule's transforms (transpose, the rotary halves-to-pairs permutation,
-split) and checks every result against the parameter's shape. It refuses, each with
+split) and checks every result against the parameter's shape (a tensor fills a
+parameter of its shape with leading axes of size one: a ``param`` node's). It refuses, each with
 both names and both shapes:
 
 - a tensor the map names that the checkpoint lacks (``missing``);
@@ -86,7 +87,7 @@ def map_tensors(names: NameMap, dims: Mapping[str, int], tensors: Mapping[str, T
     names : NameMap
         The spec's name map.
     dims : mapping
-        The spec's dims for this model (``{i}`` runs over ``dims[names.layers]``).
+        The spec's dims for this model (``{i}`` runs over the dims of ``names.layers``).
     tensors : mapping
         The checkpoint's tensors by name (prefixes already stripped).
     params : mapping
@@ -102,12 +103,12 @@ def map_tensors(names: NameMap, dims: Mapping[str, int], tensors: Mapping[str, T
         both shapes.
     """
     where = SourceLoc(file)
-    layers = int(dims[names.layers])
     out: dict[str, Tensor] = {}
     used: set[str] = set()
     for template in names.tensors:
         rule = names.rule(template)
-        for i in (range(layers) if "{i}" in template else [None]):
+        stack = names.layers_of(template) if "{i}" in template else None
+        for i in (range(int(dims[stack])) if stack is not None else [None]):
             src = _expand(template, i)
             targets = [_expand(t, i) for t in ([rule.to] if isinstance(rule.to, str)
                                                else rule.to)]
@@ -126,6 +127,9 @@ def map_tensors(names: NameMap, dims: Mapping[str, int], tensors: Mapping[str, T
                            "which is not a parameter of the spec")
                     raise TrainingError(msg, where, "parameters: "
                                         + _few(sorted(params)))
+                if tuple(t.shape) != tuple(params[target]) and _leading_ones(
+                        tuple(params[target])) == tuple(t.shape):
+                    t = t.reshape(params[target])  # a param node's leading axis of one
                 if tuple(t.shape) != tuple(params[target]):
                     msg = (f"tensor '{read}' has shape {_shape(t)}"
                            f"{' after its transforms' if _transforms(rule) else ''}, but "
@@ -146,6 +150,14 @@ def map_tensors(names: NameMap, dims: Mapping[str, int], tensors: Mapping[str, T
                f"{_shape(params[unfilled[0]])}{_more(unfilled)}")
         raise TrainingError(msg, where, "add a rule for it to the spec's name map")
     return out
+
+
+def _leading_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without its leading axes of size one."""
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return shape[k:]
 
 
 def _transforms(rule: TensorRule) -> bool:

@@ -12,7 +12,10 @@ A name map lives beside its spec (``specs/real/gpt2.yaml`` and
   into a model that computes something else;
 - ``prefixes``: leading parts of tensor names dropped where present
   (``transformer.``: a ``GPT2LMHeadModel``'s names read like a ``GPT2Model``'s);
-- ``layers``: the dims name of the layer count, which ``{i}`` in a name runs over;
+- ``layers``: the dims name of the layer count, which ``{i}`` in a name runs over; or
+  a mapping from the start of checkpoint names to such a dims name, for a model of
+  several stacks (T5: ``{encoder.: layers, decoder.: dlayers}``; the longest start a
+  name has decides);
 - ``tensors``: checkpoint name -> parameter name, or -> a mapping with ``to`` (one
   name, or a list the tensor is split into along ``split``), ``transpose``
   (a ``Conv1D``'s ``[in, out]`` weight as a linear's ``[out, in]``), ``heads`` (rows
@@ -33,7 +36,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from attngraph.errors import SourceLoc, SpecError
 from attngraph.source import load
@@ -75,7 +78,7 @@ class NameMap(BaseModel):
     dims: dict[str, str]
     require: dict[str, list[Any]] = Field(default_factory=dict)
     prefixes: list[str] = Field(default_factory=list)
-    layers: str
+    layers: str | dict[str, str]
     tensors: dict[_Name, _Name | TensorRule]
     ignore: list[_Name] = Field(default_factory=list)
 
@@ -88,6 +91,22 @@ class NameMap(BaseModel):
                 msg = f"dims '{name}': {problem} in {text!r}"
                 raise ValueError(msg)
         return dims
+
+    @model_validator(mode="after")
+    def _stacks(self) -> NameMap:
+        for template in self.tensors:
+            if "{i}" in template and self.layers_of(template) is None:
+                msg = (f"tensors: '{template}' runs {{i}} over the layers, but no start of "
+                       f"layers: ({', '.join(self.layers)}) begins it")
+                raise ValueError(msg)
+        return self
+
+    def layers_of(self, template: str) -> str | None:
+        """The dims name of the layer count that ``{i}`` in ``template`` runs over."""
+        if isinstance(self.layers, str):
+            return self.layers
+        starts = [p for p in self.layers if template.startswith(p)]
+        return self.layers[max(starts, key=len)] if starts else None
 
     def rule(self, source: str) -> TensorRule:
         """The rule of checkpoint name ``source`` (a plain target as a rule)."""

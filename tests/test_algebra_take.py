@@ -1,0 +1,125 @@
+"""The formula functions take (a table read at computed positions) and floor: their
+values against plain indexing, their located errors, and their Python export."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import attngraph
+from attngraph.errors import AttnGraphError
+from attngraph.lower.codegen import class_name
+
+#: a learned scalar per head for each of 5 buckets of j − i (clamped), added to scores
+SPEC = """\
+attngraph: 1
+name: take_example
+dims: {d: 8, buckets: 5}
+inputs:
+  x: {type: vectors, dim: d}
+nodes:
+  q:      {kind: queries, from: x, heads: 2}
+  k:      {kind: keys, from: x, heads: 2}
+  s:      {kind: scorer, fn: dot, query: q, key: k}
+  bucket:
+    kind: expr
+    formula: "clamp(floor((j - i) / 2) + 2, 0, buckets - 1)"
+    sizes: {queries: N, items: N}
+  table:  {kind: param, shape: [buckets], heads: 2, init: normal, std: 1.0}
+  bias:   {kind: expr, formula: "take(table, bucket, features)"}
+  sb:     {kind: expr, formula: "s + bias"}
+  first:  {kind: expr, formula: "take(table, 3, features)"}
+outputs: {bias: bias, sb: sb, bucket: bucket, first: first}
+"""
+
+
+def test_take_reads_the_table_at_each_position() -> None:
+    """bias[h, i, j] = table[h, bucket(i, j)] and bucket = clamp(⌊(j − i)/2⌋ + 2, 0, 4),
+    for every head and pair; a constant position reads one entry per head; padded
+    pairs are 0, as every formula's."""
+    model = attngraph.compile(SPEC, seed=0)
+    x = torch.randn(2, 7, 8)
+    mask = torch.arange(7)[None, :] < torch.tensor([7, 4])[:, None]
+    with torch.no_grad():
+        out = model(x=x, x_mask=mask)
+    table = model.nodes["table"].value[0]  # (h, buckets)
+    rel = torch.arange(7)[None, :] - torch.arange(7)[:, None]
+    bucket = (torch.div(rel, 2, rounding_mode="floor") + 2).clamp(0, 4)
+    assert torch.equal(out["bucket"][0], bucket.float())
+    want = table[:, bucket]  # (h, N, N)
+    assert torch.equal(out["bias"][0], want)
+    real = mask[1][:, None] & mask[1][None, :]
+    assert torch.equal(out["bias"][1], torch.where(real, want, torch.zeros(())))
+    assert torch.equal(out["first"][0], table[:, 3])
+
+
+def test_take_passes_gradients_to_the_entries_read() -> None:
+    """Only the table entries some pair reads get a gradient, each the count of reads."""
+    model = attngraph.compile(SPEC, seed=0)
+    out = model(x=torch.randn(1, 3, 8))
+    out["bias"].sum().backward()
+    grad = model.nodes["table"].value.grad[0, 0]
+    rel = torch.arange(3)[None, :] - torch.arange(3)[:, None]
+    bucket = (torch.div(rel, 2, rounding_mode="floor") + 2).clamp(0, 4)
+    assert grad.tolist() == torch.bincount(bucket.flatten(), minlength=5).float().tolist()
+
+
+@pytest.mark.parametrize(("formula", "col", "message"), [
+    ("take(table, bucket, items)", 34, "take reads x along the items, but x has heads, "
+     "features"),
+    ("take(table, pos(features), features)", 34, "take's positions run along the features"),
+    ("take(table, bucket < 2, features)", 34, "take's positions are a truth value"),
+    ("take(table, bucket)", 34, "take works along an axis"),
+])
+def test_take_errors_point_into_the_formula(formula: str, col: int, message: str) -> None:
+    """A take of the wrong axis, of positions along that axis, of truth values, or
+    without an axis is one error at the call in the formula (line, column), with a hint."""
+    text = SPEC.replace('"take(table, bucket, features)"', f'"{formula}"')
+    with pytest.raises(AttnGraphError) as err:
+        attngraph.compile(text)
+    d = err.value.diagnostics[0]
+    assert message in d.message
+    assert (d.loc.line, d.loc.col) == (15, col)
+    assert d.hint
+
+
+def test_floor_of_numbers_is_folded_and_of_values_computed() -> None:
+    """floor(buckets / 2) and floor(-2.5) are numbers when compiling (the one floor
+    left runs on a tensor); floor of a value rounds each entry down, negative ones too."""
+    fl = '  fl: {kind: expr, formula: "floor(s) + floor(buckets / 2) - floor(-2.5)"}\n'
+    text = SPEC.replace("outputs: {", fl + "outputs: {s: s, fl: fl, ")
+    model = attngraph.compile(text, seed=0)
+    assert [ins[1] for ins in model.nodes["fl"].program if ins[0] == "call"] == ["floor"]
+    with torch.no_grad():
+        out = model(x=torch.randn(1, 4, 8) * 3)
+    assert bool((out["s"] < 0).any())
+    assert torch.equal(out["fl"], torch.floor(out["s"]) + 5.0)
+
+
+def test_the_python_export_computes_take_and_floor(tmp_path: Path) -> None:
+    """The spec's readable PyTorch file, with the compiled model's state dict, gives
+    the same outputs."""
+    model = attngraph.compile(SPEC, seed=0).eval()
+    path = tmp_path / "take_example.py"
+    path.write_text(model.code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("take_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["take_example"] = module
+    try:
+        spec.loader.exec_module(module)
+        exported = getattr(module, class_name("take_example"))()
+    finally:
+        del sys.modules["take_example"]
+    exported.load_state_dict(model.state_dict())
+    x = torch.randn(2, 5, 8)
+    mask = torch.arange(5)[None, :] < torch.tensor([5, 3])[:, None]
+    with torch.no_grad():
+        want = model(x=x, x_mask=mask)
+        got = exported(x, x_mask=mask)
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=0)
