@@ -193,7 +193,8 @@ def _expr_work(ctx: WorkCtx) -> Work:
     return Work(size * steps, inner=size)
 
 
-@kind("expr", ExprSpec, lowering="attngraph.lower.algebra:lower_expr", role="support",
+@kind("expr", ExprSpec, lowering="attngraph.lower.algebra:lower_expr",
+      emit="attngraph.lower.emit.support:emit_expr", role="support",
       style=Style("#f3f3f3", "box"), transparent=True, work=_expr_work)
 def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The formula's value: its axes, named, and its role (scores, weights)."""

@@ -202,7 +202,8 @@ def _items_work(ctx: WorkCtx) -> Work:
                 inner=cut)
 
 
-@kind("items", ItemsSpec, lowering="attngraph.lower.attention:Items", role="items",
+@kind("items", ItemsSpec, lowering="attngraph.lower.attention:Items",
+      emit="attngraph.lower.emit.attention:emit_items", role="items",
       style=Style("#cfe2f3", "box"), work=_items_work)
 def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]: embedded tokens, projected vectors, image patches, graph nodes."""
@@ -298,28 +299,32 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     return {"": TensorType((*lead, d))}
 
 
-@kind("queries", QueriesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
+@kind("queries", QueriesSpec, lowering="attngraph.lower.attention:Proj",
+      emit="attngraph.lower.emit.attention:emit_proj", role="projection",
       style=_PROJ, transparent=True, work=_qkv_work)
 def queries_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[M, d] or [d]; with heads h, [M, d/h] per head."""
     return _qkv(ctx, "queries")
 
 
-@kind("keys", KeysSpec, lowering="attngraph.lower.attention:Proj", role="projection",
+@kind("keys", KeysSpec, lowering="attngraph.lower.attention:Proj",
+      emit="attngraph.lower.emit.attention:emit_proj", role="projection",
       style=_PROJ, transparent=True, work=_qkv_work)
 def keys_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "keys")
 
 
-@kind("values", ValuesSpec, lowering="attngraph.lower.attention:Proj", role="projection",
+@kind("values", ValuesSpec, lowering="attngraph.lower.attention:Proj",
+      emit="attngraph.lower.emit.attention:emit_proj", role="projection",
       style=_PROJ, transparent=True, work=_qkv_work)
 def values_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "values")
 
 
-@kind("softmax", SoftmaxSpec, lowering="attngraph.lower.attention:Softmax", role="weights",
+@kind("softmax", SoftmaxSpec, lowering="attngraph.lower.attention:Softmax",
+      emit="attngraph.lower.emit.attention:emit_softmax", role="weights",
       style=Style("#fce5cd", "box"), work=elementwise_work)
 def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Weights of the scores' shape, summing to one over the last (items) axis."""
@@ -429,7 +434,8 @@ def _readout_work(ctx: WorkCtx) -> Work:
     return Work(weighted + ctx.node.params * ctx.positions(out) + ctx.elements(out))
 
 
-@kind("readout", ReadoutSpec, lowering="attngraph.lower.attention:lower_readout", role="readout",
+@kind("readout", ReadoutSpec, lowering="attngraph.lower.attention:lower_readout",
+      emit="attngraph.lower.emit.attention:emit_readout", role="readout",
       style=Style("#ead1dc", "box"), work=_readout_work)
 def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """z = Σ_i p_i v_i: [d] per query; heads merged by ``combine``; optional ``out``."""
@@ -501,6 +507,7 @@ def _attention_work(ctx: WorkCtx) -> Work:
 
 
 @kind("attention", FusedAttentionSpec, lowering="attngraph.lower.attention:FusedAttention",
+      emit="attngraph.lower.emit.attention:emit_attention",
       role="attention", style=Style("#ead1dc", "box"), internal=True, work=_attention_work)
 def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""

@@ -399,6 +399,10 @@ class Kind(Generic[SpecT]):
     hoist: HoistRule | None = None
     #: how its output's magnitude follows its inputs' (the numerics guard), or None
     magnitude: MagnitudeRule | None = None
+    #: how ``--format python`` writes a node as plain PyTorch (a callable
+    #: ``(EmitCtx) -> bool`` or a lazy ``"module:attribute"``, see
+    #: :mod:`attngraph.lower.emit`); None: its lowering class is copied instead
+    emit: str | Callable[..., Any] | None = None
 
     def is_pure(self, node: Node[Any]) -> bool:
         """Whether this node may run once for many uses (see ``pure``)."""
@@ -423,7 +427,8 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
          role: KindRole = "support", style: Style = DEFAULT_STYLE,
          transparent: bool = False, internal: bool = False, work: WorkRule | None = None,
          pure: bool | Callable[[Node[Any]], bool] = True, hoist: HoistRule | None = None,
-         magnitude: MagnitudeRule | None = None) -> Callable[[ShapeRule], Kind[SpecT]]:
+         magnitude: MagnitudeRule | None = None,
+         emit: str | Callable[..., Any] | None = None) -> Callable[[ShapeRule], Kind[SpecT]]:
     """Define and register kind ``name`` whose shape rule is the decorated function.
 
     Returns the :class:`Kind` (so the module-level name refers to the definition).
@@ -436,7 +441,7 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
 
     def deco(rule: ShapeRule) -> Kind[SpecT]:
         k = Kind(name, spec, rule, lowering, role, style, transparent, internal, work, pure,
-                 hoist, magnitude)
+                 hoist, magnitude, emit)
         KINDS.register(name, k)
         return k
 

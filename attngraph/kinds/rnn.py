@@ -49,7 +49,8 @@ def _rnn_work(ctx: WorkCtx) -> Work:
                 kept=steps * gates * s.layers)
 
 
-@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn", role="recurrent", work=_rnn_work)
+@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn",
+      emit="attngraph.lower.emit.support:emit_rnn", role="recurrent", work=_rnn_work)
 def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
     s = ctx.spec

@@ -254,7 +254,8 @@ def _scorer_hoist(node: Node[Any], graph: Graph) -> tuple[str, TensorType] | Non
     return "key", TensorType((*k.dims[:-1], hidden), heads=score_heads(q, k))
 
 
-@kind("scorer", ScorerSpec, lowering="attngraph.lower.scorers:lower_scorer", role="scorer",
+@kind("scorer", ScorerSpec, lowering="attngraph.lower.scorers:lower_scorer",
+      emit="attngraph.lower.emit.scorers:emit_scorer", role="scorer",
       style=Style("#fff2cc", "box"), work=_scorer_work, pure=_scorer_pure, hoist=_scorer_hoist)
 def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Scores [N] (one query), [M, N] (all pairs) or [N] (aligned pairs)."""
@@ -429,7 +430,8 @@ class PrepareSpec(NodeModel):
     """Heads of the prepared value."""
 
 
-@kind("prepare", PrepareSpec, lowering="attngraph.lower.scorers:Prepare", role="scorer",
+@kind("prepare", PrepareSpec, lowering="attngraph.lower.scorers:Prepare",
+      emit="attngraph.lower.emit.scorers:emit_prepare", role="scorer",
       style=Style("#fff2cc", "box"), internal=True)
 def prepare_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The prepared value: the input's items, each mapped to ``dim`` (per head)."""

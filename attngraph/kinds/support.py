@@ -170,7 +170,8 @@ def _no_heads(ctx: RuleCtx, t: TensorType, role: str = "from") -> None:
                  "merge heads in the readout (combine: concat) first")
 
 
-@kind("linear", LinearSpec, lowering="attngraph.lower.support:lower_linear", transparent=True)
+@kind("linear", LinearSpec, lowering="attngraph.lower.support:lower_linear",
+      emit="attngraph.lower.emit.support:emit_linear", transparent=True)
 def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> [..., out]."""
     t = _float(ctx)
@@ -190,7 +191,8 @@ def _mlp_work(ctx: WorkCtx) -> Work:
                 kept=2 * ctx.spec.layers * hidden)
 
 
-@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp", transparent=True,
+@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp",
+      emit="attngraph.lower.emit.support:emit_mlp", transparent=True,
       work=_mlp_work)
 def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> hidden (× layers) -> [..., out]."""
@@ -202,6 +204,7 @@ def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("embedding", EmbeddingSpec, lowering="attngraph.lower.support:lower_embedding",
+      emit="attngraph.lower.emit.support:emit_embedding",
       work=elementwise_work)
 def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids [...] -> [..., dim]."""
@@ -251,6 +254,7 @@ def _position_work(ctx: WorkCtx) -> Work:
 
 
 @kind("position", PositionSpec, lowering="attngraph.lower.support:lower_position",
+      emit="attngraph.lower.emit.support:emit_position",
       work=_position_work)
 def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Context vectors from positions: [N, dim] for the items of ``from``; for
@@ -289,7 +293,8 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((n, s.dim))}
 
 
-@kind("norm", NormSpec, lowering="attngraph.lower.support:lower_norm", transparent=True,
+@kind("norm", NormSpec, lowering="attngraph.lower.support:lower_norm",
+      emit="attngraph.lower.emit.support:emit_norm", transparent=True,
       magnitude=lambda ctx: 1.0)  # unit scale, whatever comes in
 def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same shape; learned scale (and shift for layer norm)."""
@@ -385,7 +390,8 @@ def _mismatch(ctx: RuleCtx, what: str, edges: list[Edge], ts: list[TensorType],
              "weighted items")
 
 
-@kind("add", AddSpec, lowering="attngraph.lower.support:Add", transparent=True,
+@kind("add", AddSpec, lowering="attngraph.lower.support:Add",
+      emit="attngraph.lower.emit.support:emit_add", transparent=True,
       magnitude=lambda ctx: sum(ctx.ins))
 def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Residual sum; shapes must match (a vector broadcasts over items)."""
@@ -398,7 +404,8 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(_broadcast(ctx, "add"), heads=ts[0].heads)}
 
 
-@kind("mul", MulSpec, lowering="attngraph.lower.support:Add", transparent=True,
+@kind("mul", MulSpec, lowering="attngraph.lower.support:Add",
+      emit="attngraph.lower.emit.support:emit_add", transparent=True,
       work=elementwise_work, magnitude=lambda ctx: math.prod(ctx.ins))
 def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Elementwise product; shapes must match (a vector or a [1] gate broadcasts)."""
@@ -409,7 +416,8 @@ def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(_broadcast(ctx, "mul"), heads=ts[0].heads)}
 
 
-@kind("gain", GainSpec, lowering="attngraph.lower.support:Gain", transparent=True,
+@kind("gain", GainSpec, lowering="attngraph.lower.support:Gain",
+      emit="attngraph.lower.emit.support:emit_gain", transparent=True,
       work=elementwise_work, magnitude=lambda ctx: abs(ctx.node.spec.init) * ctx.most())
 def gain_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """γ·x: the input's shape, one parameter."""
@@ -430,7 +438,8 @@ def _pool_magnitude(ctx: MagnitudeCtx) -> float:
     return ctx.most() * ctx.n(t.dims[0])
 
 
-@kind("pool", PoolSpec, lowering="attngraph.lower.support:Pool", transparent=True,
+@kind("pool", PoolSpec, lowering="attngraph.lower.support:Pool",
+      emit="attngraph.lower.emit.support:emit_pool", transparent=True,
       work=elementwise_work, magnitude=_pool_magnitude)
 def pool_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d] -> [d]: the mean, max or sum over the real items."""
@@ -442,7 +451,8 @@ def pool_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims[1:])}
 
 
-@kind("concat", ConcatSpec, lowering="attngraph.lower.support:Concat", transparent=True)
+@kind("concat", ConcatSpec, lowering="attngraph.lower.support:Concat",
+      emit="attngraph.lower.emit.support:emit_concat", transparent=True)
 def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Join on the feature axis; other axes must match."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -461,7 +471,8 @@ def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*ts[0].dims[:-1], d))}
 
 
-@kind("dropout", DropoutSpec, lowering="attngraph.lower.support:lower_dropout", transparent=True,
+@kind("dropout", DropoutSpec, lowering="attngraph.lower.support:lower_dropout",
+      emit="attngraph.lower.emit.support:emit_dropout", transparent=True,
       pure=False)
 def dropout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same type (attention weights stay weights)."""

@@ -1,40 +1,39 @@
-"""A compiled model as a standalone, readable PyTorch file: ``model.code``.
+r"""A compiled model as a standalone, readable PyTorch file: ``model.code``.
 
 :func:`python_source` writes one Python file that imports torch (and the standard
-library) only, never attngraph, and computes what the compiled model computes:
+library) only, never attngraph, and computes what the compiled model computes: the
+code a person would write for the spec.
 
-- one class per concept the spec uses: the lowering classes of its kinds
-  (``Items``, ``Proj``, ``ScaledDot``, ``Softmax``, ``Readout``, ``Loop``...) and the
-  helpers they call (``padding_mask``, ``masked_softmax``...), with their shape
-  comments;
-- a top-level ``class <SpecName>(nn.Module)`` whose ``__init__`` builds every node's
-  module under the compiled model's parameter names (``nodes.<id>.<param>``), so
-  ``load_state_dict(compiled.state_dict())`` fills it, and whose ``forward`` has the
-  compiled model's signature (the inputs by name, then the optional masks) and is
-  straight-line code: one statement per node, named after the node id, under the
-  node's YAML line and with its output shape ``# (B, N, 32)``; it returns the same
-  dict of outputs.
+- A ``class <SpecName>(nn.Module)`` whose ``__init__`` builds standard modules and
+  parameters (``nn.Linear``, ``nn.Embedding``, ``nn.GRU``, ``nn.Parameter``...)
+  under readable names, and whose ``forward`` has the compiled model's signature
+  (the inputs by name, then the optional masks) and is straight-line code in the
+  spec's order: one statement per node where one does, named after the node id,
+  under the node's YAML line and with its output shape ``# (B, N, 32)``; a loop is a
+  Python ``for`` over its steps with its body inline, a repeat a ``for`` over its
+  rounds. It returns the same dict of outputs.
+- Only the helpers the spec uses (``masked_softmax``...), copied from attngraph.
+- ``STATE_NAMES``: the compiled model's state-dict names and the file's; a load hook
+  renames them, so ``load_state_dict(compiled.state_dict())`` fills the file.
 
-How the per-kind code is found: bundled, not re-written (option (b) of issue 13).
-Each kind's lowering class stays the one home of its numerics; its source is
-copied by :class:`~attngraph.lower.codegen_bundle.Bundle` (the transitive closure of
-the functions, classes and constants it uses, attngraph imports replaced by the
-copies), and the IR-reading ``__init__`` is replaced by literal constructor
-arguments written by :class:`~attngraph.lower.codegen_values.Literals` from the
-compiled instance. So a new kind exports without a code emitter of its own, and
-the exported numbers are those of the compiled model by construction. The bodies
-of ``block``, ``map``, ``repeat`` and ``loop`` nodes are written out too
-(:mod:`attngraph.lower.codegen_body`): one statement per body node, in a subclass of
-the bundled ``Loop`` (or ``Block``...), whose own logic (the Python ``for`` loop over
-the steps, carries, feeds, stages) is the bundled code as written.
+How each node is written: by the ``emit`` rule of its kind
+(:attr:`attngraph.kinds.base.Kind.emit`, the built-in ones in
+:mod:`attngraph.lower.emit`), which reads the compiled node module's settings and
+writes plain torch (:mod:`attngraph.lower.emit.writer` assembles the file). A kind
+without a rule (a plugin's), or a node whose settings its rule does not write, falls
+back to the bundling of issue 13: its lowering class is copied by
+:class:`~attngraph.lower.codegen_bundle.Bundle` with what it uses, built from literal
+arguments (:class:`~attngraph.lower.codegen_values.Literals`) and called with the
+runtime state it reads; a body inside such a node gets a class of its own
+(:mod:`attngraph.lower.codegen_body`). So a plugin's kind still exports.
 
 The file's parameters are empty (``torch.empty``): it holds code, not weights.
 Buffers the state dict does not hold (rotary angles, ALiBi slopes) are written out.
 
 Whatever the spec's names and text, the file parses and runs: the spec's class
-(:func:`class_name`), forward's variables and the bodies' classes are named by one
-:class:`~attngraph.lower.names.Mangler` (a bundled helper of the same name is renamed
-instead); user text reaches docstrings, comments and strings only through
+(:func:`class_name`), forward's variables and the file's attributes are named by
+:class:`~attngraph.lower.names.Mangler`\ s (a bundled helper of the same name is
+renamed instead); user text reaches docstrings, comments and strings only through
 :func:`~attngraph.lower.codegen_text.escape`; and the file is parsed and compiled
 (:func:`checked`) before it is returned, a failure being a ``LoweringError`` at the
 spec that asks for a report.
@@ -47,25 +46,15 @@ import keyword
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from torch import nn
-
 from attngraph.errors import LoweringError, SourceLoc
-from attngraph.lower.codegen_body import body_classes, forward_source, inline, node_ref
-from attngraph.lower.codegen_bundle import Bundle
 from attngraph.lower.codegen_loader import LOADER_NAMES, loader_source
 from attngraph.lower.codegen_text import (
-    WIDTH,
-    Doc,
-    Pair,
     class_name,
-    comment,
     docstring_text,
     quote,
-    render,
     wrap,
-    yaml_line,
 )
-from attngraph.lower.codegen_values import Literals, ref
+from attngraph.lower.emit.file import plain_source
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
@@ -79,14 +68,8 @@ __all__ = ["checked", "class_name", "python_source"]
 _UNWRITABLE = (TypeError, OSError, SyntaxError, KeyError)
 
 
-def _configured(cls: type) -> bool:
-    """Built from literal arguments: a module class of attngraph's (not a container)."""
-    return issubclass(cls, nn.Module) and not issubclass(
-        cls, (nn.ModuleDict, nn.ModuleList, nn.Sequential))
-
-
 def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[..., Any],
-                  weights: str | None = None) -> str:
+                  weights: str | None = None, report: list[str] | None = None) -> str:
     """The source of a standalone Python file that builds and runs ``model``.
 
     ``model.code`` calls it; the model's module passes the pieces of its own
@@ -104,6 +87,9 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
         The name of a safetensors file of the model's state dict, written beside the
         file: the file then ends with ``load(path=None)``, which builds the model with
         those weights, in eval mode (:mod:`attngraph.lower.codegen_loader`).
+    report : list of str, optional
+        Gets the kind of every node written by its copied lowering class (no emit
+        rule for it, or one that declined the node's settings).
 
     Returns
     -------
@@ -134,50 +120,21 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     sig = model.binder.signature()
     sig = _check_inputs(graph, sig)
     top = class_name(graph.name)
-    bundle = Bundle(configured=_configured)
-    bundle.reserve(top)  # a helper of the same name is renamed (``Runtime_module``)
-    for own in LOADER_NAMES if weights is not None else ():
-        bundle.reserve(own)
-    # forward's parameters are fixed (the model's signature): the file's own names go
-    # around them
-    for arg in sig.parameters:
-        bundle.reserve(arg)
-    bundle.add_import("torch", None, "torch")
-    nn_name = bundle.add_import("torch", "nn", "nn")
-    bundle.add_import("torch", "Tensor", "Tensor")
-    runtime_name = bundle.require(runtime)
+    reserved = set(sig.parameters) | (set(LOADER_NAMES) if weights is not None else set())
+
+    def tail(bundle: Any) -> str:
+        return loader_source(bundle, top, weights) if weights is not None else ""
+
     try:
-        classes = body_classes(model, graph, bundle, runtime_name, linear_group)
-    except _UNWRITABLE as exc:
-        msg = f"{graph.name}: a block or loop body cannot be exported as Python: {exc}"
-        raise LoweringError(msg, None, "export it as pt2 instead") from exc
-    literals = Literals(model, bundle, classes=classes)
-    built: list[tuple[str, str, Doc | Pair | str]] = []
-    #: per node, the schedule steps its expression names (written before it)
-    pending: list[tuple[str, list[tuple[str, Any]]]] = []
-    for key, mod in model.nodes._modules.items():
-        if mod is None or inline(mod):
-            continue
-        nid = key[1:] if key.startswith("@") else key
-        try:
-            expr = literals.module(mod, f"nodes.{key}")
-            pending.append((key, literals.pending))
-            literals.pending = []
-        except _UNWRITABLE as exc:  # a value with no literal form; code with no source
-            node = graph.node(nid)
-            msg = f"node '{nid}' ({node.kind}) cannot be exported as Python: {exc}"
-            raise LoweringError(msg, node.loc, "export it as pt2 instead") from exc
-        built.append((nid, key, expr))
-    group = bundle.require(linear_group) if model.groups else None
-    init = _init(model, graph, built, literals, pending)
-    forward = forward_source(model, graph, sig, runtime_name, group, bundle)
-    loader = loader_source(bundle, top, weights) if weights is not None else ""
-    defs = bundle.source()  # (before the imports: an annotation may add one)
+        text, w = plain_source(model, sig, top, reserved, runtime, linear_group, tail,
+                               _class_doc(graph))
+    except _UNWRITABLE as exc:  # a value with no literal form; code with no source
+        msg = f"{graph.name}: a node cannot be exported as Python: {exc}"
+        raise LoweringError(msg, SourceLoc(graph.file), "export it as pt2 instead") from exc
+    if report is not None:
+        report.extend(w.fallbacks)
     header = _header(graph, top, sig, loads=weights is not None)
-    source = (header + "from __future__ import annotations\n\n" + bundle.import_lines()
-              + "\n\n\n" + defs + "\n\n" + f"class {top}({nn_name}.Module):\n"
-              + _class_doc(graph) + init + "\n" + forward + loader)
-    return checked(source, graph)
+    return checked(header + "from __future__ import annotations\n\n" + text, graph)
 
 
 def checked(source: str, graph: Graph) -> str:
@@ -235,44 +192,3 @@ def _class_doc(graph: Graph) -> str:
     summary = " ".join(str(getattr(graph, "summary", "") or "").split())
     text = f"The model of spec {quote(graph.name)}" + (f": {summary}" if summary else ".")
     return f'    """{wrap(text, 7, 4)}"""\n\n'
-
-
-def _init(model: AttnModel, graph: Graph, built: list[tuple[str, str, Doc | Pair | str]],
-          literals: Literals, pending: list[tuple[str, list[tuple[str, Any]]]]) -> str:
-    nn_name = literals.bundle.add_import("torch", "nn", "nn")
-    out = ["    def __init__(self) -> None:\n", "        super().__init__()\n",
-           f"        self.nodes = {nn_name}.ModuleDict()\n"]
-    for nid, key, expr in built:
-        node = graph.node(nid)
-        where = yaml_line(node)
-        out.append("\n" if len(out) > 3 else "")
-        hoisted = [steps for steps in pending if steps[0] == key]
-        if hoisted and hoisted[0][1]:
-            out.append(comment(f"the steps of {nid}'s body: node, kind, inputs (role, value, "
-                                "detach), module key", 8))
-            for var, step in hoisted[0][1]:
-                out.append(f"        {var} = " + render(step, 8, WIDTH, lead=len(var) + 3)
-                           + "\n")
-        if where:
-            out.append(comment(where, 8))
-        target = node_ref(key)
-        alias = [f for f in literals.fixups if f[0] == f"nodes.{key}"]
-        if expr == "None" and alias:  # share: the owner's module, in the node's place
-            literals.fixups.remove(alias[0])
-            expr = alias[0][1]
-        out.append(f"        {target} = " + render(expr, 8, WIDTH, lead=len(target) + 3) + "\n")
-    if literals.fixups:
-        out.append("        # shared modules and parameters (share:, tie:) and references\n")
-        for path, value in literals.fixups:
-            parent, _, last = path.rpartition(".")
-            target = ref(path)
-            text = render(value, 8, WIDTH, lead=len(target) + 3) if isinstance(
-                value, (Doc, Pair)) else value
-            if target.endswith(f".{last}") and target.startswith("self.") and \
-                    "getattr" not in target:
-                out.append(f"        {target} = {text}\n")
-            else:
-                out.append(f"        setattr({ref(parent)}, {quote(last)}, {text})\n")
-    out.append("        #: extra tensors of the last forward (a policy's log-probabilities...)\n")
-    out.append("        self.aux: dict[str, Tensor] = {}\n")
-    return "".join(out)

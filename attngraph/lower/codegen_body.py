@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from attngraph.lower.codegen_bundle import Bundle
     from attngraph.lower.module import AttnModel, Step
 
-__all__ = ["FORWARD_GLOBALS", "body_classes", "forward_source", "inline", "node_ref"]
+__all__ = ["FORWARD_GLOBALS", "body_classes", "body_classes_under", "forward_source", "inline",
+           "node_ref"]
 
 #: the prefix of an escaped module key (see :mod:`attngraph.lower.names`)
 _ESCAPE = "@"
@@ -70,23 +71,42 @@ def _bodies_under(m: nn.Module, path: str) -> list[tuple[str, nn.Module]]:
 def body_graphs(model: nn.Module, graph: Graph) -> dict[str, tuple[nn.Module, Graph]]:
     """Every module of ``model`` that runs a body, by its path, with that body's graph."""
     found: dict[str, tuple[nn.Module, Graph]] = {}
-
-    def walk(gm: nn.Module, g: Graph, prefix: str) -> None:
-        nodes = gm._modules.get("nodes")
-        if nodes is None:
-            return
-        for key, m in nodes._modules.items():
-            nid = key[len(_ESCAPE):] if key.startswith(_ESCAPE) else key
-            body = g.node(nid).body
-            if m is None or body is None:
-                continue
-            for path, sub in _bodies_under(m, f"{prefix}nodes.{key}"):
-                if path not in found:
-                    found[path] = (sub, body)
-                    walk(sub, body, f"{path}.")
-
-    walk(model, graph, "")
+    _walk(model, graph, "", found)
     return found
+
+
+def _walk(gm: nn.Module, g: Graph, prefix: str,
+          found: dict[str, tuple[nn.Module, Graph]]) -> None:
+    nodes = gm._modules.get("nodes")
+    if nodes is None:
+        return
+    for key, m in nodes._modules.items():
+        nid = key[len(_ESCAPE):] if key.startswith(_ESCAPE) else key
+        body = g.node(nid).body
+        if m is None or body is None:
+            continue
+        _found_under(m, body, f"{prefix}nodes.{key}", found)
+
+
+def _found_under(m: nn.Module, body: Graph, path: str,
+                 found: dict[str, tuple[nn.Module, Graph]]) -> None:
+    for sub_path, sub in _bodies_under(m, path):
+        if sub_path not in found:
+            found[sub_path] = (sub, body)
+            _walk(sub, body, f"{sub_path}.", found)
+
+
+def body_classes_under(w: Any, m: nn.Module, node: Any, path: str) -> dict[str, str]:
+    """The classes of the bodies inside ``m``, the module of ``node`` at ``path`` of a
+    plain file's writer ``w`` (:mod:`attngraph.lower.emit.writer`), by path."""
+    if node.body is None:
+        return {}
+    found: dict[str, tuple[nn.Module, Graph]] = {}
+    _found_under(m, node.body, path, found)
+    if not found:
+        return {}
+    runtime = w.bundle.require(w.runtime)
+    return _write_bodies(found, w.bundle, runtime, w.linear_group)
 
 
 def _value(key: str, detach: bool) -> str:
@@ -160,9 +180,14 @@ def body_classes(model: nn.Module, graph: Graph, bundle: Bundle, runtime: str,
     """Write a subclass for every body module of ``model`` (module doc); returns the
     class name to build each one with, by path. Bodies with the same code (the rounds
     of a repeat) share one class."""
+    return _write_bodies(body_graphs(model, graph), bundle, runtime, group)
+
+
+def _write_bodies(found: dict[str, tuple[nn.Module, Graph]], bundle: Bundle, runtime: str,
+                  group: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     made: dict[tuple[str, str], str] = {}
-    for path, (m, g) in body_graphs(model, graph).items():
+    for path, (m, g) in found.items():
         base = bundle.require(type(m))
         group_name = bundle.require(group) if m.groups else None  # type: ignore[attr-defined]
         body = _exec_source(m, g, runtime, group_name)

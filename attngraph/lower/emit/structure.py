@@ -1,0 +1,158 @@
+"""Emit rules of ``block``, ``repeat`` and ``loop``: a body's statements written
+where it runs, a repeat's and a loop's inside a Python ``for`` (the lowerings:
+:mod:`attngraph.lower.structure`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from attngraph.lower.emit.writer import Scope, graph_reads
+
+if TYPE_CHECKING:
+    from attngraph.lower.emit import EmitCtx
+
+__all__ = ["emit_block", "emit_loop", "emit_repeat"]
+
+
+def _body_scope(ctx: EmitCtx, indent: int, gm: Any = None) -> Scope:
+    body = ctx.body
+    outer = ctx.scope
+    return Scope({}, outer.masks, indent, graph_reads(body)
+                 | {k for _, k, _ in (gm or ctx.mod).out_keys},
+                 prefix=f"{outer.prefix}{ctx.node.id}/", index=outer.index, lines=outer.lines)
+
+
+def _gpaths(ctx: EmitCtx) -> list[str]:
+    return [f"{p}." for p in ctx.paths]
+
+
+def emit_block(ctx: EmitCtx) -> bool:
+    """The block's nodes, in place, on its inputs."""
+    m = ctx.mod
+    inner = _body_scope(ctx, ctx.scope.indent)
+    for role, name in m.bind:
+        inner.vals[name] = ctx.x(role)
+    ctx.w.run_graph(ctx.body, ctx.mods, _gpaths(ctx), inner)
+    outs = {name: inner.vals[k] + (".detach()" if d else "") for name, k, d in m.out_keys}
+    _ports(ctx, outs)
+    return True
+
+
+def _ports(ctx: EmitCtx, outs: dict[str, str]) -> None:
+    """The node's ports: the body's outputs (``""``: the first)."""
+    names = list(outs)
+    ctx.alias("", outs[names[0]])
+    for name in names:
+        if name:
+            ctx.alias(name, outs[name])
+
+
+def emit_repeat(ctx: EmitCtx) -> bool:
+    """``for i in range(K)``: the body on the last round's output."""
+    m = ctx.mod
+    if ctx.scope.index is not None and len(m.rounds) > 1 and len(ctx.mods) > 1:
+        return False
+    if len(ctx.mods) > 1:
+        return False
+    i = ctx.tmp("i") if len(m.rounds) > 1 else "_"
+    h = ctx.tmp(m.input)
+    kept = {k: ctx.tmp(f"{k}_rounds") for k in m.stacked}
+    ctx.line(f"{h} = {ctx.x('from')}")
+    for var in kept.values():
+        ctx.line(f"{var} = []")
+    ctx.line(f"for {i} in range({m.times}):")
+    inner = _body_scope(ctx, ctx.scope.indent + 4, m.rounds[0])
+    inner.index = i if len(m.rounds) > 1 else None
+    inner.vals[m.input] = h
+    for role, name in getattr(m, "fixed", ()):  # the same value in every round
+        inner.vals[name] = ctx.x(role)
+    old = ctx.w.scope_index
+    ctx.w.scope_index = i
+    ctx.w.run_graph(ctx.body, list(m.rounds), [f"{p}.rounds.{r}." for p in ctx.paths
+                                                    for r in range(len(m.rounds))], inner)
+    ctx.w.scope_index = old
+    pad = " " * 4
+    keys = {name: key for name, key, _ in m.rounds[0].out_keys}
+    for k, var in kept.items():
+        ctx.line(f"{pad}{var}.append({inner.vals[keys[k]]})")
+    ctx.line(f"{pad}{h} = {inner.vals[keys[m.output]]}")
+    out = ctx.out(h)
+    ctx.alias(m.output, out)
+    for k, var in kept.items():
+        ctx.out(f"{ctx.torch}.stack({var}, dim={m.stacked[k]})", k)
+    return True
+
+
+def emit_loop(ctx: EmitCtx) -> bool:
+    """The body's nodes in a ``for`` over the steps; carries and feeds as variables."""
+    m = ctx.mod
+    if len(ctx.mods) > 1 or any(c.like or c.over or c.onehot for c in m.carry):
+        return False
+    t = ctx.torch
+    steps = str(m.steps) if m.steps is not None else f"{ctx.x('steps')}.shape[1]"
+    inner = _body_scope(ctx, ctx.scope.indent + 4)
+    for name in m.inputs_:
+        inner.vals[name] = ctx.x(f"inputs.{name}")
+    for c in m.carry:
+        var = ctx.w.value_var(inner, c.name)
+        init = ctx.x(c.init) if c.init is not None else \
+            f"{t}.zeros({ctx.batch()}, {c.zeros}, dtype={ctx.dtype()}, device={ctx.device()})"
+        ctx.line(f"{var} = {init}")
+    once = {st.node for st in m.once}
+    ctx.w.run_graph(ctx.body, ctx.mods, _gpaths(ctx), _shift(inner, -4), only=once)
+    fed = _feeds(ctx, inner)
+    outs = [(name, key, det) for name, key, det in m.out_keys
+            if ctx.reads(name) or (name == m.out_keys[0][0] and ctx.reads(""))]
+    stacks = {name: ctx.tmp(f"{name}_steps") for name, _, _ in outs}
+    ctx.line(", ".join(stacks.values()) + " = " + ", ".join("[]" for _ in stacks))
+    step = ctx.tmp("t")
+    ctx.line(f"for {step} in range({steps}):")
+    head = len(ctx.scope.lines) - 1
+    for f, var in fed:
+        if f.feedback is None:
+            ctx.line(f"    {var} = {ctx.x(f.source)}[:, {step}]")
+    ctx.w.run_graph(ctx.body, ctx.mods, _gpaths(ctx), inner,
+                    only={st.node for st in m.plan} - once)
+    for name, key, det in outs:
+        ctx.line(f"    {stacks[name]}.append({_val(inner, key, det)})")
+    for c in m.carry:
+        key, det = m.keys[c.next]
+        ctx.line(f"    {inner.vals[c.name]} = {_val(inner, key, det)}")
+    for f, var in fed:
+        if f.feedback is not None:
+            nxt = f"{_val(inner, m.keys[f.feedback][0], False)}.argmax(-1)"
+            if f.source is not None and f.teacher_forcing:  # the true token in training
+                nxt = f"{ctx.x(f.source)}[:, {step}] if self.training else {nxt}"
+            ctx.line(f"    {var} = {nxt}")
+    if not any(f"[:, {step}]" in line for line in ctx.scope.lines[head:]):
+        ctx.scope.lines[head] = ctx.scope.lines[head].replace(f"for {step} in", "for _ in")
+    res: dict[str, str] = {}
+    for name, _, _ in outs:
+        res[name] = ctx.out(f"{t}.stack({stacks[name]}, {m.stack_axis[name]})", name)
+    if m.out_keys[0][0] in res:
+        ctx.alias("", res[m.out_keys[0][0]])
+    for c in m.carry:
+        ctx.alias(f"final_{c.name}", inner.vals[c.name])
+    return True
+
+
+def _shift(scope: Scope, by: int) -> Scope:
+    return Scope(scope.vals, scope.masks, scope.indent + by, scope.reads, scope.prefix,
+                 scope.index, scope.lines)
+
+
+def _val(scope: Scope, key: str, det: bool) -> str:
+    return scope.vals[key] + (".detach()" if det else "")
+
+
+def _feeds(ctx: EmitCtx, inner: Scope) -> list[tuple[Any, str]]:
+    """A variable per feed; a fed-back one starts at its start id."""
+    out = []
+    for f in ctx.mod.feed:
+        var = ctx.w.value_var(inner, f.name)
+        if f.feedback is not None:
+            t = ctx.torch
+            ctx.line(f"{var} = {t}.full(({ctx.batch()},), {f.start}, dtype={t}.long, "
+                     f"device={ctx.device()})")
+        out.append((f, var))
+    return out
