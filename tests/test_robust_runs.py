@@ -542,9 +542,9 @@ def test_a_non_finite_metric_is_an_error_naming_the_example(
     """evaluate never returns (or prints, with --json) a NaN metric: it is an error at
     the first example whose outputs are not finite, else at the data file."""
     from attngraph import load_run
-    from attngraph.train import trainer
+    from attngraph.train import tasks
 
-    monkeypatch.setattr(trainer, "evaluate", lambda *a, **k: {"accuracy": float("nan")})
+    monkeypatch.setattr(tasks, "compute_metrics", lambda *a, **k: {"accuracy": float("nan")})
     exc = refused(lambda: load_run(one_epoch).evaluate(data))
     assert (exc.loc.file, exc.loc.line) == (str(data), 0)
     assert "for these records (the run's accuracy on these records is nan)" in exc.message

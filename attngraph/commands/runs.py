@@ -29,32 +29,73 @@ def _json(value: object, run_dir: str) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
+_max_length_option = click.option(
+    "--max-length", type=click.IntRange(min=1), default=None,
+    help="Decoders: most target tokens generated [default: twice the longest source, plus 2].")
+_beam_option = click.option("--beam", type=click.IntRange(min=1), default=1, show_default=True,
+                            help="Decoders: beam width (1: greedy).")
+
+
 @main.command()
 @_run_argument
 @_data_option
 @click.option("--batch", type=click.IntRange(min=1), default=256, show_default=True,
               help="Examples per forward pass.")
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics as one JSON object.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as one JSON object instead of the table.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
+              help="Also write the report as JSON to this file; a missing directory is made.")
+@click.option("--picture", type=click.Path(dir_okay=False), default=None,
+              help="Draw a classifier's confusion matrix to this file (png, svg, pdf; "
+              "a missing directory is made).")
+@_max_length_option
+@_beam_option
 @device_options
 @run_stage
-def evaluate(run_dir: str, data: str, batch: int, as_json: bool, device: str,
+def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | None,
+             picture: str | None, max_length: int | None, beam: int, device: str,
              bf16: bool) -> None:
-    """Metrics of the run trained in RUN on the labelled records of --data.
+    """Scores of the run trained in RUN on the labelled records of --data.
 
     The records are read with the run's own fields, vocabularies and labels
-    (RUN/data.json); every example is scored.
+    (RUN/data.json); every example is scored. Printed: the loss (the training
+    objective) and the metrics; for a classifier each class's precision, recall,
+    F1 and support, their macro and weighted averages and the confusion matrix;
+    for a decoder also the BLEU and exact match of the text it generates.
     """
+    from attngraph.errors import SourceLoc, TrainingError
+    from attngraph.train.evaluation_text import format_report
     from attngraph.train.runs import load_run
 
     run = load_run(run_dir, device=device)
-    metrics = run.evaluate(data, batch=batch, bf16=bf16)
-    if as_json:
-        click.echo(_json(metrics, run_dir))
+    where = None
+    if picture is not None:
+        from attngraph.train.attend import picture_path
+
+        where = picture_path(picture)  # a suffix matplotlib cannot write fails first
+        if run.labels is None:
+            msg = "--picture draws a classifier's confusion matrix; this run is not one"
+            raise TrainingError(msg, SourceLoc(picture), "leave --picture out for a decoder "
+                                "run: its report has token accuracy and BLEU instead")
+    report = run.evaluate(data, batch=batch, bf16=bf16, beam=beam, max_length=max_length)
+    title = f"{run.graph.name} on {data}"
+    text = _json(report.to_dict(), run_dir)
+    written = []
+    if output is not None:
+        write_output(output, text + "\n", error=TrainingError)
+        written.append(f"report: {output}")
+    if where is not None and report.classes is not None:
+        from attngraph.train.evaluation_figure import confusion_picture
+
+        write_output(where, confusion_picture(report.classes, where, title=title),
+                     error=TrainingError)
+        written.append(f"confusion matrix: {where}")
+    if as_json:  # stdout is the JSON alone
+        click.echo(text)
         return
-    n = int(metrics.pop("examples"))
-    click.echo(f"{run.graph.name} on {data}: {n} examples")
-    for k, v in sorted(metrics.items()):
-        click.echo(f"  {k:<18} {v:.4f}")
+    click.echo(format_report(report, title))
+    for line in written:
+        click.echo(line)
 
 
 @main.command()
@@ -66,11 +107,8 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, device: str,
               help="Add each example's attention weights (heads averaged) and its tokens.")
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True,
               help="Examples per forward pass.")
-@click.option("--max-length", type=click.IntRange(min=1), default=None,
-              help="Decoders: most target tokens generated [default: twice the longest "
-              "source, plus 2].")
-@click.option("--beam", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Decoders: beam width (1: greedy).")
+@_max_length_option
+@_beam_option
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Decoders: generate with a key/value cache (--no-cache re-runs the "
               "prefix at every step; the same tokens, slower).")
