@@ -2,8 +2,12 @@
 
 One spec gives located errors (:func:`load_spec`), diagrams (``renderers``), a
 trainable PyTorch module (:func:`compile`) and a description of the mechanism.
-:func:`load_run` reloads a trained run to predict on new data.
-``import attngraph`` does not import torch; :func:`compile` and :func:`load_run` do.
+:func:`fit` trains it on a file, records or a DataFrame and returns the run
+(:func:`attngraph.workflow.fit`: ``attngraph train --data`` from Python);
+:func:`load_run` reloads a trained run to predict on new data; :func:`dataset`
+and :func:`save` serve a training loop of one's own (:mod:`attngraph.train.ownloop`).
+``import attngraph`` does not import torch; :func:`compile`, :func:`fit`, :func:`save`,
+:func:`dataset` and :func:`load_run` do.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from attngraph.pipeline import load_spec, loads_spec
 
 __all__ = [
     "AttnGraphError", "Edge", "Graph", "GraphError", "LoweringError", "Node", "RenderError",
-    "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "generate",
-    "load_run", "load_spec", "loads_spec",
+    "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "dataset", "generate",
+    "fit", "load_run", "load_spec", "loads_spec", "save",
 ]
 
 __version__ = "0.1.0"
@@ -45,5 +49,13 @@ def __getattr__(name: str) -> Any:
         from attngraph.train.runs import load_run
 
         return load_run
+    if name == "fit":  # trains with torch: loaded on first use
+        from attngraph.workflow import fit
+
+        return fit
+    if name in ("save", "dataset"):  # a training loop of one's own
+        from attngraph.train import ownloop
+
+        return getattr(ownloop, name)
     msg = f"module 'attngraph' has no attribute {name!r}"
     raise AttributeError(msg)

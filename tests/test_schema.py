@@ -86,6 +86,8 @@ def _allowed(prop: dict[str, Any]) -> set[Any]:
         for inner in ("items", "propertyNames"):  # a list's items, a mapping's keys
             if isinstance(b.get(inner), dict):
                 out |= _allowed(b[inner])
+        for value in b.get("patternProperties", {}).values():  # a mapping's values (dims)
+            out |= _allowed(value)
     return out
 
 

@@ -358,7 +358,8 @@ def build(spec: m.Spec, doc: Document) -> Graph:
     GraphError
         With one diagnostic per dangling reference, unknown dims name or clash.
     """
-    ctx = _Ctx(doc, dict(spec.dims))
+    # an `auto` size is refused by validate: a spec read without data has none
+    ctx = _Ctx(doc, {k: v for k, v in spec.dims.items() if isinstance(v, int)})
     inputs = _input_nodes(ctx, spec.inputs)
     for nid in spec.nodes:
         if nid in spec.inputs:

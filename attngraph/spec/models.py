@@ -39,8 +39,11 @@ __all__ = [
     "Size", "RefStr", "RefLong", "Ref", "BlockName", "LearnedQuery",
     "PosInt", "Prob", "PosFloat", "Scale", "SCALE_RANGE", "PROB_MAX", "check_scale",
     "in_range", "SIZE", "REF", "BLOCK", "FORMULA", "Model", "NodeModel",
-    "InputSpec", "BlockSpec", "Spec", "TrainSpec", "INPUT_TYPES",
+    "InputSpec", "BlockSpec", "Spec", "TrainSpec", "INPUT_TYPES", "AUTO",
 ]
+
+#: The dims value that leaves a size for the training data to decide.
+AUTO = "auto"
 
 
 class _Marker:
@@ -266,10 +269,11 @@ class Spec(Model):
     """A one-line title (diagrams, ``attngraph describe``)."""
     summary: str | None = None
     """A sentence or two on what the mechanism does."""
-    dims: dict[Ident, Annotated[int, Field(gt=0, le=1_000_000_000)]] = Field(
-        default_factory=dict
-    )
-    """Named sizes: a positive integer by name; any size field may name one."""
+    dims: dict[Ident, Union[Annotated[int, Field(gt=0, le=1_000_000_000)], Literal["auto"]]] = \
+        Field(default_factory=dict)
+    """Named sizes: a positive integer by name; any size field may name one. ``auto``
+    leaves a vocabulary or a class count for the training data to decide (``attngraph
+    train --data``); without data it is an error."""
     inputs: dict[Ident, InputSpec]
     """The model's inputs by name: the arguments of the compiled module's ``forward``."""
     # validated one node at a time by its kind's model (see ``attngraph.spec.validate``)

@@ -464,6 +464,7 @@ def validate(doc: Document, kinds: KindModels) -> m.Spec:
         }
     elif "blocks" in data:
         top["blocks"] = blocks_raw
+    _auto_dims(doc, data.get("dims"), diags)
     if "attngraph" not in data or data["attngraph"] == 1:
         spec = _validate_model(doc, (), m.Spec, top, diags, kinds)
     else:
@@ -482,6 +483,23 @@ def validate(doc: Document, kinds: KindModels) -> m.Spec:
         raise SpecError(diags[0].message, diagnostics=_dedupe(diags))
     assert spec is not None  # no diagnostics means the top-level model validated
     return spec.model_copy(update={"nodes": nodes, "blocks": blocks})
+
+
+def _auto_dims(doc: Document, dims: Any, diags: list[Diagnostic]) -> None:
+    """A dims entry written ``auto``: the training data decides it, so a spec read
+    without data cannot have it (``attngraph.train.autosize`` reads it with data)."""
+    if not isinstance(dims, dict):
+        return
+    for name, value in dims.items():
+        if value == m.AUTO:
+            diags.append(Diagnostic(
+                doc.loc(("dims", name)),
+                f"dims '{name}' is auto: the training data decides it, and no data is read "
+                "here",
+                f"train with data (attngraph train SPEC --data FILE, or attngraph.fit(SPEC, "
+                f"DATA)), which states the size it chose; to check, draw or compile the spec "
+                f"alone, write a number for {name}",
+            ))
 
 
 def _ids_only(nodes: Any) -> Any:

@@ -26,6 +26,7 @@ of such lists.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ from attngraph.errors import SourceLoc, TrainingError, did_you_mean
 from attngraph.fileio import FLOAT32_MAX, read_image
 from attngraph.train.data import Record, columns_of, data_error, value_loc
 from attngraph.train.speclocs import spec_loc
-from attngraph.train.vocab import EOS, MODES, LabelMap, Vocab, tokenize
+from attngraph.train.vocab import EOS, MODES, RESERVED, UNK, LabelMap, Vocab, tokenize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -293,6 +294,13 @@ def make_encoding(graph: Graph, records: list[Record], *, fields: Mapping[str, s
     TrainingError
         An input type files cannot give, an unmapped or unknown column, a
         value of the wrong type, or more labels than the spec's classes.
+
+    Warns
+    -----
+    UserWarning
+        When a vocabulary the spec caps keeps fewer tokens than the training
+        split has: how many distinct tokens, and what share of the text, read
+        as ``<unk>``. (A cap is a choice; ``auto`` under ``dims`` keeps them all.)
     """
     if mode not in MODES:
         msg = f"unknown tokenisation {mode!r}"
@@ -313,6 +321,8 @@ def make_encoding(graph: Graph, records: list[Record], *, fields: Mapping[str, s
                      else _tokens(r, col, _raise_missing(r, col, n.id), mode) for r in records]
             size = int(n.spec.vocab if types[n.id] == "tokens" else n.spec.classes)
             vocabs[n.id] = Vocab.build(texts, size=size, mode=mode)
+            if vocabs[n.id].dropped:
+                warnings.warn(_capped(n, vocabs[n.id], texts), stacklevel=2)
     labels = None
     if kind == "classify" and label is not None:
         names = [_label_text(r, label, r.values[label]) if label in r.values
@@ -320,6 +330,19 @@ def make_encoding(graph: Graph, records: list[Record], *, fields: Mapping[str, s
         labels = LabelMap.build(names)
         _check_classes(graph, labels, records[0].loc.file)
     return Encoding(kind, cols, types, label, mode, vocabs, labels)
+
+
+def _capped(node: Node[Any], vocab: Vocab, texts: list[list[str]]) -> str:
+    """What a vocabulary smaller than the training split's tokens leaves out, in words."""
+    field = "vocab" if str(node.spec.type) == "tokens" else "classes"
+    distinct = len(vocab) - len(RESERVED) + vocab.dropped
+    total = sum(len(t) for t in texts)
+    unk = sum(vocab.encode(t).count(UNK) for t in texts)
+    return (f"{node.where(field)}: input '{node.id}': its {field} of {len(vocab):,} keeps "
+            f"{len(vocab) - len(RESERVED):,} of the {distinct:,} distinct tokens of the training "
+            f"split; the {vocab.dropped:,} rarest ({unk:,} of its {total:,} tokens, "
+            f"{100 * unk / max(total, 1):.1f}%) read as <unk> (to keep them all: a {field} of "
+            f"at least {distinct + len(RESERVED):,}, or auto under dims)")
 
 
 def _raise_missing(rec: Record, col: str, key: str) -> Any:
@@ -333,5 +356,10 @@ def _check_classes(graph: Graph, labels: LabelMap, file: str) -> None:
     if isinstance(classes, int) and len(labels) > classes:
         msg = (f"the data in {file} has {len(labels)} labels ({', '.join(labels.names[:8])}"
                f"{'...' if len(labels) > 8 else ''}), the spec's logits give {classes} classes")
-        raise TrainingError(msg, spec_loc(graph, "dims", key=True),
-                            f"make the spec's classes at least {len(labels)}")
+        named = [k for k, v in graph.dims.items() if v == classes]
+        if len(named) == 1:  # the dims entry the logits take their size from
+            loc, what = spec_loc(graph, "dims", named[0]), named[0]
+        else:
+            loc, what = spec_loc(graph, "dims", key=True), "the spec's classes"
+        raise TrainingError(msg, loc, f"make {what} at least {len(labels)}, or write "
+                            f"{what.split()[-1]}: auto under dims to take the data's count")

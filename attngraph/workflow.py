@@ -1,0 +1,145 @@
+"""The Python workflow: train on a file, records or a DataFrame; evaluate, predict, export.
+
+:func:`fit` (public as ``attngraph.fit``) is ``attngraph train SPEC --data ...`` from
+Python: the same run
+(:func:`attngraph.train.runner.run`, the one training loop), the same run
+directory, and the run loaded back (:func:`attngraph.load_run`), so that::
+
+    run = attngraph.fit("specs/global_attention.yaml", "topics.csv", epochs=5)
+    run.evaluate("held-out.csv")
+    run.predict([{"text": "A storm with rain."}])
+    run.export("topics.onnx", format="onnx")
+
+A model trained in one's own loop is saved as such a run by :func:`attngraph.save`
+(:mod:`attngraph.train.ownloop`), and ``Run.export`` writes it as a program
+(:mod:`attngraph.train.runexport`). Data given in memory is written into the run
+directory first (:mod:`attngraph.train.inputs`), so a run trained from a
+DataFrame is the run the same rows give as a CSV file, for the same seed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attngraph.errors import SourceLoc, TrainingError
+
+if TYPE_CHECKING:
+    from attngraph.ir.graph import Graph
+    from attngraph.train.runs import Run
+
+__all__ = ["fit"]
+
+
+def _folder(out: str | Path | None) -> tuple[Path, bool]:
+    """The run directory, and whether it is a temporary one (``out`` not given)."""
+    if out is None:
+        return Path(tempfile.mkdtemp(prefix="attngraph-run-")), True
+    return Path(out), False
+
+
+def _bring_back(written: list[Path], folder: Path, moved: str | None) -> None:
+    """Files written for this run that ``overwrite`` moved aside with the earlier run,
+    put back where the run's checkpoint says they are."""
+    if moved is None:
+        return
+    for p in written:
+        there = Path(moved) / p.name
+        if not p.exists() and there.exists():
+            shutil.move(str(there), str(p))
+
+
+def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
+          out: str | Path | None = None, epochs: int | None = None, steps: int | None = None,
+          batch: int | None = None, lr: float | None = None, seed: int = 0,
+          fields: Mapping[str, str] | None = None, tokenize: str = "word",
+          valid_fraction: float = 0.1, patience: int = 0, device: str = "cpu",
+          bf16: bool = False, overwrite: bool = False, quiet: bool = False) -> Run:
+    """Train ``spec`` on ``data`` as ``attngraph train SPEC --data`` does; return the run.
+
+    Parameters
+    ----------
+    spec : str, Path or Graph
+        A spec file, YAML text, or a graph read from one. ``auto`` sizes under
+        ``dims`` are decided by the training data (the run says what it chose).
+    data : str, Path, list of dict, or DataFrame
+        A data file or folder (CSV, JSONL, Parquet, pairs, images: docs/data.md),
+        records, or a pandas DataFrame (one record per row).
+    valid : same kinds as ``data``, optional
+        Validation data; without it a seeded ``valid_fraction`` of ``data``.
+    out : str or Path, optional
+        The run directory (it must not hold a run, unless ``overwrite``); default:
+        a temporary one, removed when the returned run is garbage-collected.
+    epochs, steps, batch, lr, seed, fields, tokenize, patience, device, bf16, overwrite, quiet
+        As the ``attngraph train`` options of those names (``fields`` maps an input,
+        or ``label``, to a column). Give ``epochs`` or ``steps``, not both.
+
+    Returns
+    -------
+    Run
+        The run loaded back: ``.predict``, ``.evaluate``, ``.export``, ``.model``,
+        ``.labels``, ``.path``.
+
+    Raises
+    ------
+    AttnGraphError
+        What ``attngraph train`` refuses, before anything is written: the spec's
+        errors, data that does not read or fit (located in the file, or at
+        ``<records>:N`` / ``<DataFrame>:N`` for the N-th record or row), a run
+        already in ``out``.
+    """
+    from attngraph.train import rundir
+    from attngraph.train.inputs import (
+        TRAIN_FILE,
+        VALID_FILE,
+        Written,
+        data_path,
+        named_as,
+        spec_path,
+    )
+    from attngraph.train.runner import RunConfig
+    from attngraph.train.runner import run as run_training
+    from attngraph.train.runs import load_run
+
+    if epochs is not None and steps is not None:
+        msg = "give epochs or steps, not both"
+        raise TrainingError(msg, SourceLoc("epochs"), "epochs sets the steps from the data")
+    folder, temporary = _folder(out)
+    made = not folder.exists()
+    rundir.check(folder, resume=False, overwrite=overwrite)  # before anything is written
+    written = Written()
+    try:
+        with named_as(written):
+            cfg = RunConfig(
+                spec=spec_path(spec, folder, written),
+                data=data_path(data, folder / TRAIN_FILE, written),
+                valid=data_path(valid, folder / VALID_FILE, written) if valid is not None
+                else None,
+                out=str(folder), steps=steps, epochs=epochs, batch=batch, lr=lr, seed=seed,
+                fields=dict(fields or {}), tokenize=tokenize, valid_fraction=valid_fraction,
+                patience=patience, device=device, bf16=bf16, overwrite=overwrite, quiet=quiet)
+            summary = run_training(cfg)
+    except BaseException:
+        written.remove()
+        if temporary:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif made:
+            _rmdir(folder)
+        raise
+    _bring_back(written.files, folder, summary.moved_aside)
+    run = load_run(folder, device=device)
+    if temporary:
+        weakref.finalize(run, shutil.rmtree, str(folder), ignore_errors=True)
+    return run
+
+
+def _rmdir(folder: Path) -> None:
+    """Remove ``folder`` when it is empty (this call made it; nothing else is in it)."""
+    try:
+        folder.rmdir()
+    except OSError:
+        pass

@@ -1,0 +1,244 @@
+"""The Python workflow (``attngraph.fit``, ``Run.export``, ``attngraph.dataset`` and
+``attngraph.save``): one training path whatever form the data takes, runs that predict,
+evaluate and export, and models of one's own loop saved as runs the CLI reads."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pd = pytest.importorskip("pandas")
+
+import attngraph  # noqa: E402
+from attngraph.cli import main  # noqa: E402
+from attngraph.errors import TrainingError  # noqa: E402
+from attngraph.train.ownloop import TrainingData  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = """attngraph: 1
+name: tiny
+dims: {vocab: 16, d: 8, classes: 3}
+inputs:
+  tokens: {type: tokens, vocab: vocab}
+nodes:
+  x:      {kind: items, from: tokens, embed: d}
+  score:  {kind: scorer, fn: dot, query: {learned: d}, key: x}
+  p:      {kind: softmax, scores: score}
+  z:      {kind: readout, weights: p, values: x}
+  logits: {kind: linear, from: z, out: classes}
+outputs: {logits: logits, attention: p}
+"""
+WORDS = {"sun": "weather", "rain": "weather", "goal": "sport", "team": "sport",
+         "cake": "food", "soup": "food"}
+RECORDS = [{"text": f"the {w} and a {w}", "label": lab}
+           for i in range(4) for w, lab in WORDS.items()]
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SPEC, encoding="utf-8")
+    return path
+
+
+def _same_parameters(a: object, b: object) -> bool:
+    sa, sb = a.model.state_dict(), b.model.state_dict()  # type: ignore[attr-defined]
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_csv_records_and_dataframe_give_the_same_run(spec: Path, tmp_path: Path) -> None:
+    """The same rows as a CSV file, a list of records and a DataFrame train to the same
+    parameters and labels for a seed (one training path, however the data comes)."""
+    df = pd.DataFrame(RECORDS)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    runs = [attngraph.fit(spec, data, steps=6, seed=3, quiet=True)
+            for data in (str(tmp_path / "d.csv"), RECORDS, df)]
+    assert all(r.labels == ["food", "sport", "weather"] for r in runs)
+    assert _same_parameters(runs[0], runs[1]) and _same_parameters(runs[0], runs[2])
+    other = attngraph.fit(spec, df, steps=6, seed=4, quiet=True)
+    assert not _same_parameters(runs[0], other)  # the seed matters, so the check has teeth
+
+
+def test_the_run_predicts_evaluates_and_reloads(spec: Path, tmp_path: Path) -> None:
+    """A trained run predicts a label per record, scores labelled records, and reloads
+    from its directory to the same predictions, which the CLI also gives."""
+    out = tmp_path / "run"
+    run = attngraph.fit(spec, RECORDS, steps=40, lr=0.05, seed=0, out=out, quiet=True)
+    preds = run.predict(RECORDS)
+    assert [p["prediction"] for p in preds] == [r["label"] for r in RECORDS]
+    assert run.evaluate(RECORDS)["accuracy"] == 1.0
+    again = attngraph.load_run(out)
+    assert again.predict(RECORDS) == preds
+    (tmp_path / "new.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS),
+                                        encoding="utf-8")
+    from click.testing import CliRunner
+
+    res = CliRunner().invoke(main, ["predict", str(out), "--data", str(tmp_path / "new.jsonl")])
+    assert res.exit_code == 0, res.output
+    cli = [json.loads(x)["prediction"] for x in res.stdout.splitlines()]
+    assert cli == [p["prediction"] for p in preds]
+    assert (out / "data-train.jsonl").is_file()  # the run holds what it trained on
+
+
+def test_a_temporary_run_goes_with_its_run(spec: Path) -> None:
+    """Without ``out`` the run lives in a temporary directory, removed once the Run is gone."""
+    run = attngraph.fit(spec, RECORDS, steps=2, quiet=True)
+    where = run.path
+    assert (where / "checkpoint.pt").is_file()
+    del run
+    gc.collect()
+    assert not where.exists()
+
+
+def test_spec_as_text_or_graph(spec: Path, tmp_path: Path) -> None:
+    """Spec text is stored in the run as spec.yaml; a graph read from a file trains from
+    that file; both give the run of the file itself."""
+    by_text = attngraph.fit(SPEC, RECORDS, steps=3, out=tmp_path / "t", quiet=True)
+    assert (tmp_path / "t" / "spec.yaml").read_text(encoding="utf-8") == SPEC
+    by_graph = attngraph.fit(attngraph.load_spec(spec), RECORDS, steps=3, quiet=True)
+    assert by_graph.checkpoint.spec_file == str(spec)
+    assert _same_parameters(by_text, by_graph)
+
+
+def test_a_run_that_cannot_start_writes_nothing(spec: Path, tmp_path: Path) -> None:
+    """Data that does not fit is one error at the record, and the run directory (and the
+    records written for it) is not left behind."""
+    bad = [*RECORDS, {"text": "x"}]
+    with pytest.raises(TrainingError, match="has no column 'label'") as err:
+        attngraph.fit(spec, bad, steps=2, out=tmp_path / "run", quiet=True)
+    assert str(err.value.diagnostics[0].loc) == f"<records>:{len(bad)}:1"
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("data", "said"), [
+    (42, "not int"), ([], "no records given"), ([{"text": "a"}, "b"], "record 2 is a str"),
+    ({"text": "a", "label": "b"}, "not dict"),
+])
+def test_data_of_another_kind_is_one_error(spec: Path, data: object, said: str) -> None:
+    """Data that is neither a path, records nor a DataFrame is one TrainingError."""
+    with pytest.raises(TrainingError, match=said):
+        attngraph.fit(spec, data, steps=1, quiet=True)
+
+
+def test_a_missing_value_in_a_dataframe_names_its_row(spec: Path) -> None:
+    """A NaN cell is refused at its row and column, with how to drop it."""
+    df = pd.DataFrame(RECORDS)
+    df.loc[2, "label"] = float("nan")
+    with pytest.raises(TrainingError) as err:
+        attngraph.fit(spec, df, steps=1, quiet=True)
+    d = err.value.diagnostics[0]
+    assert (d.loc.file, d.loc.line) == ("<DataFrame>", 3)
+    assert "column 'label' holds a missing value (NaN)" in d.message and "dropna" in d.hint
+
+
+def test_overwrite_keeps_the_new_runs_data(spec: Path, tmp_path: Path) -> None:
+    """Training over an earlier run with overwrite moves that run aside, and the new run
+    still holds the records it was trained on where its checkpoint says."""
+    out = tmp_path / "run"
+    attngraph.fit(spec, RECORDS, steps=2, out=out, quiet=True)
+    with pytest.raises(TrainingError, match="already holds a run"):
+        attngraph.fit(spec, RECORDS, steps=2, out=out, quiet=True)
+    run = attngraph.fit(spec, RECORDS[:12], steps=2, out=out, overwrite=True, quiet=True)
+    kept = (out / "data-train.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(kept) == 12
+    assert run.checkpoint.config["data"]["data"] == str(out / "data-train.jsonl")
+    assert len(list(tmp_path.glob("run.old-*"))) == 1
+
+
+def test_epochs_and_steps_together_are_refused(spec: Path) -> None:
+    """Giving both is an error, as on the command line."""
+    with pytest.raises(TrainingError, match="epochs or steps, not both"):
+        attngraph.fit(spec, RECORDS, steps=2, epochs=1)
+
+
+def test_export_writes_a_program_that_gives_the_runs_outputs(spec: Path, tmp_path: Path) -> None:
+    """``run.export`` writes a torch.export program whose logits are the run's model's;
+    an unknown format is one error with the formats."""
+    run = attngraph.fit(spec, RECORDS, steps=3, quiet=True)
+    path = run.export(tmp_path / "m.pt2")
+    batch = run.batch_of(run.records(RECORDS[:4]))
+    prog = torch.export.load(str(path)).module()
+    got = prog(batch["tokens"], batch["tokens_mask"])
+    want = run.model(tokens=batch["tokens"], tokens_mask=batch["tokens_mask"])["logits"]
+    logits = got["logits"] if isinstance(got, dict) else got[0]
+    assert torch.allclose(logits, want, atol=1e-5)
+    run.export(tmp_path / "m.py", format="python")
+    assert (tmp_path / "m.safetensors").is_file()
+    with pytest.raises(TrainingError, match="unknown export format 'onxx'") as err:
+        run.export(tmp_path / "m.x", format="onxx")
+    assert "did you mean 'onnx'" in (err.value.hint or "")
+
+
+def _own_loop(ds: TrainingData, steps: int = 30) -> torch.nn.Module:
+    from torch.utils.data import DataLoader
+
+    torch.manual_seed(0)
+    model = attngraph.compile(ds.graph, seed=0)
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    done = 0
+    while done < steps:
+        for batch in DataLoader(ds, batch_size=8, shuffle=True, collate_fn=ds.collate):
+            loss = torch.nn.functional.cross_entropy(model(**ds.inputs(batch))["logits"],
+                                                     batch[ds.target])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            done += 1
+    return model.eval()
+
+
+def test_an_own_loop_model_saves_and_reloads_predicting_the_same(spec: Path,
+                                                                 tmp_path: Path) -> None:
+    """A model trained in one's own loop on ``attngraph.dataset`` saves as a run whose
+    predictions are the model's own probabilities, and the CLI evaluates it."""
+    ds = attngraph.dataset(spec, RECORDS)
+    model = _own_loop(ds)
+    out = attngraph.save(model, tmp_path / "own", data=ds)
+    run = attngraph.load_run(out)
+    batch = ds.collate([ds[i] for i in range(len(ds))])
+    with torch.no_grad():
+        probs = model(**ds.inputs(batch))["logits"].softmax(-1)
+    got = run.predict(RECORDS)
+    names = run.labels
+    assert names == ["food", "sport", "weather"]
+    for i, row in enumerate(got):
+        assert [row["probabilities"][n] for n in names] == pytest.approx(probs[i].tolist(),
+                                                                         abs=1e-5)
+    from click.testing import CliRunner
+
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS),
+                                      encoding="utf-8")
+    res = CliRunner().invoke(main, ["evaluate", str(out), "--data", str(tmp_path / "d.jsonl")])
+    assert res.exit_code == 0, res.output
+    assert (out / "data-train.jsonl").is_file()  # records saved with the run
+
+
+def test_save_refuses_a_model_of_another_spec(spec: Path, tmp_path: Path) -> None:
+    """A model compiled from another spec, or into a directory holding a run, is refused."""
+    other = attngraph.compile(str(ROOT / "specs" / "global_attention.yaml"), seed=0)
+    with pytest.raises(TrainingError, match="compiled from another spec"):
+        attngraph.save(other, tmp_path / "a", data=RECORDS, spec=spec)
+    wrong = attngraph.compile(SPEC.replace("d: 8", "d: 4"), seed=0)
+    with pytest.raises(TrainingError, match="compiled from another spec"):
+        attngraph.save(wrong, tmp_path / "a", data=RECORDS, spec=spec)
+    model = attngraph.compile(spec, seed=0)
+    attngraph.save(model, tmp_path / "b", data=RECORDS)
+    with pytest.raises(TrainingError, match="already holds a run"):
+        attngraph.save(model, tmp_path / "b", data=RECORDS)
+    assert not (tmp_path / "a").exists()
+
+
+def test_import_attngraph_still_does_not_import_torch() -> None:
+    """``attngraph.fit``, ``save`` and ``dataset`` load lazily."""
+    code = ("import sys, attngraph; f = attngraph.fit; assert callable(f); "
+            "assert 'torch' not in sys.modules, 'torch'; print('ok')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=False)
+    assert res.stdout.strip() == "ok", res.stderr
+    assert {"fit", "save", "dataset"} <= set(attngraph.__all__)
