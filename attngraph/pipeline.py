@@ -66,7 +66,8 @@ def _gb(elements: int) -> str:
 
 
 def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | None = None,
-                    length: int | Mapping[str, int] | None = None) -> Sizes:
+                    length: int | Mapping[str, int] | None = None,
+                    allow_large: bool = False) -> Sizes:
     """Refuse a graph whose forward would exhaust the machine; return its figures.
 
     The figures (:func:`attngraph.analysis.sizes.measure`, of the graph as it will
@@ -74,6 +75,8 @@ def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | N
     examples (default :data:`ASSUMED_BATCH`) and, for every symbolic length, the
     size in ``length`` (one for all, or one per name; default
     :data:`ASSUMED_LENGTH`, or a learned table's ``max_len`` if less).
+    ``allow_large`` lifts the parameter limit only (a model that exists, such as a
+    run of ``attngraph import``); the limits on tensors and work still hold.
 
     Raises
     ------
@@ -93,7 +96,7 @@ def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | N
     # measured as it will run: a kernel attention chain as its linear-time form
     sizes = measure(linear_attention(graph), batch=batch, length=length)
     p = sizes.params
-    if p.value > MAX_PARAMS:
+    if p.value > MAX_PARAMS and not allow_large:
         most = f" (node '{p.node.id}' has {p.node.params:,})" if p.node is not None else ""
         diags.append(Diagnostic(
             where(p.node), f"spec would have {p.value:,} parameters, over the limit of "

@@ -51,7 +51,7 @@ def _compare(*args: str) -> object:
 def _final(run: Path) -> dict[str, float]:
     """The last test line of a run's metrics.jsonl, without step and split."""
     lines = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
-    last = [ln for ln in lines if ln["split"] == "test"][-1]
+    last = [ln for ln in lines if ln["split"] == "valid"][-1]
     return {k: v for k, v in last.items() if k not in ("step", "split")}
 
 
@@ -109,7 +109,7 @@ def test_vary_trains_a_variant_that_differs_and_prints_its_diff(tmp_path: Path) 
     assert finer.exit_code == 0, finer.output
     assert "reused" not in finer.stderr
     tests = [json.loads(ln)["step"] for ln in (out / "fn=dot" / "seed0" / "metrics.jsonl")
-             .read_text().splitlines() if '"test"' in ln]
+             .read_text().splitlines() if '"valid"' in ln]
     assert tests == [2, 4, 6]
     assert list((out / "fn=dot").glob("seed0.old-*"))
 

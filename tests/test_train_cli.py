@@ -19,7 +19,7 @@ def _train(out: Path, *extra: str) -> object:
 
 
 def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path) -> None:
-    """A run leaves one JSON line per step plus test lines, a checkpoint, summary.json,
+    """A run leaves one JSON line per step plus validation lines, a checkpoint, summary.json,
     and prints a summary comparing final metrics with the spec's targets and naming
     the files."""
     res = _train(tmp_path / "run")
@@ -27,7 +27,7 @@ def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path) -> None:
     lines = [json.loads(ln) for ln in (tmp_path / "run" / "metrics.jsonl").read_text()
              .splitlines()]
     train = [ln for ln in lines if ln["split"] == "train"]
-    test = [ln for ln in lines if ln["split"] == "test"]
+    test = [ln for ln in lines if ln["split"] == "valid"]
     assert [ln["step"] for ln in train] == [1, 2, 3, 4, 5, 6]
     assert all("loss" in ln and "accuracy" in ln for ln in train)
     assert test and test[-1]["step"] == 6 and 0.0 <= test[-1]["accuracy"] <= 1.0

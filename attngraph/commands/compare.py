@@ -49,7 +49,7 @@ def _seeds(_ctx: Any, _param: Any, value: str) -> list[int]:
               show_default=True, help="Folder of the runs (OUT/VARIANT/seedK/), the "
               "tables and the pictures.")
 @click.option("--example", type=click.IntRange(min=0), default=0, show_default=True,
-              help="The test example whose attention is drawn.")
+              help="The validation example whose attention is drawn.")
 @click.option("--overwrite", is_flag=True,
               help="Train every run afresh (an earlier one is moved aside), instead of "
               "reusing the finished runs of unchanged specs.")
@@ -62,7 +62,7 @@ def compare(specs: tuple[str, ...], sets: tuple[str, ...], varies: tuple[str, ..
 
     Every run is an ordinary run directory OUT/VARIANT/seedK/ (attend, evaluate
     and predict read it); a finished run of an unchanged spec is reused. Prints
-    each variant's diff against the first and a table of every test metric
+    each variant's diff against the first and a table of every validation metric
     (mean ± sd over the seeds), the seeds that reached the spec's target, the
     steps to reach it, steps and seconds; writes OUT/compare.json,
     OUT/compare.md, the learning curves OUT/curves.png and the attention

@@ -92,6 +92,16 @@ class Checkpoint:
     spec_file: str
     config: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    #: the weights at ``step`` that ``--resume`` trains on from, when ``model`` holds
+    #: another step's (the best kept by early stopping, :mod:`attngraph.train.earlystop`)
+    resume_model: dict[str, Any] | None = None
+    #: which step ``model``'s weights come from, and its validation figures
+    #: (:meth:`attngraph.train.earlystop.Patience.state`), or None
+    best: dict[str, Any] | None = None
+
+    def training_weights(self) -> dict[str, Any]:
+        """The weights training goes on from: ``resume_model`` when set, else ``model``."""
+        return self.resume_model if self.resume_model is not None else self.model
 
 
 def rng_state(task: Task | None = None) -> dict[str, Any]:
@@ -145,8 +155,8 @@ def save_checkpoint(path: str | Path, ckpt: Checkpoint) -> Path:
 
     path = Path(path)
     payload = {"format": _FORMAT, **ckpt.__dict__, "config": _plain(ckpt.config),
-               "metrics": _plain(ckpt.metrics), "rng": {**ckpt.rng,
-                                                       "task": _plain(ckpt.rng.get("task"))}}
+               "metrics": _plain(ckpt.metrics), "best": _plain(ckpt.best),
+               "rng": {**ckpt.rng, "task": _plain(ckpt.rng.get("task"))}}
     buf = io.BytesIO()
     torch.save(payload, buf)
     try:
@@ -198,7 +208,8 @@ def _check(path: Path, data: Any) -> Checkpoint:
     problem = ckptdata.problems(data)
     if problem is not None:
         raise _error(path, problem)
-    bad = ckptdata.nonfinite(data["model"])
+    bad = ckptdata.nonfinite(data["model"]) or ckptdata.nonfinite(data.get("resume_model")
+                                                                    or {})
     if bad is not None:
         name, what = bad
         msg = f"this checkpoint's parameter {name} holds {what}: the model would predict NaN"
@@ -246,13 +257,13 @@ def _shape(t: Any) -> str:
     return "(" + ", ".join(str(n) for n in t.shape) + ")"
 
 
-def _misfit(ckpt: Checkpoint, model: nn.Module) -> list[str]:
-    """What in ``ckpt`` does not fit ``model``: names, shapes."""
+def _misfit(weights: dict[str, Any], model: nn.Module) -> list[str]:
+    """What in ``weights`` does not fit ``model``: names, shapes."""
     want = model.state_dict()
-    found = [f"missing {k}" for k in want if k not in ckpt.model]
-    found += [f"unexpected {k}" for k in ckpt.model if k not in want]
+    found = [f"missing {k}" for k in want if k not in weights]
+    found += [f"unexpected {k}" for k in weights if k not in want]
     found += [f"{k} has shape {_shape(v)} here, {_shape(want[k])} in the model"
-              for k, v in ckpt.model.items() if k in want and v.shape != want[k].shape]
+              for k, v in weights.items() if k in want and v.shape != want[k].shape]
     return found
 
 
@@ -263,6 +274,10 @@ def _listed(found: list[str]) -> str:
 
 def restore(ckpt: Checkpoint, path: str | Path, model: nn.Module, opt: Any = None) -> None:
     """Load ``ckpt``'s parameters into ``model`` (and its optimizer state into ``opt``).
+
+    Without ``opt`` the model is the run's (``ckpt.model``: with early stopping,
+    the best step's weights); with ``opt`` training goes on, from the weights of
+    the checkpoint's step (:meth:`Checkpoint.training_weights`).
 
     Raises
     ------
@@ -276,7 +291,9 @@ def restore(ckpt: Checkpoint, path: str | Path, model: nn.Module, opt: Any = Non
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
-    found = _misfit(ckpt, model)
+    weights = ckpt.training_weights() if opt is not None else ckpt.model
+    found = _misfit(ckpt.model, model) + (_misfit(weights, model)
+                                          if weights is not ckpt.model else [])
     if found:
         raise _error(path, f"this checkpoint does not fit the spec's model: {_listed(found)}")
     found = optimizer_problems(ckpt.optimizer, opt) if opt is not None else []
@@ -286,7 +303,7 @@ def restore(ckpt: Checkpoint, path: str | Path, model: nn.Module, opt: Any = Non
                      "from this state: drop --resume and train afresh (--overwrite moves "
                      "this run aside)")
     try:
-        model.load_state_dict(ckpt.model)
+        model.load_state_dict(weights)
         if opt is not None:
             opt.load_state_dict(ckpt.optimizer)
     except (RuntimeError, ValueError, KeyError, TypeError) as exc:

@@ -7,7 +7,9 @@ for the step, text for the seconds trained). :class:`CheckpointData` is the
 checkpoint's structure (pydantic, strict, no extra keys): the format, the step,
 the model's parameters (named tensors), the optimizer's state and parameter
 groups, the random states (torch's state tensor, the task's numpy stream), the
-spec's hash and text, the last test metrics (numbers), and the run's settings
+spec's hash and text, the last validation metrics (numbers), the best step early
+stopping kept (:class:`Best`) with the last step's weights when they differ
+(``resume_model``), and the run's settings
 (:class:`Config`: each key's type and range, a data run's files and split in
 :class:`DataSettings`). :func:`problems` says in words what does not fit it;
 :func:`nonfinite` names a parameter or buffer that holds NaN or infinity, which
@@ -34,8 +36,8 @@ from pydantic_core import ErrorDetails
 
 from attngraph.train.seeds import seed_problem
 
-__all__ = ["FORMAT", "CheckpointData", "Config", "DataSettings", "problems", "nonfinite",
-           "numpy_generator"]
+__all__ = ["FORMAT", "CheckpointData", "Config", "DataSettings", "Best", "problems",
+           "nonfinite", "numpy_generator"]
 
 #: The checkpoint format this version writes and reads.
 FORMAT = 1
@@ -151,6 +153,19 @@ class Rng(BaseModel):
         return state
 
 
+class Best(BaseModel):
+    """Which step a checkpoint's ``model`` comes from (early stopping kept the best),
+    and where early stopping stood (:meth:`attngraph.train.earlystop.Patience.state`)."""
+
+    model_config = _STRICT
+    step: Count
+    metric: Text
+    value: Annotated[float, Field(allow_inf_nan=False)]
+    bad: Annotated[int, Field(ge=0)]
+    patience: Count
+    metrics: dict[str, float]
+
+
 class CheckpointData(BaseModel):
     """Everything a checkpoint file holds (see the module docstring)."""
 
@@ -164,8 +179,12 @@ class CheckpointData(BaseModel):
     spec_text: str
     spec_file: str
     config: Config
-    #: the last test figures, as logged (NaN where a metric was undefined)
+    #: the last validation figures, as logged (NaN where a metric was undefined)
     metrics: dict[str, float] = Field(default_factory=dict)
+    #: the weights at ``step`` when ``model`` holds the best step's (absent in older
+    #: checkpoints, and None when they are the same)
+    resume_model: Annotated[dict[Text, Tensor], Field(min_length=1)] | None = None
+    best: Best | None = None
 
 
 #: What each top-level entry is, said when it is damaged as a whole.
@@ -173,6 +192,8 @@ _WHAT = {"step": "not a step number", "model": "not a dict of named tensors",
          "optimizer": "no state and param_groups", "rng": "not torch's and the task's "
          "random states", "spec_hash": "not a spec hash", "spec_text": "not text",
          "spec_file": "not text", "metrics": "not a dict of numbers",
+         "resume_model": "not a dict of named tensors",
+         "best": "not the best step's record (step, metric, value, bad, patience, metrics)",
          "config": "not a dict of the run's settings"}
 
 

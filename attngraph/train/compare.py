@@ -10,8 +10,9 @@ unchanged is reused rather than trained again (so a comparison can be extended
 by a seed or a variant); one whose spec changed is refused unless
 ``overwrite``, which moves it aside as ``train --overwrite`` does.
 
-The figures are read back from each run's own files: the final test metrics are
-the last ``"split": "test"`` line of ``metrics.jsonl``, the steps and seconds
+The figures are read back from each run's own files: the final validation metrics
+are the last ``"split": "valid"`` line of ``metrics.jsonl`` (``"test"`` in a run an
+earlier version wrote), the steps and seconds
 come from ``summary.json``. :func:`table` gives, per variant, the mean and the
 sample standard deviation (n - 1; 0 for one seed) of every metric over the
 seeds, how many seeds reached the spec's target, the first evaluated step at
@@ -38,6 +39,9 @@ from attngraph.train.variants import Override, Variant, Vary, variants, write_va
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
+#: The split names of a validation line: ``test`` in runs of earlier versions.
+_VALID = ("valid", "test")
+
 __all__ = ["SeedRun", "Comparison", "compare", "read_run", "table", "markdown",
            "write_report", "stats"]
 
@@ -51,7 +55,7 @@ class SeedRun:
     metrics: dict[str, float]
     steps: int
     seconds: float
-    #: the test lines of metrics.jsonl (step and metrics), in order
+    #: the validation lines of metrics.jsonl (step and metrics), in order
     curve: list[dict[str, float]]
     #: the training lines (step, loss and the first metric)
     train: list[dict[str, float]]
@@ -120,9 +124,9 @@ def read_run(out: Path, seed: int, *, reused: bool = False) -> SeedRun:
             msg = "this line is not a step's JSON object"
             raise TrainingError(msg, SourceLoc(str(log), i, 1, shown),
                                 "train the run again with --overwrite") from None
-        (curve if split == "test" else train).append(row)
+        (curve if split in _VALID else train).append(row)
     if not curve:
-        msg = "this run's metrics log has no test line"
+        msg = "this run's metrics log has no validation line"
         raise TrainingError(msg, SourceLoc(str(log)), "train it again with --overwrite")
     final = {k: v for k, v in curve[-1].items() if k != "step"}
     steps: Any = None
@@ -206,7 +210,7 @@ def compare(specs: Sequence[str], *, seeds: Sequence[int] = (0, 1, 2),
     steps : int, optional
         Training steps of every run [default: each spec's own].
     eval_every : int
-        Test metrics every this many steps (0: a fifth of the steps, as ``train``);
+        Validation metrics every this many steps (0: a fifth of the steps, as ``train``);
         finer evaluation measures the steps to the target more finely.
     overwrite : bool
         Train afresh where a run is (moved aside first), instead of reusing it.

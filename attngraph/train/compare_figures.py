@@ -1,9 +1,9 @@
 """The pictures of ``attngraph compare``: learning curves, attention side by side.
 
-:func:`curves` draws, for every test metric and for the training loss, one
+:func:`curves` draws, for every validation metric and for the training loss, one
 panel with a line per variant: the mean over its seeds at each evaluated step,
 and a band of ± one sample standard deviation. :func:`attention` draws each
-variant's attention on one test example with :func:`attngraph.train.attend.attend_run`
+variant's attention on one validation example with :func:`attngraph.train.attend.attend_run`
 (the picture ``attngraph attend`` makes, from the variant's first seed), then
 sets those pictures side by side in one figure. matplotlib (Agg) is imported
 only here.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["curves", "attention", "mean_curve"]
 
 
-def mean_curve(runs: list[SeedRun], metric: str, *, split: str = "test"
+def mean_curve(runs: list[SeedRun], metric: str, *, split: str = "valid"
                ) -> tuple[list[int], list[float], list[float]]:
     """``(steps, means, sds)`` of ``metric`` over the runs, at the steps all of them logged.
 
@@ -35,7 +35,7 @@ def mean_curve(runs: list[SeedRun], metric: str, *, split: str = "test"
     >>> mean_curve([a, b], "m")
     ([1, 2], [0.5, 1.0], [0.7071067811865476, 0.0])
     """
-    tables = [{int(row["step"]): row[metric] for row in (r.curve if split == "test" else r.train)
+    tables = [{int(row["step"]): row[metric] for row in (r.train if split == "train" else r.curve)
                if metric in row} for r in runs]
     common = sorted(set.intersection(*(set(t) for t in tables))) if tables else []
     pairs = [stats([t[s] for t in tables]) for s in common]
@@ -60,11 +60,11 @@ def _save(fig: object, path: Path) -> None:
 
 
 def curves(cmp: Comparison, path: Path) -> Path:
-    """Learning curves of every variant, one panel per test metric plus training loss."""
+    """Learning curves of every variant, one panel per validation metric plus training loss."""
     from attngraph.train.figures import pyplot
 
     plt = pyplot()
-    panels = [("test", m) for m in cmp.metric_names] + [("train", "loss")]
+    panels = [("valid", m) for m in cmp.metric_names] + [("train", "loss")]
     cols = min(3, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
@@ -79,7 +79,7 @@ def curves(cmp: Comparison, path: Path) -> Path:
                 ax.fill_between(steps, [m - s for m, s in zip(mean, sd, strict=True)],
                                 [m + s for m, s in zip(mean, sd, strict=True)],
                                 color=colour, alpha=0.2, linewidth=0)
-            want = cmp.target.get(metric) if split == "test" else None
+            want = cmp.target.get(metric) if split == "valid" else None
             if want is not None:
                 ax.axhline(want, color="grey", linestyle=":", linewidth=1)
             ax.set_title(f"{split} {metric}", fontsize=9)

@@ -12,7 +12,7 @@ Every batch the loop trains on comes from a :class:`torch.utils.data.DataLoader`
 :class:`DataTask` is the :class:`~attngraph.train.taskbase.Task` of a user's
 data: it names the batch fields (the spec's input ids), the target (class ids,
 or target ids padded with :data:`~attngraph.train.taskbase.IGNORE`) and the
-metrics, and gives test batches from the validation split, so the step, the
+metrics, and gives validation batches from the validation split, so the step, the
 evaluation, the checkpoints and ``attend`` work on it unchanged. Padded token
 inputs come with ``<input>_mask`` (True = a real token), as compiled models take.
 
@@ -37,7 +37,7 @@ from attngraph.train import datafile
 from attngraph.train.data import data_error, read_records
 from attngraph.train.encoding import Encoding, make_encoding
 from attngraph.train.rundir import atomic_write, run_file
-from attngraph.train.taskbase import IGNORE, Task
+from attngraph.train.taskbase import IGNORE, Task, split_name
 from attngraph.train.vocab import EOS, PAD
 
 if TYPE_CHECKING:
@@ -127,8 +127,8 @@ class DataTask(Task):
     enc : Encoding
         How records were encoded.
     train, valid : EncodedDataset
-        The splits; ``batch(size, split="test")`` is the first ``size`` examples
-        of ``valid``, :meth:`test_batches` all of it.
+        The splits; ``batch(size, split="valid")`` is the first ``size`` examples
+        of ``valid``, :meth:`valid_batches` all of it.
     seed : int
         Seeds the shuffling (:func:`train_stream`).
     """
@@ -150,15 +150,19 @@ class DataTask(Task):
         self.shown: dict[str, list[str]] = {}
 
     def batch(self, size: int, *, split: str = "train") -> dict[str, Tensor]:
-        """The next training batch, or the first ``size`` validation examples."""
-        if split == "test":
+        """The next training batch, or the first ``size`` validation examples
+        (``split="valid"``, or its old name ``"test"``)."""
+        name = split_name(split)
+        if name is None:
+            self.fail(f"split must be 'train' or 'valid', not {split!r}")
+        if name == "valid":
             ds = self.valid
             return ds.collate([ds[i] for i in range(min(size, len(ds)))])
         if self._stream is None:
             self._stream = train_stream(self, size, self.seed)
         return next(self._stream)
 
-    def test_batches(self, size: int) -> Iterator[dict[str, Tensor]]:
+    def valid_batches(self, size: int) -> Iterator[dict[str, Tensor]]:
         """The whole validation split in batches of ``size`` (padded alike)."""
         ds = self.valid
         for lo in range(0, len(ds), size):

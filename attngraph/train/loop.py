@@ -42,7 +42,7 @@ __all__ = ["TrainResult", "train", "task_loss", "reward_of", "evaluate"]
 class TrainResult:
     """What :func:`train` returns.
 
-    ``metrics`` are the final test metrics (plus ``loss``, the mean training
+    ``metrics`` are the final validation metrics (plus ``loss``, the mean training
     loss of the last 10% of steps); ``history`` has one dict per evaluation.
     """
 
@@ -96,7 +96,7 @@ def train(
     eval_every : int
         Evaluate every this many steps (0: only at the end).
     eval_size : int
-        Size of the fixed test batch.
+        Size of the fixed validation batch.
     options : dict, optional
         Task options overriding the spec's ``train.options``.
     callback : callable, optional

@@ -1,7 +1,7 @@
 """Progress of a training run on rank 0: a tqdm bar on a terminal, else lines.
 
 :func:`attngraph.train.runner.run` shows a bar with the loss and short metric
-names (``acc``, ``test_acc``...) when its stream is a terminal with a width and
+names (``acc``, ``valid_acc``...) when its stream is a terminal with a width and
 the run is not ``quiet``; otherwise it prints ``step N/TOTAL  loss ...`` every
 ``every`` steps and at the last one.
 """
@@ -14,9 +14,14 @@ from typing import TextIO
 __all__ = ["Progress"]
 
 _SHORT = {"accuracy": "acc", "token_accuracy": "tok_acc", "sequence_accuracy": "seq_acc",
-          "attention_peak": "peak", "test_accuracy": "test_acc",
-          "test_token_accuracy": "test_tok_acc", "test_sequence_accuracy": "test_seq_acc",
-          "test_attention_peak": "test_peak", "test_alignment": "test_align"}
+          "attention_peak": "peak", "alignment": "align"}
+_VALID = "valid_"
+
+
+def _short(name: str) -> str:
+    """The bar's short name of a figure (``valid_accuracy`` -> ``valid_acc``)."""
+    base = name.removeprefix(_VALID)
+    return name[:len(name) - len(base)] + _SHORT.get(base, base)
 
 
 def _width(stream: TextIO) -> int:
@@ -61,7 +66,7 @@ class Progress:
         """Show the figures of ``step``."""
         shown = {k: f"{v:.3f}" for k, v in info.items() if k != "step"}
         if self.bar_on:
-            short = {_SHORT.get(k, k): v for k, v in shown.items()}
+            short = {_short(k): v for k, v in shown.items()}
             self.bar.set_postfix(short, refresh=False)
             self.bar.update(1)
         elif step % self.every == 0 or step == self.total:

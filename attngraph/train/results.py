@@ -79,7 +79,7 @@ def measure_one(path: str | Path, *, seed: int = 0,
     -------
     dict
         ``spec``, ``task``, ``steps``, ``target`` (metric -> value), ``reached``
-        (every test metric, rounded to 3 places), ``met`` (every target reached),
+        (every validation metric, rounded to 3 places), ``met`` (every target reached),
         ``cpu_s`` (process CPU seconds of compiling and training) and ``seed``.
     """
     import torch

@@ -178,7 +178,7 @@ glimpse fixed at the centre of the canvas (no attention), with a wider core so
 that it has as many parameters as glimpse_hard. The slow test
 `test_hard_attention_beats_chance_and_the_no_attention_baseline` asserts that
 glimpse_hard beats it by at least 0.1 accuracy and puts a glimpse on the digit
-(`glimpse_hit`) in at least 30% of the test images.
+(`glimpse_hit`) in at least 30% of the validation images.
 
 ## How the hard attention model got there
 

@@ -1,26 +1,25 @@
 """The full training run behind ``attngraph train``: files, checkpoints, resume.
 
 :func:`run` trains a spec on a built-in task, or on the user's data
-(``RunConfig.data``: :mod:`attngraph.train.dataset`), and leaves in its output
-directory ``metrics.jsonl`` (one JSON object per training step, and one per
-evaluation with ``"split": "test"``), ``checkpoint.pt`` (see
-:mod:`attngraph.train.checkpoints`), ``summary.json`` (the final summary) and
-for data ``data.json`` (vocabularies and labels); :mod:`attngraph.train.runlog`
-writes them. It shows progress (:mod:`attngraph.train.progress`) and returns a
-:class:`RunSummary` (final test metrics against the spec's ``train.target``).
+(``RunConfig.data``: :mod:`attngraph.train.dataset`); :mod:`attngraph.train.runlog`
+writes its directory (``metrics.jsonl`` with ``"split": "valid"`` evaluation lines,
+``metrics.csv``, ``checkpoint.pt``, ``summary.json``, the model card ``README.md``,
+a data run's ``data.json``: docs/runs.md). It shows progress
+(:mod:`attngraph.train.progress`) and returns a :class:`RunSummary` (the
+validation metrics of the weights kept against the spec's ``train.target``).
 Batches come through :func:`attngraph.train.dataset.train_stream` (a
 ``DataLoader``); a data run's epochs are seeded permutations, so a resume
 continues them exactly too. ``patience`` stops after that many evaluations
-without a better first metric; ``device`` and ``bf16`` say where and how the
-passes run (:mod:`attngraph.train.device`).
+without a better first metric and keeps the best evaluation's weights as the
+run's model (:mod:`attngraph.train.earlystop`); ``device`` and ``bf16`` say where
+and how the passes run (:mod:`attngraph.train.device`).
 
 The defaults, the step, the evaluation and the RNG policy are
-:mod:`attngraph.train.trainer`'s, the same as the Python API
-:func:`attngraph.train.loop.train` uses: the same settings and seed give the
-same parameters either way. With ``resume=True`` a run continues from the
-directory's checkpoint; the model, optimizer, step and every random state are
-restored, so N steps straight and N/2 steps then a resume to N give the same
-parameters, also after the first run was killed (``kill -9``) mid-way. A resume
+:mod:`attngraph.train.trainer`'s (as :func:`attngraph.train.loop.train`'s: the
+same settings and seed give the same parameters either way). With ``resume=True``
+a run continues from the directory's checkpoint; the model, optimizer, step and
+every random state are restored, so N steps straight and N/2 steps then a resume
+to N give the same parameters, also after a kill (``kill -9``) mid-way. A resume
 trains on to the total asked for (:mod:`attngraph.train.resume`): ``--steps`` or
 ``--epochs`` when given, else the run's own; a total already reached is refused.
 
@@ -56,11 +55,11 @@ from attngraph.train import ddp, rundir
 from attngraph.train.dataset import DataTask, load_encoding, steps_per_epoch, train_stream
 from attngraph.train.dataset import data_task as make_data_task
 from attngraph.train.device import pick_device, to_device
+from attngraph.train.earlystop import Patience
 from attngraph.train.resume import DATA, STORED, TOTAL, check_total, resumed
 from attngraph.train.runlog import (
     METRICS_FILE,
     SUMMARY_FILE,
-    Patience,
     RunRecord,
     RunSummary,
     run_files,
@@ -130,10 +129,14 @@ class RunConfig:
     tokenize: str = "word"
     #: passes over the training data (sets steps; evaluation every epoch by default)
     epochs: int | None = None
-    #: stop after this many evaluations without a better first metric (0: never)
+    #: stop after this many evaluations without a better first metric, keeping the
+    #: best evaluation's weights (0: never; a resume keeps the run's own)
     patience: int = 0
     device: str = "cpu"
     bf16: bool = False
+    #: draw the trained model's attention into ``OUT/attention.png`` at the end
+    #: (the model card shows it); ``attngraph train`` does
+    picture: bool = False
 
 
 def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
@@ -213,13 +216,15 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
 
 def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig, Any, Task]:
     """:func:`settle`, and the task it made."""
-    from attngraph.pipeline import check_resources, load_spec
+    from attngraph.pipeline import check_resources
+    from attngraph.train.autosize import sized_spec
+    from attngraph.train.imported import is_imported
 
     problem = seed_problem(config.seed)
     if problem is not None:
         raise TrainingError(problem, SourceLoc("--seed"), SEED_HINT)
     # the resource guard runs below, at the batch and length this run will use
-    graph = load_spec(config.spec, allow_large=True)
+    graph = sized_spec(config)  # `auto` dims decided by the data (train/autosize.py)
     out_dir = Path(config.out or Path("runs") / graph.name)
     if rank == 0:
         rundir.check(out_dir, resume=config.resume, overwrite=config.overwrite)
@@ -258,12 +263,14 @@ def _settle(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig,
     length = (max(data_task.train.lengths.values(), default=None) if data_task is not None
               else task.opts.get("length"))
     length = length if isinstance(length, int) and length > 0 else None
-    # the evaluation's batch too: a built-in task's test batch is made whole
+    # the evaluation's batch too: a built-in task's validation batch is made whole
     evals = min(cfg.eval_size, len(data_task.valid)) if data_task is not None else cfg.eval_size
+    # a run of `attngraph import` (a model that exists) may pass the parameter limit
+    large = prior is not None and is_imported(out_dir)
     with _stored(prior, out_dir):  # and a resume's batch sizes are the checkpoint's
-        check_resources(graph, batch=cfg.batch, length=length)
+        check_resources(graph, batch=cfg.batch, length=length, allow_large=large)
         if evals > (cfg.batch or 0):
-            check_resources(graph, batch=evals, length=length)
+            check_resources(graph, batch=evals, length=length, allow_large=large)
     check_fits(graph, task)
     return graph, cfg, prior, task
 
@@ -334,10 +341,11 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
         model.to(device)
         if prior is not None:  # the optimizer's state follows its parameters
             opt.load_state_dict(opt.state_dict())
-    stop = Patience(cfg.patience, task.metrics[0] if task.metrics else "")
+    stop = _patience(cfg, task, prior)
     start = prior.step if prior is not None else 0
     before = float(prior.config.get("seconds", 0.0)) if prior is not None else 0.0
-    test: dict[str, float] = dict(prior.metrics) if prior is not None else {}
+    valid: dict[str, float] = dict(prior.metrics) if prior is not None else {}
+    last = start
     stored = {**{k: getattr(cfg, k) for k in STORED}, "task": task.name,
               "options": dict(task.opts), TOTAL: settings.steps}
     if isinstance(task, DataTask):
@@ -357,26 +365,42 @@ def run(config: RunConfig, *, rank: int = 0, world: int = 1,
                 info = ddp.mean(info)
             evaluated = step % cfg.eval_every == 0 or step == settings.steps
             if evaluated:
-                test = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16)
-            stopping = evaluated and stop.stop(test, step)
+                valid, last = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16), step
+            stopping = evaluated and stop.stop(valid, step, model)
             if rec is not None:
-                rec.step(step, info, test, evaluated)
+                rec.step(step, info, valid, evaluated)
                 if step % cfg.checkpoint_every == 0 or step == settings.steps or stopping:
-                    rec.checkpoint(step, model, opt, task, test)
+                    rec.checkpoint(step, model, opt, task, valid, stop)
             if stopping:
                 break
-        if prior is not None and not test:  # resumed at or past the last step
-            test = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16)
+        if prior is not None and not valid:  # resumed at or past the last step
+            valid = evaluate(model, graph, task, cfg.eval_size, bf16=cfg.bf16)
+        stop.restore(model)  # the run's model: the best weights, when they were kept
     target = dict(graph.train.target) if graph.train is not None and \
         graph.train.task == task.name else {}
     reached = stop.step if stop.step is not None else max(settings.steps, start)
+    kept = stop.best_step is not None and stop.best_step != last
     summary = RunSummary(
-        spec=graph.name, task=task.name, steps=reached, metrics=test,
+        spec=graph.name, task=task.name, steps=reached,
+        metrics=stop.best_metrics if stop.best_step is not None else valid,
         target=target, seconds=before + time.perf_counter() - wall, out=str(cfg.out),
         files={k: str(v) for k, v in run_files(cfg).items()}, world=world,
         rank_max_diff=ddp.rank_max_diff(model) if world > 1 else None,
         moved_aside=rec.moved if rec is not None else None, stopped_early=stop.step,
+        best_step=stop.best_step, best_metric=stop.metric if stop.best_step is not None else None,
+        last_metrics=valid if kept else None, last_step=last if kept else None,
     )
     if rec is not None:
-        rec.summary(summary)
+        rec.finish(summary, cfg, graph, task, stop.patience if stop.active else 0)
     return summary
+
+
+def _patience(cfg: RunConfig, task: Task, prior: ck.Checkpoint | None) -> Patience:
+    """Early stopping on the task's first metric; on resume, from where it stood (with
+    the run's own patience when none is given)."""
+    best = prior.best if prior is not None else None
+    patience = cfg.patience or (int(best["patience"]) if best is not None else 0)
+    stop = Patience(patience, task.metrics[0] if task.metrics else "")
+    if prior is not None:
+        stop.resume(best, prior.model)
+    return stop

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attngraph.train.task_images import _TEST_EVERY, _digits
+from attngraph.train.task_images import _VALID_EVERY, _digits
 from attngraph.train.taskbase import Task, register_metric, register_task
 
 if TYPE_CHECKING:
@@ -47,8 +47,8 @@ class DigitCaptions(Task):
     ``image`` [1, 8·rows, 8·cols] holds the digits (pixels in [0, 1], other
     tiles blank); ``target`` [max_digits + 1] is the caption; ``digit_tile``
     [max_digits + 1] is the tile (row-major index) of the digit each step
-    names, -1 at ``<eos>``. Train and test draw from disjoint sets of source
-    digits (every fifth one is test).
+    names, -1 at ``<eos>``. Training and validation draw from disjoint sets of source
+    digits (every fifth one is held out for validation).
     """
 
     provides = {"image": "image", "target": "labels"}
@@ -71,7 +71,7 @@ class DigitCaptions(Task):
 
         imgs, labels = _digits()
         idx = np.arange(len(labels))
-        pool = idx[(idx % _TEST_EVERY == 0) == (split == "test")]
+        pool = idx[(idx % _VALID_EVERY == 0) == (split != "train")]
         o = self.opts
         r, c, most = o["rows"], o["cols"], o["max_digits"]
         image = np.zeros((size, 1, 8 * r, 8 * c), dtype=np.float32)

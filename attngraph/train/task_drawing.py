@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from attngraph.train.task_images import _TEST_EVERY, _digits
+from attngraph.train.task_images import _VALID_EVERY, _digits
 from attngraph.train.taskbase import Task, register_metric, register_task
 
 if TYPE_CHECKING:
@@ -45,12 +45,13 @@ _DIGIT = 8
 
 
 def _pool(split: str) -> np.ndarray:
-    """The binarised digits of a split ``[n, 8, 8]`` (every fifth digit is test)."""
+    """The binarised digits of a split ``[n, 8, 8]`` (every fifth digit is held out
+    for validation)."""
     import numpy as np
 
     imgs, labels = _digits()
     idx = np.arange(len(labels))
-    return (imgs[(idx % _TEST_EVERY == 0) == (split == "test")] > 0.5).astype(np.float32)
+    return (imgs[(idx % _VALID_EVERY == 0) == (split != "train")] > 0.5).astype(np.float32)
 
 
 @functools.lru_cache(maxsize=8)
@@ -82,8 +83,8 @@ class DigitDrawing(Task):
 
     ``image`` [1, canvas, canvas] is the input and ``target`` the same pixels
     (0 or 1), for a ``bernoulli`` objective; ``position`` (row, col) is the
-    digit's top-left corner. Train and test draw from disjoint sets of source
-    digits (every fifth one is test).
+    digit's top-left corner. Training and validation draw from disjoint sets of source
+    digits (every fifth one is held out for validation).
     """
 
     provides = {"image": "image"}
@@ -117,7 +118,7 @@ def _nll(logits: Tensor, target: Tensor) -> Tensor:
     return bernoulli_nll(logits, target)
 
 
-@register_metric("negative_elbo")
+@register_metric("negative_elbo", lower_is_better=True)
 def negative_elbo(outputs: Mapping[str, Any], batch: Mapping[str, Any],
                   task: Task) -> float | None:
     """The negative ELBO in nats per image: −log D(x | logits) + the KL terms.
@@ -135,10 +136,10 @@ def negative_elbo(outputs: Mapping[str, Any], batch: Mapping[str, Any],
     return float(bound.mean())
 
 
-@register_metric("pixel_baseline")
+@register_metric("pixel_baseline", lower_is_better=True)
 def pixel_baseline(outputs: Mapping[str, Any], batch: Mapping[str, Any],
                    task: Task) -> float | None:
-    """NLL in nats per image of the test images under independent pixels, each on
+    """NLL in nats per image of the validation images under independent pixels, each on
     with its frequency in the training images (:func:`pixel_probabilities`)."""
     import torch
 

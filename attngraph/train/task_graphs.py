@@ -36,7 +36,7 @@ class Karate(Task):
     Features are one-hot node ids [34, 34] (the model learns from the graph
     only); adjacency is the friendship graph. The same graph comes in every
     batch; ``train_per_class`` members per faction are labelled for training
-    (drawn with the seed) and the rest are the test nodes.
+    (drawn with the seed) and the rest are the validation nodes.
     """
 
     provides = {"graph": "graph"}
@@ -73,7 +73,7 @@ class StochasticBlockModel(Task):
     A node's features [dim] are Gaussian noise plus ``signal`` times a one-hot
     of its community in the first ``blocks`` coordinates, so neighbours'
     features help. Training graphs label ``train_per_class`` nodes per
-    community; test graphs label every node.
+    community; validation graphs label every node.
     """
 
     provides = {"graph": "graph"}

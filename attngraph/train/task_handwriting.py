@@ -47,7 +47,7 @@ class Handwriting(Task):
     end: padding, not scored); ``char_of_step`` [T] the position in the string
     of the letter being drawn at each step (-1 past the end). A letter's stroke
     is ``stroke`` offsets drawn uniformly in [-1, 1] from the seed (the same
-    for the train and test splits, and at every occurrence of the letter); each
+    for the training and validation splits, and at every occurrence of the letter); each
     drawn offset adds noise of standard deviation ``noise``.
     """
 
@@ -112,7 +112,7 @@ def _scored(outputs: Mapping[str, Any], batch: Mapping[str, Any]) -> Any:
     return pred.detach(), target, ~target.isnan()
 
 
-@register_metric("trajectory_error")
+@register_metric("trajectory_error", lower_is_better=True)
 def trajectory_error(outputs: Mapping[str, Any], batch: Mapping[str, Any],
                      task: Task) -> float | None:
     """Mean squared error of the predicted pen offsets over the real steps (lower is better)."""

@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-#: digits with index % 5 == 0 are held out for the test split
-_TEST_EVERY = 5
+#: digits with index % 5 == 0 are held out for the validation split
+_VALID_EVERY = 5
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,7 +35,8 @@ class ClutteredDigits(Task):
     erased). ``position`` is the digit's top-left corner (row, col), a multiple
     of ``grid`` (``grid: 8`` puts the digit exactly in one 8×8 tile, for models
     that attend over a fixed grid of tiles; 1 = anywhere). Train and
-    test draw from disjoint sets of source digits (every fifth one is test).
+    validation draw from disjoint sets of source digits (every fifth one is held
+    out for validation).
     """
 
     provides = {"image": "image"}
@@ -55,7 +56,7 @@ class ClutteredDigits(Task):
 
         imgs, labels = _digits()
         idx = np.arange(len(labels))
-        pool = idx[(idx % _TEST_EVERY == 0) == (split == "test")]
+        pool = idx[(idx % _VALID_EVERY == 0) == (split != "train")]
         o = self.opts
         c, f = o["canvas"], o["fragment"]
         out = np.zeros((size, 1, c, c), dtype=np.float32)

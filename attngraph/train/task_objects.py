@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attngraph.train.task_images import _TEST_EVERY, _digits
+from attngraph.train.task_images import _VALID_EVERY, _digits
 from attngraph.train.taskbase import Task, register_task
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ class DigitRows(Task):
 
     ``image`` [1, 8, 8·cols] holds the digits (pixels in [0, 1]); ``target``
     [count] their classes left to right; ``digit_tile`` [count] the tile
-    (column) each one is in. Train and test draw from disjoint sets of source
-    digits (every fifth one is test).
+    (column) each one is in. Training and validation draw from disjoint sets of source
+    digits (every fifth one is held out for validation).
     """
 
     provides = {"image": "image", "target": "labels"}
@@ -57,7 +57,7 @@ class DigitRows(Task):
 
         imgs, labels = _digits()
         idx = np.arange(len(labels))
-        pool = idx[(idx % _TEST_EVERY == 0) == (split == "test")]
+        pool = idx[(idx % _VALID_EVERY == 0) == (split != "train")]
         cols, n = self.opts["cols"], self.opts["count"]
         image = np.zeros((size, 1, 8, 8 * cols), dtype=np.float32)
         # distinct columns, left to right

@@ -40,7 +40,7 @@ class Utterances(Task):
     twice in a row, so segments never merge), token ``t`` during frames
     ``segment_start[t] <= j < segment_end[t]``, ``min_frames..max_frames`` of
     them. Prototypes are unit-variance Gaussian vectors drawn from the seed
-    (the same for the train and test splits); each frame adds noise of
+    (the same for the training and validation splits); each frame adds noise of
     standard deviation ``noise``.
     """
 

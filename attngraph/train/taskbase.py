@@ -37,12 +37,17 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = ["IGNORE", "BOS", "TASKS", "METRICS", "Metric", "Task", "register_task",
-           "register_metric"]
+           "register_metric", "lower_is_better", "SPLITS", "split_name"]
 
 #: Target value meaning "no prediction is scored here" (cross-entropy's ignore_index).
 IGNORE = -100
 #: Token id reserved as the start symbol of decoders (a loop's ``feed.start``).
 BOS = 0
+
+#: The splits a task gives batches of: the training stream and the held-out
+#: validation set. ``"test"`` is an alias of ``"valid"`` (the name earlier versions used).
+SPLITS = ("train", "valid")
+_ALIASES = {"test": "valid"}
 
 #: A metric: ``fn(outputs, batch, task) -> float | None`` (None: not applicable).
 Metric = Callable[[Mapping[str, Any], Mapping[str, Any], "Task"], "float | None"]
@@ -53,6 +58,16 @@ M = TypeVar("M", bound=Callable[..., Any])
 TASKS: Registry[type[Task]] = Registry("task")
 #: name -> metric function
 METRICS: Registry[Metric] = Registry("metric")
+
+
+def split_name(split: str) -> str | None:
+    """The split ``split`` names (``"train"`` or ``"valid"``), or None for no split.
+
+    >>> split_name("valid"), split_name("test"), split_name("dev")
+    ('valid', 'valid', None)
+    """
+    name = _ALIASES.get(split, split)
+    return name if name in SPLITS else None
 
 
 def register_task(name: str) -> Callable[[T], T]:
@@ -82,13 +97,16 @@ def register_task(name: str) -> Callable[[T], T]:
     return deco
 
 
-def register_metric(name: str) -> Callable[[M], M]:
+def register_metric(name: str, *, lower_is_better: bool = False) -> Callable[[M], M]:
     """Register a metric ``fn(outputs, batch, task) -> float | None`` under ``name``.
 
     Parameters
     ----------
     name : str
         The name a task's ``metrics`` lists.
+    lower_is_better : bool
+        The metric's direction (a loss or an error), a trait early stopping reads
+        (:func:`lower_is_better`) to keep the best weights.
 
     Returns
     -------
@@ -100,7 +118,23 @@ def register_metric(name: str) -> Callable[[M], M]:
     attngraph.registry.RegistryError
         When ``name`` is taken.
     """
-    return METRICS.register(name)
+    register = METRICS.register(name)
+
+    def deco(fn: M) -> M:
+        fn.lower_is_better = lower_is_better  # type: ignore[attr-defined]
+        return register(fn)
+
+    return deco
+
+
+def lower_is_better(name: str) -> bool:
+    """True when a lower value of the registered metric ``name`` is better.
+
+    >>> import attngraph.train.tasks  # the built-in metrics
+    >>> lower_is_better("accuracy"), lower_is_better("trajectory_error")
+    (False, True)
+    """
+    return bool(getattr(METRICS[name], "lower_is_better", False))
 
 
 class Task:
@@ -171,28 +205,31 @@ class Task:
         raise TrainingError(text, hint=hint)
 
     def sample(self, rng: np.random.Generator, size: int, split: str) -> dict[str, Any]:
-        """``size`` examples as numpy arrays (override)."""
+        """``size`` examples of ``split`` (``"train"`` or ``"valid"``) as numpy arrays
+        (override); a held-out split is any but ``"train"``."""
         raise NotImplementedError
 
     def batch(self, size: int, *, split: str = "train") -> dict[str, Tensor]:
         """A batch of ``size`` examples as tensors.
 
         ``split="train"`` draws the next batch of the seeded training stream;
-        ``split="test"`` always returns the same held-out batch for a seed and
-        size (a fixed test set).
+        ``split="valid"`` always returns the same held-out batch for a seed and
+        size (a fixed validation set; ``"test"`` is accepted as its old name).
+        :meth:`sample` is called with ``"train"`` or ``"valid"``.
         """
         import numpy as np
         import torch
 
-        if split not in ("train", "test"):
-            self.fail(f"split must be 'train' or 'test', not {split!r}")
-        if split == "train":
+        name = split_name(split)
+        if name is None:
+            self.fail(f"split must be 'train' or 'valid', not {split!r}")
+        if name == "train":
             if self._train_rng is None:
                 self._train_rng = np.random.default_rng([self.seed, 0])
             rng = self._train_rng
         else:
             rng = np.random.default_rng([self.seed, 1])
-        data = self.sample(rng, size, split)
+        data = self.sample(rng, size, name)
         return {k: torch.from_numpy(np.array(v)) for k, v in data.items()}  # owned copies
 
     def batches(self, size: int) -> Iterator[dict[str, Tensor]]:
@@ -200,13 +237,17 @@ class Task:
         while True:
             yield self.batch(size)
 
-    def test_batches(self, size: int) -> Iterator[dict[str, Tensor]]:
-        """The test set in batches: here the one fixed test batch of ``size``.
+    def valid_batches(self, size: int) -> Iterator[dict[str, Tensor]]:
+        """The validation set in batches: here the one fixed validation batch of ``size``.
 
         A task over a file of examples yields all of them (see
         :class:`attngraph.train.dataset.DataTask`).
         """
-        yield self.batch(size, split="test")
+        yield self.batch(size, split="valid")
+
+    def test_batches(self, size: int) -> Iterator[dict[str, Tensor]]:
+        """:meth:`valid_batches` under the name earlier versions used."""
+        return self.valid_batches(size)
 
     def token_names(self, field: str, ids: list[int]) -> list[str]:
         """How tokens ``ids`` of batch ``field`` are shown (here: the ids)."""

@@ -25,7 +25,7 @@ launcher :mod:`attngraph.train.distributed`.
   reward :func:`reward_of` (for ``classify``: "every scored prediction right");
   then ``zero_grad``, ``backward``, ``step``.
 - :func:`evaluate` measures the task's metrics in eval mode (greedy decoding
-  for decoder loops) on the task's fixed test batch, on a private RNG seeded
+  for decoder loops) on the task's fixed validation batch, on a private RNG seeded
   with the task's seed: a model that samples in eval mode (a ``latent``, whose
   negative ELBO is an expectation over its codes) sees the same noise at every
   evaluation, and evaluating does not advance the training run's RNG.
@@ -217,7 +217,7 @@ def _loss(model: nn.Module, graph: Graph, task: Task, out: Mapping[str, Tensor],
 
 
 def dry_run(model: nn.Module, graph: Graph, task: Task, *, size: int = 2) -> None:
-    """Run step 1's forward, loss and metrics on ``size`` test examples, leaving no trace.
+    """Run step 1's forward, loss and metrics on ``size`` validation examples, leaving no trace.
 
     A spec and data that compile and bind but do not train together (a per-item
     output on per-example labels, a target of another shape) fail here as they
@@ -237,7 +237,7 @@ def dry_run(model: nn.Module, graph: Graph, task: Task, *, size: int = 2) -> Non
     from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
     from attngraph.train.device import device_of, to_device
 
-    batch = to_device(task.batch(size, split="test"), device_of(model))
+    batch = to_device(task.batch(size, split="valid"), device_of(model))
     kept = {k: b.detach().clone() for k, b in model.named_buffers()}
     try:
         with torch.random.fork_rng(devices=[]), torch.no_grad():
@@ -259,10 +259,10 @@ def dry_run(model: nn.Module, graph: Graph, task: Task, *, size: int = 2) -> Non
 
 def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
              bf16: bool = False) -> dict[str, float]:
-    """Test metrics of ``model`` on the task's test set (eval mode).
+    """Validation metrics of ``model`` on the task's validation set (eval mode).
 
-    The test set is :meth:`~attngraph.train.taskbase.Task.test_batches`: a
-    built-in task's fixed test batch, or a data file's whole validation split
+    The validation set is :meth:`~attngraph.train.taskbase.Task.valid_batches`: a
+    built-in task's fixed held-out batch, or a data file's whole validation split
     (its batches padded alike, so the metrics are those of one batch of all).
 
     Parameters
@@ -272,9 +272,9 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
     graph : Graph
         Its spec.
     task : Task
-        Gives the test batch and the metrics.
+        Gives the validation batch and the metrics.
     size : int
-        Size of the test batch.
+        Size of the validation batch.
     bf16 : bool
         Run the forward passes under bfloat16 autocast.
 
@@ -296,7 +296,7 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
         # a model that samples in eval (a latent) gets the same noise at every
         # evaluation, and evaluating leaves the training run's random stream as it was
         with seeded(task.seed), torch.no_grad(), autocast(dev, bf16):
-            for b in task.test_batches(size):
+            for b in task.valid_batches(size):
                 b = to_device(b, dev)
                 outs.append(float_outputs(model(**bind_inputs(graph, task, b))))
                 batches.append(b)
@@ -320,7 +320,7 @@ def check_fits(graph: Graph, task: Task) -> None:
 
     The spec must declare the output the task's objective reads (``logits``
     for ``classify`` and ``bernoulli``, ``prediction`` for ``regress``), and two
-    of the task's test examples must bind to its inputs
+    of the task's validation examples must bind to its inputs
     (:func:`~attngraph.train.tasks.bind_inputs`). Every error is located in the spec.
 
     Raises
@@ -332,7 +332,7 @@ def check_fits(graph: Graph, task: Task) -> None:
     obj = OBJECTIVES[task.objective]
     if obj.output not in dict(graph.outputs):
         raise obj.missing(graph)
-    bind_inputs(graph, task, task.batch(2, split="test"))
+    bind_inputs(graph, task, task.batch(2, split="valid"))
 
 
 def task_loss(outputs: Mapping[str, Tensor], target: Tensor, *,

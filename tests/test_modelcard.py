@@ -1,0 +1,126 @@
+"""A run directory explains itself: its README.md model card, for real small runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attngraph.cli import main
+from attngraph.train.modelcard import MARK
+
+ROOT = Path(__file__).resolve().parents[1]
+GA = ROOT / "specs" / "global_attention.yaml"
+DATA = ROOT / "examples" / "data"
+
+
+def _train(*args: str) -> str:
+    res = CliRunner().invoke(main, ["train", *args, "--quiet"])
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def _block(card: str, lang: str) -> str:
+    found = re.search(rf"```{lang}\n(.*?)```", card, re.S)
+    assert found is not None, card
+    return found.group(1)
+
+
+def test_a_builtin_task_run_has_a_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The card of a run on a built-in task names the spec (name, title, summary), the
+    task and its split sizes, the settings, the validation metrics as summary.json has
+    them against the target, links the attention picture the run drew, and its Python
+    block loads the run."""
+    from attngraph.pipeline import load_spec
+
+    out = tmp_path / "ga"
+    _train(str(GA), "--steps", "4", "--batch", "8", "--out", str(out))
+    card = (out / "README.md").read_text(encoding="utf-8")
+    graph = load_spec(GA)
+    assert card.startswith(MARK + "\n")
+    assert f"# {graph.name}: {graph.title}" in card
+    assert " ".join((graph.summary or "").split()) in card
+    assert "the built-in task `needle`" in card
+    assert "fixed held-out set of 256 examples" in card and "batch of 8 examples" in card
+    summary = json.loads((out / "summary.json").read_text())
+    for k, v in summary["metrics"].items():
+        assert re.search(rf"\| `{k}` \| {v:.4f} \| ≥ ", card), k
+    assert "| steps | 4 |" in card and "| early stopping | off |" in card
+    assert "![" in card and "](attention.png)" in card and (out / "attention.png").is_file()
+    assert f"attngraph attend {out} --example 3" in _block(card, "sh")
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    exec(_block(card, "python"), scope)  # the card's own example runs
+    assert sum(p.numel() for p in scope["run"].model.parameters()) > 0  # type: ignore[attr-defined]
+
+
+def test_a_data_run_card_tells_the_split_labels_and_the_best_step(tmp_path: Path) -> None:
+    """A data run's card gives the data file, the sizes of the training and validation
+    splits, the labels, the step early stopping kept; its picture is example 0 of the
+    validation file."""
+    from attngraph import load_run
+
+    out = tmp_path / "topics"
+    train, valid = DATA / "topics.jsonl", DATA / "topics-valid.jsonl"
+    _train(str(GA), "--data", str(train), "--valid", str(valid), "--steps", "6",
+           "--batch", "16", "--eval-every", "1", "--patience", "1", "--out", str(out))
+    card = (out / "README.md").read_text(encoding="utf-8")
+    n_train = sum(1 for ln in train.read_text().splitlines() if ln.strip())
+    n_valid = sum(1 for ln in valid.read_text().splitlines() if ln.strip())
+    assert f"{n_train} training examples; {n_valid} validation examples" in card
+    labels = load_run(out).labels or []
+    assert f"labels ({len(labels)}): " + ", ".join(f"`{n}`" for n in labels) in card
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best_step"] is not None
+    assert f"Early stopping kept the weights of step {summary['best_step']}" in card
+    assert f"kept weights (step {summary['best_step']})" in card
+    assert f"example 0 of {valid}](attention.png)" in card
+    assert f"attngraph predict {out} --data new.jsonl" in _block(card, "sh")
+
+
+def test_a_spec_without_attention_output_says_so(tmp_path: Path) -> None:
+    """A spec that declares no attention output gets no picture; the card says why."""
+    spec = tmp_path / "plain.yaml"
+    spec.write_text(GA.read_text().replace("outputs: {logits: logits, attention: p}",
+                                           "outputs: {logits: logits}"))
+    assert "attention: p}" not in spec.read_text()
+    out = tmp_path / "r"
+    _train(str(spec), "--steps", "2", "--batch", "8", "--out", str(out))
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert not (out / "attention.png").exists()
+    assert "No attention picture: global_attention declares no attention output" in card
+
+
+def test_the_users_own_readme_is_left_alone(tmp_path: Path) -> None:
+    """Training into a folder holding the user's own README.md leaves it as it was,
+    with a note; a resume rewrites the run's own card."""
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "README.md").write_text("my notes\n")
+    res = CliRunner().invoke(main, ["train", str(GA), "--steps", "2", "--batch", "8",
+                                    "--out", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert (out / "README.md").read_text() == "my notes\n"
+    assert "left this README.md as it is" in res.stderr
+    other = tmp_path / "o"
+    _train(str(GA), "--steps", "2", "--batch", "8", "--out", str(other))
+    _train(str(GA), "--steps", "4", "--out", str(other), "--resume")
+    assert "| steps | 4 |" in (other / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_runs_doc_example_reads_a_real_run(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/runs.md's Python example runs on a run trained with early stopping: the
+    table's valid rows and the checkpoint's best step are there."""
+    pytest.importorskip("pandas")
+    doc = (ROOT / "docs" / "runs.md").read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    _train(str(GA), "--steps", "6", "--batch", "8", "--eval-every", "2", "--patience", "2",
+           "--out", "runs/ga")
+    scope: dict[str, object] = {}
+    exec(_block(doc, "python"), scope)
+    assert list(scope["valid"]["step"]) == [2, 4, 6]  # type: ignore[index]
+    assert scope["run"].checkpoint.best["step"] in (2, 4, 6)  # type: ignore[attr-defined]
