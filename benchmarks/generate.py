@@ -1,6 +1,7 @@
 """Greedy generation with the key/value cache (issue 27 part 3), against transformers.
 
-Usage: ``python benchmarks/generate.py [--quick] [--repeats R] [--threads T] [--tokens L]``.
+Usage: ``python benchmarks/generate.py [--quick] [--repeats R] [--threads T] [--tokens L]``,
+or as part of ``make bench`` (``benchmarks/run.py --only generate``).
 A GPT-2-small-sized model (124M parameters, random weights) is built by
 ``transformers``, saved, and imported into specs/real/gpt2.yaml
 (:func:`attngraph.realmodels.load_model`); both then generate L greedy tokens

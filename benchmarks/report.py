@@ -73,6 +73,28 @@ METHOD = """\
   (as the compiled spec does), the spec under `torch.compile(fullgraph=True)`
   (inductor; the first call's compilation time is given), and glimpse_hard at
   B=128.
+- Real models (9, `benchmarks/real.py`): each family of `specs/real/` (GPT-2,
+  Llama with grouped keys and values, BERT; T5 takes its row when its import lands)
+  at one small configuration, d=256, 4 layers, 4 heads, ff=1024, a vocabulary of
+  8,192, B=4, N=128. `transformers` builds the model with random weights and saves
+  it; `attngraph.realmodels.load_model` imports it into the spec, so both hold the
+  same weights, and the logits are checked equal (1e-4) before timing. A step is a
+  forward + backward of the sum of the logits in eval mode (no dropout either side),
+  gradients reset first. Two rows a family, each the same computation on both sides:
+  the spec without the weights (its `heads` output and the layer block's `attention`
+  output, which the repeat stacks into it, left out, so that each layer's attention
+  is one fused SDPA call) against the model with its default `sdpa` attention; and
+  the spec as shipped, every layer's and head's weights an output, against the model
+  with `output_attentions=True` (its `eager` attention; the weights added to the
+  loss on both sides).
+- Generation (10, `benchmarks/generate.py`): GPT-2 small's configuration (124M
+  parameters, random weights) imported as above; 256 greedy tokens from one 8-token
+  prompt, `attngraph.generate` (the key/value cache) against
+  `GPT2LMHeadModel.generate(do_sample=False)` (its own cache), in interleaved rounds
+  of one call each; the tokens are checked equal. The uncached path (`cache=False`,
+  the prefix re-run at every step) is too slow to run 256 steps in every round: its
+  time is the sum of its steps' forwards, each timed at nine prefix lengths and
+  interpolated; a context row runs it for real at 32 tokens beside that estimate.
 - Front end: no change to the front-end files was needed for the compile
   target; the validate target is discussed below the table when unmet.
 - There is no GPU on this machine: no CUDA table.
@@ -185,6 +207,43 @@ REASONS = {
         "fall as the rows grow; under torch.compile the Python is gone. What would "
         "meet it: values shared by the batch kept unexpanded ([1, ...]) end to end."
     ),
+    "llama spec with every layer's weights": (
+        "Both sides materialise the weights here (the spec's softmax, transformers' "
+        "eager attention). A profile (torch.profiler, 5 steps each) gives 156 ms of "
+        "operator time a step for the spec against 143 ms: the spec builds each "
+        "layer's causal mask again (arange, where, masked_fill: about 3 ms), works out "
+        "the rotary angles for the queries and again for the keys in every layer (HF "
+        "once a forward), and its matmuls take about 7 ms more around the weights it "
+        "keeps for the `heads` output. What would meet it: the causal mask and the "
+        "rotary angles made once a forward and read by every round of the repeat (they "
+        "depend on the positions alone), in attngraph/lower (not changed here)."
+    ),
+    "llama spec": (
+        "A profile of both steps (torch.profiler, 5 steps each) gives the same operator "
+        "time, 137 ms a step either side: the same matmuls (the spec stacks the q, k, v "
+        "projections into one), one SDPA call a layer on both sides. What the spec adds "
+        "is small work per node: its `rotary` nodes work out the angles' cos and sin for "
+        "the queries and again for the keys in every layer (HF once a forward), rotate "
+        "adjacent pairs with a stack and a reshape, and each of the ~20 nodes of a layer "
+        "is a Python call with its autograd node: a few per cent, about the spread of "
+        "the rounds (runs on this machine gave 1.00x to 1.06x). What would meet it: "
+        "the rotary angles made once a forward and read by every round (a hoisting of "
+        "what depends on the positions alone out of the repeat), in attngraph/lower "
+        "(not changed here)."
+    ),
+    "cached generate: spec": (
+        "The profile of one generation (64 tokens) shows where the time goes: "
+        "`aten::cat` of the stacked q/k/v weights. The lowering runs self-attention's "
+        "three projections as one `F.linear` over their concatenated weights "
+        "(`_run_linear_group` in attngraph/lower/module.py) and concatenates them on "
+        "every call: a [2304, 768] copy per layer per generated token, about 85 MB of "
+        "copying a token at GPT-2 small, on top of the weights the step reads anyway. "
+        "Keeping the concatenation while no weight has changed (autograd off, every "
+        "weight's `_version` and storage the same; one entry per group) brings the "
+        "ratio from 1.26x to 1.14x (1.04-1.16) on this machine (measured with that "
+        "change patched in, not committed: attngraph/lower/module.py is not part of "
+        "this change). The rest is Python per node and step (about 15 nodes a layer)."
+    ),
     "MHSA spec / projections+SDPA": (
         "The spec lowers to the same kernels as the hand-written module (one stacked "
         "q/k/v matmul, one SDPA call, one output projection); a median above target "
@@ -200,7 +259,8 @@ def write_doc(path: Path, rows: list[Row], mach: dict[str, str], quick: bool,
         "# Performance",
         "",
         "Generated by `make bench` (`python benchmarks/run.py`); do not edit by hand.",
-        "Compiled specs compared side by side with hand-written PyTorch (issues 7 and 14).",
+        "Compiled specs compared side by side with hand-written PyTorch (issues 7 and 14)",
+        "and the real-model specs with their `transformers` models (issue 27).",
         "",
     ]
     if quick:

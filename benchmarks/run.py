@@ -1,4 +1,4 @@
-"""Run every performance comparison (issues 7 and 14) in one process and report them.
+"""Run every performance comparison (issues 7, 14 and 27) in one process and report them.
 
 Usage: ``python benchmarks/run.py [--quick] [--repeats R] [--threads T] [--out FILE]``
 (``make bench``). Prints a table of ratios (median of interleaved repeats, with
@@ -34,10 +34,12 @@ from cases import (  # noqa: E402
     masked_rnn_spec,
     mhsa_spec,
 )
+from generate import bench_generate  # noqa: E402
 from loops import TWINS, HandBahdanauAfter, catalog, copy_into  # noqa: E402
 from memory import peak_mib  # noqa: E402
+from real import bench_real, missing  # noqa: E402
 from report import Row, render_table, write_doc  # noqa: E402
-from timing import interleaved, machine, median_stat, ratio_stat  # noqa: E402
+from timing import interleaved, load, machine, median_stat, ratio_stat  # noqa: E402
 
 import attngraph  # noqa: E402
 
@@ -456,8 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE.parent / "docs" / "performance.md"),
                     help="markdown report to write ('-' for none)")
     ap.add_argument("--only", default="", help="comma list: mhsa,additive,memory,local,"
-                    "front,compile,rnn,loops")
+                    "front,compile,rnn,loops,real,generate")
     a = ap.parse_args(argv)
+    load_start = load()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     sz = Sizes(a.quick, a.repeats or (2 if a.quick else 15))
@@ -466,6 +469,10 @@ def main(argv: list[str] | None = None) -> int:
         "memory": lambda: bench_memory(sz, a.threads), "local": lambda: bench_local(sz),
         "front": lambda: bench_front(sz), "compile": lambda: bench_torch_compile(sz),
         "rnn": lambda: bench_rnn(sz), "loops": lambda: bench_loops(sz),
+        # the real-model specs against transformers (issue 27): fewer, longer rounds
+        "real": lambda: bench_real(sz.quick, a.repeats or sz.pick(8, 2)),
+        "generate": lambda: missing() or bench_generate(sz.quick, a.repeats or sz.pick(3, 2),
+                                                        sz.pick(256, 16)),
     }
     only = [p for p in a.only.split(",") if p] or list(parts)
     rows: list[Row] = []
@@ -476,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     table = render_table(rows)
     print(table)
     if a.out != "-":
-        write_doc(Path(a.out), rows, machine(a.threads), sz.quick, sz.repeats)
+        write_doc(Path(a.out), rows, machine(a.threads, load_start), sz.quick, sz.repeats)
         print(f"wrote {a.out}", file=sys.stderr)
     return 0
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Stat", "interleaved", "ratio_stat", "median_stat", "machine"]
+__all__ = ["Stat", "interleaved", "ratio_stat", "median_stat", "machine", "load"]
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,24 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine(threads: int) -> dict[str, str]:
-    """The machine and versions, for the report."""
+def load() -> str:
+    """The load averages over 1, 5 and 15 minutes (``uptime``), or ``unknown``."""
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def machine(threads: int, load_start: str | None = None) -> dict[str, str]:
+    """The machine and versions, for the report (``load_start``: :func:`load` when the
+    run began)."""
     import torch
 
+    shared = ("(1 / 5 / 15 min; 2 cores shared with other engineers' processes, so "
+              "per-round ratios, not absolute times)")
     return {
+        "load average at start": f"{load_start or 'unknown'} {shared}",
+        "load average at end": load(),
         "CPU": _cpu_model(),
         "cores (os.cpu_count)": str(os.cpu_count()),
         "torch threads used": str(threads),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_bench_quick_runs_every_comparison_and_writes_the_report(tmp_path: Path) -> None:
-    """`benchmarks/run.py --quick` runs all eight comparisons in one process, prints a
+    """`benchmarks/run.py --quick` runs all ten comparisons in one process, prints a
     table with a row per target and writes a report with the machine and table."""
     out = tmp_path / "perf.md"
     res = subprocess.run(
@@ -27,6 +28,17 @@ def test_bench_quick_runs_every_comparison_and_writes_the_report(tmp_path: Path)
                 "`attngraph.compile` of a", "torch.compile speedup",
                 "masked bidirectional GRU", "bahdanau_translation spec / hand-written twin",
                 "glimpse_hard spec / hand-written twin", "torch.compile(fullgraph"):
+        assert row in res.stdout, row
+    # the real-model specs against transformers, and cached generation
+    real = ("gpt2 spec / transformers GPT2LMHeadModel",
+            "llama spec / transformers LlamaForCausalLM",
+            "bert spec / transformers BertForSequenceClassification",
+            "bert spec with every layer's weights / transformers, output_attentions",
+            "cached generate: spec / transformers' GPT2LMHeadModel.generate",
+            "uncached (re-run prefix) / cached")
+    if importlib.util.find_spec("transformers") is None:
+        real = ("(skipped) real-model specs / transformers",)
+    for row in real:
         assert row in res.stdout, row
     doc = out.read_text(encoding="utf-8")
     assert "Quick smoke run" in doc

@@ -26,7 +26,9 @@ def import_(source: str, out: str, spec: str | None, config: str | None, seed: i
 
     Every tensor of the checkpoint must fill one parameter of the spec through the
     spec's name map, in the parameter's shape; a missing, extra or wrongly-shaped
-    tensor is refused with both names and both shapes. Reading safetensors files
+    tensor is refused with both names and both shapes. A model past the limit of
+    specs (100M parameters) imports, and its run loads, when the machine has twice
+    its weights' size free. Reading safetensors files
     needs the `real` extra (pip install 'attngraph[real]'); transformers itself is
     needed only to use the model's tokenizer.
     """

@@ -59,7 +59,8 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               "--resume, the total to train on to.")
 @click.option("--patience", type=click.IntRange(min=0), default=0, show_default=True,
               help="Stop after this many evaluations without a better validation figure "
-              "(the task's first metric); 0 never stops early.")
+              "(the task's first metric), keeping the best evaluation's weights as the "
+              "run's model; 0 never stops early.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
               help="Training steps: the total, also with --resume [default: the spec's; "
               "with --resume, the run's own].")
@@ -70,7 +71,8 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help=f"Seeds the parameters and the task's data (0 to {MAX_SEED}).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Run directory for metrics.jsonl and checkpoint.pt [default: runs/NAME].")
+              help="Run directory for metrics.jsonl/.csv, checkpoint.pt, summary.json, "
+              "attention.png and the model card README.md [default: runs/NAME].")
 @click.option("--resume", is_flag=True,
               help="Continue from OUT/checkpoint.pt on to the total --steps/--epochs "
               "(same results as one straight run); a total already reached is refused.")
@@ -80,7 +82,8 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes for data-parallel training (torch.distributed, gloo).")
 @click.option("--eval-every", type=click.IntRange(min=0), default=0,
-              help="Test metrics every this many steps [default: steps/5].")
+              help="Validation metrics every this many steps [default: steps/5; with "
+              "--epochs, every epoch].")
 @click.option("--quiet", is_flag=True,
               help="No progress bar: a line every steps/10 steps instead.")
 @device_options
@@ -93,7 +96,10 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
     """Train SPEC on a built-in task or on --data; write metrics and checkpoints.
 
     Settings not given come from the spec's train: section. Progress goes to
-    stderr (a bar on a terminal), the summary to stdout. An OUT that holds a run
+    stderr (a bar on a terminal), the summary to stdout. OUT explains itself:
+    its README.md is a model card (the spec, the data and its split, the
+    settings, the validation metrics, the attention picture, how to load it),
+    and metrics.csv is the log as a table. An OUT that holds a run
     is never overwritten: continue it with --resume, or move it aside with
     --overwrite. With --data, the vocabularies and labels built from the
     training split are saved in OUT/data.json; then `attngraph evaluate` and
@@ -114,7 +120,8 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
                     out=out, resume=resume, overwrite=overwrite, quiet=quiet,
                     eval_every=eval_every, data=data, valid=valid,
                     valid_fraction=valid_fraction, fields=fields, tokenize=tokenize,
-                    epochs=epochs, patience=patience, device=device, bf16=bf16)
+                    epochs=epochs, patience=patience, device=device, bf16=bf16,
+                    picture=True)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ and nproc == 1:
         from attngraph.train.distributed import from_env
 
@@ -131,10 +138,10 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--example", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Which example of the run's test batch (of --data when given).")
+              help="Which example of the run's validation batch (of --data when given).")
 @click.option("--input", "text", default=None,
               help="Your own example: text for the run's text input (a run trained with "
-              "--data).")
+              "--data, or written by attngraph import).")
 @click.option("--data", type=click.Path(), default=None,
               help="Draw --example of this data file (a run trained with --data).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
@@ -142,9 +149,16 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
               "[default: RUN_DIR/attention_EXAMPLE.png].")
 @click.option("--query", type=click.IntRange(min=0), default=0, show_default=True,
               help="The query node of a graph picture.")
+@click.option("--layer", "layers", type=click.IntRange(min=0), multiple=True,
+              help="A layer to draw, of a run written by attngraph import (repeat the "
+              "option for several) [default: every layer].")
+@click.option("--head", "heads", type=click.IntRange(min=0), multiple=True,
+              help="A head to draw, of a run written by attngraph import (repeat the "
+              "option for several) [default: every head].")
 @run_stage
 def attend(run_dir: str, example: int, text: str | None, data: str | None,
-           output: str | None, query: int) -> None:
+           output: str | None, query: int, layers: tuple[int, ...],
+           heads: tuple[int, ...]) -> None:
     """Draw what the model trained in RUN_DIR attended to on one example.
 
     Words coloured by weight, a translation's alignment matrix, the glimpse path
@@ -153,12 +167,21 @@ def attend(run_dir: str, example: int, text: str | None, data: str | None,
     and read heads over its slots, a handwriting window over the string beside
     the pen's path, or a canvas drawn step by step with its read and write
     windows (DRAW), after the spec's outputs.
-    The example is one of the run's test batch, of --data, or your own --input.
+    The example is one of the run's validation batch, of --data, or your own --input.
+    A run written by attngraph import is drawn over --input, every layer (rows)
+    and head (columns), tokenized by the run's tokenizer/ (else read as ids).
     """
     from attngraph.train.attend import attend_run
+    from attngraph.train.imported import is_imported
 
-    path, view = attend_run(run_dir, example=example, out=output, query=query,
-                            text=text, data=data)
+    if is_imported(run_dir):
+        from attngraph.realmodels.heads import attend_imported
+
+        path, view = attend_imported(run_dir, text=text, data=data, out=output,
+                                     layers=layers, heads=heads)
+    else:
+        path, view = attend_run(run_dir, example=example, out=output, query=query,
+                                text=text, data=data, layers=layers, heads=heads)
     click.echo(f"{path} ({view})")
 
 

@@ -1,24 +1,51 @@
 """Pictures of real attention: every layer's and head's weights over the tokens of a text.
 
-:func:`attend_text` reads an imported run (``attngraph import``), turns a text into
-ids with the tokenizer the import copied from the model directory (``transformers``'
-``AutoTokenizer``), or reads the text as ids (``"15 7 3"``) when the run has none,
-runs the model and draws the spec's ``heads`` output, ``[layers, N, N]`` per
-head, as a grid: one row per layer, one column per head, each a query × item
-heatmap with the tokens on both axes.
+:func:`text_attention` reads an imported run (``attngraph import``), turns a text
+into ids with the tokenizer the import copied from the model directory
+(``transformers``' ``AutoTokenizer``), or reads the text as ids (``"15 7 3"``)
+when the run has none, and runs the model for the spec's ``heads`` output,
+``[layers, N, N]`` per head. :func:`heads_figure` draws them as a grid: one row
+per layer, one column per head, each a query × item heatmap with the tokens on
+both axes; :func:`attend_text` writes that picture (``attngraph attend RUN
+--input TEXT``, with ``--layer`` and ``--head`` to pick rows and columns).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["attend_text", "token_ids"]
+    from attngraph.train.runs import Run
+
+__all__ = ["TextAttention", "attend_text", "heads_figure", "text_attention", "token_ids"]
+
+
+@dataclass(frozen=True)
+class TextAttention:
+    """A model's weights over one text: ``weights`` is ``(heads, layers, N, N)``, queries
+    down and items across, over the ``ids`` the text became (``tokens`` as shown)."""
+
+    name: str
+    ids: list[int]
+    tokens: list[str]
+    weights: Tensor
+
+    @property
+    def layers(self) -> int:
+        """How many layers the weights hold."""
+        return int(self.weights.shape[1])
+
+    @property
+    def heads(self) -> int:
+        """How many heads each layer has."""
+        return int(self.weights.shape[0])
 
 
 def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
@@ -29,7 +56,7 @@ def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
     ------
     TrainingError
         Text that is not ids, in a run without a tokenizer; a tokenizer without
-        ``transformers`` installed.
+        ``transformers`` installed; a text that makes no tokens.
     """
     from attngraph.realmodels.rundir import TOKENIZER_DIR
 
@@ -43,6 +70,9 @@ def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
                                 "pip install 'attngraph[real]', or give ids: \"15 7 3\"") from None
         tok = AutoTokenizer.from_pretrained(str(tok_dir))
         ids = [int(i) for i in tok(text)["input_ids"]]
+        if not ids:
+            msg = f"the run's tokenizer makes no tokens of {text[:40]!r}"
+            raise TrainingError(msg, SourceLoc("--input"), "give some text: --input \"...\"")
         return ids, [str(t) for t in tok.convert_ids_to_tokens(ids)]
     try:
         ids = [int(w) for w in text.split()]
@@ -56,9 +86,26 @@ def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
     return ids, [str(i) for i in ids]
 
 
-def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None,
-                output: str = "heads") -> Path:
-    """Draw every layer's and head's attention of an imported run over ``text``.
+def _check_ids(run: Run, ids: list[int]) -> None:
+    """Refuse ids outside the vocabulary, or more tokens than a learned table covers."""
+    from attngraph.analysis.sizes import measure
+
+    vocab = int(run.graph.inputs[0].spec.vocab)
+    bad = next((i for i in ids if not 0 <= i < vocab), None)
+    if bad is not None:
+        msg = f"token ids must lie in 0 … {vocab - 1}, but the input has {bad}"
+        raise TrainingError(msg, SourceLoc("--input"), "give ids of this model's vocabulary")
+    for b in measure(run.graph, batch=1, length=len(ids)).bounds:
+        if len(ids) > b.most:
+            msg = (f"the input is {len(ids)} tokens long, but this model reads at most "
+                   f"{b.most} (node '{b.node.id}', {b.field} {b.most})")
+            raise TrainingError(msg, SourceLoc("--input"),
+                                f"give a shorter text, of at most {b.most} tokens")
+
+
+def text_attention(run_dir: str | Path, text: str, *, output: str = "heads",
+                   run: Run | None = None) -> TextAttention:
+    """Every layer's and head's weights of an imported run over ``text``.
 
     Parameters
     ----------
@@ -66,26 +113,24 @@ def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None
         A run written by ``attngraph import``.
     text : str
         The text (or ids, for a run without a tokenizer).
-    out : str or Path, optional
-        The picture (png, svg, pdf); default ``RUN_DIR/heads.png``.
     output : str
         The spec's output holding the weights, ``[layers, N, N]`` per head.
+    run : Run, optional
+        The run, when loaded already.
 
-    Returns
-    -------
-    Path
-        The picture written.
+    Raises
+    ------
+    TrainingError
+        A text that is not ids (without a tokenizer), ids outside the vocabulary, a
+        text longer than the model reads, a spec without ``output``.
     """
     import torch
 
     from attngraph.train.runs import load_run
 
-    run = load_run(run_dir)
+    run = run if run is not None else load_run(run_dir)
     ids, shown = token_ids(run_dir, text)
-    vocab = int(run.graph.inputs[0].spec.vocab)
-    if max(ids) >= vocab or min(ids) < 0:
-        msg = f"token ids must lie in 0 … {vocab - 1}, but the input has {max(ids)}"
-        raise TrainingError(msg, SourceLoc(str(run_dir)), "give ids of this model's vocabulary")
+    _check_ids(run, ids)
     names = [k for k, _ in run.graph.outputs]
     if output not in names:
         msg = f"the run's spec has no output '{output}' (outputs: {', '.join(names)})"
@@ -98,37 +143,118 @@ def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None
         batch[f"{node.id}_mask"] = torch.ones_like(x, dtype=torch.bool)
     with torch.no_grad():
         w = run.model(**batch)[output][0].float().cpu()  # (H, L, N, N)
-    if w.dim() == 3:
+    if w.dim() == 3:  # one head
         w = w[None]
-    path = Path(out) if out is not None else Path(run_dir) / "heads.png"
-    _draw(w, shown, path, f"{run.graph.name}: attention per layer (rows) and head (columns)")
+    return TextAttention(run.graph.name, ids, shown, w)
+
+
+def _picked(given: Sequence[int] | None, count: int, what: str) -> list[int]:
+    """The layers or heads to draw (all when none are given), each checked."""
+    if not given:
+        return list(range(count))
+    for i in given:
+        if not 0 <= i < count:
+            msg = f"--{what} {i} is not a {what} of this model (it has {count}, 0 to {count - 1})"
+            raise TrainingError(msg, SourceLoc(f"--{what}"), f"pick {what}s from 0 to {count - 1}")
+    return list(dict.fromkeys(given))
+
+
+def heads_figure(att: TextAttention, *, layers: Sequence[int] | None = None,
+                 heads: Sequence[int] | None = None) -> Any:
+    """The picture of ``att``: a grid of heatmaps, one row per layer and one column per
+    head (``layers``/``heads`` pick some; default all), query tokens down and item tokens
+    across, each titled ``layer L head H``, on one colour scale from 0 to the largest
+    weight drawn.
+
+    Raises
+    ------
+    TrainingError
+        A layer or head the model does not have.
+    """
+    from attngraph.train.figures import pyplot
+
+    rows = _picked(layers, att.layers, "layer")
+    cols = _picked(heads, att.heads, "head")
+    plt = pyplot()
+    n = len(att.tokens)
+    side = 1.6 + 0.12 * n
+    fig, axes = plt.subplots(len(rows), len(cols), figsize=(side * len(cols), side * len(rows)),
+                             squeeze=False)
+    small = n <= 24
+    # one scale for every panel, 0 to the largest weight drawn: panels compare, and a
+    # model whose weights are spread thin still shows where they are
+    top = float(att.weights[cols][:, rows].max()) or 1.0
+    im = None
+    for r, li in enumerate(rows):
+        for c, h in enumerate(cols):
+            ax = axes[r][c]
+            im = ax.imshow(att.weights[h, li].numpy(), vmin=0.0, vmax=top, cmap="viridis")
+            ax.set_title(f"layer {li} head {h}", fontsize=7)
+            bottom, left = small and r == len(rows) - 1, small and c == 0
+            ax.set_xticks(range(n) if bottom else [])
+            ax.set_yticks(range(n) if left else [])
+            if bottom:
+                ax.set_xticklabels(att.tokens, rotation=90, fontsize=6)
+            if left:
+                ax.set_yticklabels(att.tokens, fontsize=6)
+    fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.02, label="weight")
+    fig.suptitle(f"{att.name}: attention per layer (rows) and head (columns); "
+                 "query tokens down, attended tokens across", fontsize=9)
+    return fig
+
+
+def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None,
+                output: str = "heads", layers: Sequence[int] | None = None,
+                heads: Sequence[int] | None = None) -> Path:
+    """Draw every layer's and head's attention of an imported run over ``text``.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        A run written by ``attngraph import``.
+    text : str
+        The text (or ids, for a run without a tokenizer).
+    out : str or Path, optional
+        The picture (png, svg, pdf); default ``RUN_DIR/heads.png``.
+    output : str
+        The spec's output holding the weights, ``[layers, N, N]`` per head.
+    layers, heads : sequence of int, optional
+        The layers (rows) and heads (columns) to draw; default all.
+
+    Returns
+    -------
+    Path
+        The picture written.
+    """
+    from attngraph.train.attend import picture_path
+    from attngraph.train.figures import pyplot, save
+
+    path = picture_path(out if out is not None else Path(run_dir) / "heads.png")
+    att = text_attention(run_dir, text, output=output)
+    fig = heads_figure(att, layers=layers, heads=heads)
+    try:
+        save(fig, path, dpi=90)
+    finally:
+        pyplot().close(fig)
     return path
 
 
-def _draw(w: Tensor, tokens: list[str], path: Path, title: str) -> None:
-    """A grid of heatmaps, layers by heads, query tokens down and item tokens across."""
-    import matplotlib
+def attend_imported(run_dir: str | Path, *, text: str | None, data: str | Path | None = None,
+                    out: str | Path | None = None, layers: Sequence[int] = (),
+                    heads: Sequence[int] = ()) -> tuple[Path, str]:
+    """``attngraph attend`` of a run written by ``attngraph import``: every layer's and
+    head's weights over ``text`` (``layers`` and ``heads`` pick some); ``(picture path,
+    view)``, the picture at ``out`` (default ``RUN_DIR/attention_input.png``).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    heads, layers = int(w.shape[0]), int(w.shape[1])
-    side = 1.6 + 0.12 * len(tokens)
-    fig, axes = plt.subplots(layers, heads, figsize=(side * heads, side * layers),
-                             squeeze=False)
-    small = len(tokens) <= 24
-    for li in range(layers):
-        for h in range(heads):
-            ax = axes[li][h]
-            ax.imshow(w[h, li].numpy(), vmin=0.0, vmax=1.0, cmap="viridis")
-            ax.set_title(f"layer {li} head {h}", fontsize=7)
-            ax.set_xticks(range(len(tokens)) if small and li == layers - 1 else [])
-            ax.set_yticks(range(len(tokens)) if small and h == 0 else [])
-            if small and li == layers - 1:
-                ax.set_xticklabels(tokens, rotation=90, fontsize=6)
-            if small and h == 0:
-                ax.set_yticklabels(tokens, fontsize=6)
-    fig.suptitle(title, fontsize=9)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90, bbox_inches="tight")
-    plt.close(fig)
+    Raises
+    ------
+    TrainingError
+        No ``text``, or a data file given (an imported model keeps no examples).
+    """
+    if text is None or data is not None:
+        what = "--data" if data is not None else "no --input"
+        msg = f"an imported model is drawn over your own text ({what} given)"
+        raise TrainingError(msg, SourceLoc(str(run_dir)), 'give the text: --input "some text" '
+                            "(token ids, \"15 7 3\", when the run has no tokenizer/)")
+    path = Path(out) if out is not None else Path(run_dir) / "attention_input.png"
+    return attend_text(run_dir, text, out=path, layers=layers, heads=heads), "layers"

@@ -10,6 +10,11 @@ checkpoint writer (:func:`attngraph.train.checkpoints.save_checkpoint`), so that
   from the import (``attngraph train RUN/spec.yaml --out RUN --resume --steps K``);
 - ``import.json``: where the weights came from and how they were mapped;
 - ``tokenizer/``: the model directory's tokenizer files, when it has them.
+
+A run written here (one that holds ``import.json``, :func:`is_imported`) is allowed
+past the parameter limit of specs when it is read back (``load_run``): the model
+exists already, so its size is bounded by what the machine can hold
+(:func:`check_memory`), not by a limit meant for specs someone is writing.
 """
 
 from __future__ import annotations
@@ -23,14 +28,22 @@ from attngraph.errors import SourceLoc, TrainingError
 from attngraph.fileio import write_file
 from attngraph.realmodels.build import Imported, load_model
 from attngraph.realmodels.source import TOKENIZER_FILES
+from attngraph.train.imported import IMPORT_FILE, available_memory, check_memory, is_imported
 
-__all__ = ["IMPORT_FILE", "SPEC_FILE", "TOKENIZER_DIR", "import_model"]
+__all__ = ["IMPORT_FILE", "SPEC_FILE", "TOKENIZER_DIR", "available_memory", "check_memory",
+           "import_model", "is_imported"]
 
-IMPORT_FILE = "import.json"
 SPEC_FILE = "spec.yaml"
 TOKENIZER_DIR = "tokenizer"
 #: A decoder's run trains on (fine-tunes) with this built-in task unless told otherwise.
 DECODER_TASK = "repeat_copy"
+
+
+def _weights_files(source: Path) -> list[Path]:
+    """The files of weights a source holds (a model directory's, or the file itself)."""
+    if source.is_file():
+        return [source]
+    return [*source.glob("*.safetensors"), *source.glob("pytorch_model*.bin")]
 
 
 def _task(imp: Imported) -> tuple[str, dict[str, Any]]:
@@ -73,6 +86,7 @@ def import_model(source: str | Path, out: str | Path, *, spec: str | Path | None
     if (run / ck.CHECKPOINT).exists():
         msg = f"{run} holds a run already"
         raise TrainingError(msg, SourceLoc(str(run)), "import into a new directory")
+    check_memory(_weights_files(Path(source)), source)
     imp = load_model(source, spec=spec, config=config, seed=seed)
     task, options = _task(imp)
     settings = TrainSettings.of(imp.graph, lr=lr, batch=batch)

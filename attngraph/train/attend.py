@@ -14,12 +14,15 @@ view           when                            drawn as
 ``heads``      ``write``, ``weights`` [T, S]    write | read weights per step (a memory's heads)
 ``window``     a ``window``'s weights [T, U]    heatmap beside the pen trajectory
                                                (:mod:`~attngraph.train.attend_window`)
-``matrix``     anything else [T, N]            heatmap (e.g. memory addressing per step)
+``matrix``     anything else [T, N]            heatmap, its axes named after the inputs
+                                               they run over (:mod:`.attend_axes`)
 ``drawing``    image, ``canvases`` [T, C, H, W]  the canvas after each step, with the read
                                                and write windows (:mod:`.attend_drawing`)
+``layers``     a run of ``attngraph import``    every layer's and head's weights over a text
+                                               (:mod:`attngraph.realmodels.heads`)
 =============  ==============================  ===========================================
 
-Heads are averaged; a single query axis ([1, N]) is squeezed. The output read is
+Heads are averaged (but in ``layers``); a single query axis ([1, N]) is squeezed. The output read is
 the first of ``locations``, ``pooling`` (the weights that pick items for the
 class), ``attention``, ``weights`` that the spec declares. matplotlib (Agg
 backend) is imported only when drawing.
@@ -28,12 +31,15 @@ backend) is imported only when drawing.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
+from attngraph.train.attend_axes import heatmap, matrix
 from attngraph.train.attend_drawing import draw_steps, draws_canvas
 from attngraph.train.attend_heads import draw_heads, has_heads
+from attngraph.train.attend_image import glimpses, tiles
 from attngraph.train.attend_steps import canvas_grid, steps_figure
 from attngraph.train.attend_window import draw_window, is_window_weights
 from attngraph.train.figures import pyplot, save
@@ -45,10 +51,10 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.train.taskbase import Task
 
-__all__ = ["VIEWS", "pick_view", "draw", "draw_model", "attend_run", "load_run"]
+__all__ = ["VIEWS", "pick_view", "draw", "draw_model", "attend_run", "load_run", "picture_path"]
 
 VIEWS = ("words", "alignment", "glimpses", "tiles", "steps", "graph", "heads", "window",
-         "drawing", "matrix")
+         "drawing", "matrix", "layers")
 _PREFERRED = ("locations", "pooling", "attention", "weights")
 
 
@@ -132,78 +138,6 @@ def _words(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) 
                                                    if needle is not None else "")
 
 
-def _heatmap(ax: Any, w: Tensor, xlabels: list[str] | None, ylabels: list[str] | None,
-             xname: str, yname: str) -> None:
-    im = ax.imshow(w.numpy(), cmap="viridis", aspect="auto", vmin=0.0)
-    if xlabels is not None and len(xlabels) <= 40:
-        ax.set_xticks(range(len(xlabels)), xlabels, fontsize=7)
-    if ylabels is not None and len(ylabels) <= 40:
-        ax.set_yticks(range(len(ylabels)), ylabels, fontsize=7)
-    ax.set_xlabel(xname)
-    ax.set_ylabel(yname)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046)
-
-
-def _canvas(ax: Any, ex: dict[str, Tensor], task: Task, graph: Graph) -> tuple[int, int]:
-    img = ex[_field(graph, task, "image") or "image"]
-    img = img.float().mean(0) if img.dim() == 3 else img.float()
-    ax.imshow(img.numpy(), cmap="gray")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    return int(img.shape[0]), int(img.shape[1])
-
-
-def _glimpses(ax: Any, loc: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) -> str:
-    h, w = _canvas(ax, ex, task, graph)
-    # grid_sample coordinates: (x, y) in [-1, 1], (-1, -1) the top-left corner
-    xs = ((loc[:, 0].float() + 1) * w / 2 - 0.5).tolist()
-    ys = ((loc[:, 1].float() + 1) * h / 2 - 0.5).tolist()
-    ax.plot(xs, ys, "-", color="tab:orange", lw=1.5)
-    side = _glimpse_size(graph)
-    colours = [_colour(t, len(xs)) for t in range(len(xs))]
-    for t, (x, y) in enumerate(zip(xs, ys, strict=True)):
-        if side:  # the finest patch the glimpse saw there
-            ax.add_patch(_square(x, y, side, colours[t]))
-        ax.scatter([x], [y], color=colours[t], s=110, zorder=3, edgecolors="white")
-        ax.annotate(str(t + 1), (x, y), color="black", fontsize=8, fontweight="bold",
-                    ha="center", va="center", zorder=4)
-    ax.set_xlim(-0.5, w - 0.5)
-    ax.set_ylim(h - 0.5, -0.5)
-    box = f"; boxes: {side}×{side} px seen" if side else ""
-    return f"glimpses in order (1 = first){box}"
-
-
-def _colour(t: int, n: int) -> Any:
-    """Colour of step ``t`` of ``n``: red first, through orange, to yellow."""
-    import matplotlib as mpl
-
-    return mpl.colormaps["autumn"](t / max(1, n - 1) * 0.85)
-
-
-def _square(x: float, y: float, side: int, colour: Any) -> Any:
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x - side / 2, y - side / 2), side, side, fill=False, lw=1.5,
-                     ec=colour, zorder=2)
-
-
-def _glimpse_size(graph: Graph) -> int | None:
-    """Side of the finest patch of the spec's glimpse (the first one found)."""
-    for g in (graph, *graph.blocks.values()):
-        for n in g.nodes:
-            if n.kind == "glimpse":
-                return int(n.spec.size)
-    return None
-
-
-def _tiles(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph) -> str:
-    h, wd = _canvas(ax, ex, task, graph)
-    g = math.isqrt(w.shape[0])
-    ax.imshow(w.reshape(g, g).numpy(), cmap="Reds", alpha=0.5, vmin=0.0, extent=(-0.5, wd - 0.5,
-                                                                     h - 0.5, -0.5))
-    return f"weights over a {g}×{g} grid of image positions"
-
-
 def _graph(ax: Any, w: Tensor, ex: dict[str, Tensor], task: Task, graph: Graph,
            query: int) -> str:
     import networkx as nx
@@ -249,7 +183,7 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     """
     size = next(iter(batch.values())).shape[0]
     _check_example(example, size, SourceLoc(graph.file))
-    path = _picture(path)
+    path = picture_path(path)
     out = {k: v[example].detach().cpu() for k, v in outputs.items()}
     ex = {k: v[example] for k, v in batch.items()}
     view, name = pick_view(graph, out)
@@ -262,8 +196,8 @@ def draw(graph: Graph, task: Task, outputs: dict[str, Tensor], batch: dict[str, 
     if view == "steps":  # one panel per step, each titled by its token
         fig, what = steps_figure(plt, w, ex, out, task, graph)
     else:
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * w.shape[-1]), 2.2) if view == "words"
-                               else (6.0, 5.5))
+        row = view == "words" or (view == "matrix" and w.dim() == 1)
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * w.shape[-1]), 2.2) if row else (6.0, 5.5))
     try:
         if view != "steps":
             logits = outputs["logits"][example] if "logits" in outputs else None
@@ -287,20 +221,19 @@ def _panel(ax: Any, view: str, name: str, w: Tensor, out: dict[str, Tensor],
     if view == "words":
         return _words(ax, w, ex, task, graph)
     if view == "glimpses":
-        return _glimpses(ax, out[name], ex, task, graph)
+        return glimpses(ax, out[name], ex, task, graph)
     if view == "tiles":
-        return _tiles(ax, w, ex, task, graph)
+        return tiles(ax, w, ex, task)
     if view == "graph":
         return _graph(ax, w, ex, task, graph, query)
     if view == "heads":
         return draw_heads(ax, out, ex, task)
-    xl, yl = None, None
     if view == "alignment":
         w, xl, yl = _aligned(w, ex, logits, task, graph)
-    _heatmap(ax, w if w.dim() == 2 else w[None], xl, yl,
-             "source" if xl else "item", "target" if yl else "step")
-    return ("alignment: target step × source position" if view == "alignment"
-            else f"'{name}' weights per step")
+        heatmap(ax, w, xl, yl, "source", "target")
+        return "alignment: target step × source position"
+    return matrix(ax, w, ex, graph, name)
+
 
 
 def _prediction(outputs: dict[str, Tensor], ex: dict[str, Tensor], task: Task,
@@ -328,7 +261,7 @@ def draw_model(graph: Graph, task: Task, model: Any, path: str | Path, *, exampl
     from attngraph.train.device import device_of, float_outputs, to_device
     from attngraph.train.tasks import bind_inputs
 
-    batch = task.batch(size, split="test")
+    batch = task.batch(size, split="valid")
     was = model.training
     model.eval()
     try:
@@ -369,7 +302,7 @@ def _check_example(example: int, size: int, where: SourceLoc) -> None:
         raise TrainingError(msg, where, f"use --example between 0 and {size - 1}")
 
 
-def _picture(path: str | Path) -> Path:
+def picture_path(path: str | Path) -> Path:
     """The file a picture is written to: ``.png`` added to a name without a suffix
     (as matplotlib does); a suffix naming no format matplotlib writes is refused."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -394,21 +327,29 @@ def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
 
 
 def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None = None,
-               query: int = 0, text: str | None = None,
-               data: str | Path | None = None) -> tuple[Path, str]:
+               query: int = 0, text: str | None = None, data: str | Path | None = None,
+               layers: Sequence[int] = (), heads: Sequence[int] = ()) -> tuple[Path, str]:
     """Draw one example of a trained run; ``(picture path, view)``.
 
     By default, example ``example`` of the run's fixed test batch (the one its
     test metrics were measured on). A run trained with ``--data`` draws the
     user's own ``text`` (its text input) or example ``example`` of the data file
-    ``data``. The picture goes to ``out`` (default: ``RUN_DIR/attention_<example>.png``,
+    ``data``. A run written by ``attngraph import`` draws every layer's and
+    head's weights over ``text`` (the ``layers`` view; ``layers`` and ``heads`` pick
+    some, :func:`attngraph.realmodels.heads.attend_text`). The picture goes to
+    ``out`` (default: ``RUN_DIR/attention_<example>.png``,
     ``RUN_DIR/attention_input.png`` for ``text``).
     """
     from attngraph.train.dataset import DataTask
     from attngraph.train.runs import load_run as load
 
     name = "input" if text is not None else str(example)
-    path = _picture(out if out is not None else Path(run_dir) / f"attention_{name}.png")
+    path = picture_path(out if out is not None else Path(run_dir) / f"attention_{name}.png")
+    if layers or heads:
+        what = "--layer" if layers else "--head"
+        msg = f"{what} picks a layer or head of an imported model's picture"
+        raise TrainingError(msg, SourceLoc(what), f"leave out {what}: this run was not "
+                            "written by attngraph import")
     run = load(run_dir)
     if text is not None or data is not None:
         records = [run.text_record(text)] if text is not None else run.records(data or "")
@@ -426,6 +367,6 @@ def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None 
                                 "data file: --data PATH --example N")
         size = int(run.checkpoint.config.get("eval_size", 256))
         _check_example(example, size, SourceLoc(str(run_dir)))
-        batch = run.task.batch(size, split="test")
+        batch = run.task.batch(size, split="valid")
     outputs = run.outputs(batch)
     return draw(run.graph, run.task, outputs, batch, path, example=example, query=query)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.train.checkpoints import Checkpoint
     from attngraph.train.encoding import Encoding
+    from attngraph.train.evaluation import Report
     from attngraph.train.taskbase import Task
 
 __all__ = ["Run", "load_run"]
@@ -293,30 +294,39 @@ class Run:
             else [round(x, 6) for x in w.tolist()]
         return row
 
+    def export(self, path: str | Path, *, format: str = "pt2") -> Path:  # noqa: A002
+        """Write the trained model to ``path`` as ``pt2``, ``onnx`` or ``python``, as
+        ``attngraph export RUN`` does (:func:`attngraph.train.runexport.export_run`)."""
+        from attngraph.train.runexport import export_run
+
+        return export_run(self, path, format=format)
+
     def evaluate(self, data: str | Path | Iterable[Mapping[str, Any]], *, batch: int = 256,
-                 bf16: bool = False) -> dict[str, float]:
-        """The run's metrics on labelled records (every one scored; eval mode).
+                 bf16: bool = False, beam: int = 1, max_length: int | None = None) -> Report:
+        """The run's report on labelled records (every one scored; eval mode).
+
+        ``data``, ``batch`` and ``bf16`` are as :meth:`predict` takes them, and so are
+        ``beam`` and ``max_length``, for the text a decoder generates to be scored.
+
+        Returns
+        -------
+        Report
+            The dict of ``examples``, ``loss`` and the metrics (``accuracy``, or a
+            decoder's ``token_accuracy``, ``sequence_accuracy``, ``bleu``,
+            ``exact_match``); a classifier's per-class scores and confusion matrix
+            in ``.classes``; all of it as JSON-ready data by ``.to_dict()``
+            (:mod:`attngraph.train.evaluation`).
 
         Raises
         ------
         TrainingError
-            A run of a built-in task, records without labels, records that do not read.
+            A run of a built-in task, records without labels, records that do not read,
+            a model that gives NaN or infinity.
         """
-        from attngraph.train.dataset import DataTask
-        from attngraph.train.trainer import evaluate
+        from attngraph.train.run_evaluation import evaluate_run
 
-        recs = self.records(data)
-        ds = self._dataset(recs, need_label=True)
-        task = DataTask(self._enc(), ds, ds, seed=0)
-        metrics = evaluate(self.model, self.graph, task, batch, bf16=bf16)
-        bad = nonfinite_at(metrics)
-        if bad is not None:  # name the example that made it, when its outputs show it
-            rec = self._first_nonfinite(recs)
-            what = f"the run's {bad} on these records is {metrics[bad]}"
-            if rec is None:
-                raise self._nonfinite(SourceLoc(recs[0].loc.file), what, "these records")
-            raise self._nonfinite(rec.loc, what)
-        return {**metrics, "examples": float(len(ds))}
+        return evaluate_run(self, data, batch=batch, bf16=bf16, beam=beam,
+                            max_length=max_length)
 
 
 def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
@@ -360,13 +370,16 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
     ------
     TrainingError
         No run there, a damaged checkpoint or ``data.json``, a stored spec
-        that does not match its hash, or a device this machine lacks.
+        that does not match its hash, or a device this machine lacks; a run of
+        ``attngraph import`` (allowed past the parameter limit of specs) too large
+        for this machine's memory.
     """
     from attngraph.lower import compile as lower
     from attngraph.pipeline import check_resources, loads_spec
     from attngraph.train import checkpoints as ck
     from attngraph.train.dataset import DataTask, EncodedDataset, load_encoding
     from attngraph.train.device import pick_device
+    from attngraph.train.imported import check_memory, is_imported
     from attngraph.train.rundir import check_own as own_files
     from attngraph.train.tasks import task_for
 
@@ -374,8 +387,14 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
     dev = pick_device(device)
     if run_dir.is_dir():  # its files its own: no link, FIFO or folder among them
         own_files(run_dir)
+    # a run written by `attngraph import` is a model that exists: past the spec's
+    # parameter limit, bounded by what the machine can hold
+    imported = is_imported(run_dir)
+    if imported:
+        check_memory([run_dir / ck.CHECKPOINT], run_dir / ck.CHECKPOINT)
     ckpt = ck.load_checkpoint(run_dir)
-    graph = loads_spec(ckpt.spec_text, ckpt.spec_file)  # errors name the spec it came from
+    # errors name the spec it came from
+    graph = loads_spec(ckpt.spec_text, ckpt.spec_file, allow_large=imported)
     if ck.spec_hash(graph) != ckpt.spec_hash:
         msg = "the spec text stored in this checkpoint does not match its hash"
         raise TrainingError(msg, SourceLoc(file=str(run_dir / ck.CHECKPOINT)),
@@ -391,7 +410,7 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
         try:  # the task, its options and its test batch's size are the checkpoint's
             task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
             n = task.opts.get("length")
-            check_resources(graph, batch=cfg["eval_size"],
+            check_resources(graph, batch=cfg["eval_size"], allow_large=imported,
                             length=n if isinstance(n, int) and n > 0 else None)
         except AttnGraphError as exc:
             msg = ("this checkpoint's stored settings do not make a run: "
