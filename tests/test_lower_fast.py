@@ -75,6 +75,32 @@ def test_projections_of_one_value_share_a_matmul() -> None:
     torch.testing.assert_close(g_out, g_ref, atol=1e-6, rtol=1e-6)
 
 
+def test_a_stacked_projection_kept_without_autograd_follows_its_weights() -> None:
+    """Without autograd the stacked weights are kept between calls (decoding re-runs
+    them every token); an optimiser step or ``load_state_dict`` changes a weight in
+    place, and the next call uses the new weights, equal to a fresh model's."""
+    import attngraph
+
+    text = MHSA.replace("dim: 6, heads: 3}", "dim: d, heads: 3}")
+    model = attngraph.compile(text, seed=0).eval()
+    other = attngraph.compile(text, seed=1).eval()
+    x = torch.randn(2, 7, 12)
+    with torch.no_grad():
+        first = model(x=x)["z"]
+        torch.testing.assert_close(model(x=x)["z"], first)  # the kept stack
+        model.load_state_dict(other.state_dict())
+        torch.testing.assert_close(model(x=x)["z"], other(x=x)["z"], atol=0, rtol=0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss = model(x=x)["z"].square().sum()
+    loss.backward()
+    opt.step()
+    fresh = attngraph.compile(text, seed=0).eval()
+    fresh.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(model(x=x)["z"], fresh(x=x)["z"], atol=0, rtol=0)
+        assert not torch.allclose(model(x=x)["z"], other(x=x)["z"])
+
+
 def test_projection_groups_need_the_same_input_and_bias() -> None:
     """Only projections of the same value with the same input size and bias use are
     stacked; a projection without bias stays apart."""

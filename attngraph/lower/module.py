@@ -256,13 +256,35 @@ def _run_linear_group(mods: list[tuple[str, nn.Module]], x: dict[str, Tensor],
     import torch.nn.functional as F
 
     lins = [_linear_of(nid, m) for nid, m in mods]
-    weight = torch.cat([w for _, w, _ in lins])
-    biases = [b for _, _, b in lins if b is not None]
-    bias = torch.cat(biases) if lins[0][2] is not None else None
+    weight, bias = _stacked(mods[0][1], lins)
     y = F.linear(x["from"], weight, bias)
     parts = y.split([int(w.shape[0]) for _, w, _ in lins], dim=-1)
     return {nid: m.after_linear(p, rt)
             for (nid, _), (m, _, _), p in zip(mods, lins, parts, strict=True)}
+
+
+def _stacked(owner: nn.Module, lins: list[tuple[Any, Tensor, Tensor | None]]
+             ) -> tuple[Tensor, Tensor | None]:
+    """The group's weights (and biases) stacked. Without autograd (decoding, evaluation)
+    the stack is kept on the group's first module while no weight has changed: an
+    in-place change (an optimiser step, ``load_state_dict``) bumps a tensor's version,
+    which the key holds, so a stale stack is never used; with autograd it is made anew
+    (the gradient flows through the ``cat``)."""
+    def stack() -> tuple[Tensor, Tensor | None]:
+        biases = [b for _, _, b in lins if b is not None]
+        return (torch.cat([w for _, w, _ in lins]),
+                torch.cat(biases) if lins[0][2] is not None else None)
+
+    tensors = [t for _, w, b in lins for t in (w, b) if t is not None]
+    if torch.is_grad_enabled() or torch.compiler.is_compiling() or torch.jit.is_tracing() \
+            or any(type(t) not in (Tensor, nn.Parameter) for t in tensors):
+        return stack()  # (tracing and exporting see fake tensors: no storage to key on)
+    key = tuple((id(t), t._version, t.data_ptr(), t.dtype, t.device) for t in tensors)
+    kept = owner.__dict__.get("_stacked_linear")
+    if kept is None or kept[0] != key:
+        kept = (key, *stack())
+        owner.__dict__["_stacked_linear"] = kept
+    return kept[1], kept[2]
 
 
 def _share_parameters(graph: Graph, mods: NodeDict) -> None:
