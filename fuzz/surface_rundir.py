@@ -209,15 +209,24 @@ def _parses(data: bytes, suffix: str) -> bool:
     return True
 
 
+def _stable(name: str) -> str:
+    """A run file's name as a case names it: event files by their pattern."""
+    return "events.out.tfevents.*" if name.startswith("events.out.tfevents.") else name
+
+
 def run(case: Case) -> Outcome:
     """One damaged copy of the run through predict, evaluate, resume or export."""
     from attngraph.train.runs import load_run
 
     run_dir = case.tmp / "run"
     shutil.copytree(case.state["run"], run_dir, symlinks=True)
-    names = sorted(p.name for p in run_dir.iterdir())
+    # a TensorBoard event file is named by the time and process that wrote it: the case
+    # names it by its pattern, so that case i is the same case every time
+    real = {_stable(p.name): p.name for p in run_dir.iterdir()}
+    names = sorted(real)
     for _ in range(case.rng.randint(1, 2)):
         target = case.pick(names + ["."], "file")
+        target = real.get(target, target)
         if target == ".":
             if case.rng.random() < 0.5:
                 special(run_dir, case.pick(SPECIALS, "run-dir"), case.outside)
