@@ -238,11 +238,11 @@ REASONS = {
         "(`_run_linear_group` in attngraph/lower/module.py) and concatenates them on "
         "every call: a [2304, 768] copy per layer per generated token, about 85 MB of "
         "copying a token at GPT-2 small, on top of the weights the step reads anyway. "
-        "Keeping the concatenation while no weight has changed (autograd off, every "
-        "weight's `_version` and storage the same; one entry per group) brings the "
-        "ratio from 1.26x to 1.14x (1.04-1.16) on this machine (measured with that "
-        "change patched in, not committed: attngraph/lower/module.py is not part of "
-        "this change). The rest is Python per node and step (about 15 nodes a layer)."
+        "The lowering now keeps the concatenation while no weight has changed "
+        "(autograd off, every weight's `_version` and storage the same; one entry per "
+        "group): `python benchmarks/generate.py --repeats 3` after that change gave "
+        "1.10x (1.06-1.12), uncached/cached 7.4x, on this machine (2026-11-26, load "
+        "about 1.9). The rest is Python per node and step (about 15 nodes a layer)."
     ),
     "MHSA spec / projections+SDPA": (
         "The spec lowers to the same kernels as the hand-written module (one stacked "
