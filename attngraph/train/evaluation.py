@@ -1,7 +1,8 @@
 """Evaluation as a report: the loss and every figure of a task on labelled data.
 
-:func:`evaluate_model` runs a model over a task's test batches in eval mode
-(:func:`collect`) and :func:`report_of` turns its outputs into a :class:`Report`:
+:func:`evaluate_model` runs a model over a task's validation batches in eval mode
+(:func:`attngraph.train.trainer.collect`, as training's evaluation does) and
+:func:`report_of` turns its outputs into a :class:`Report`:
 
 - ``examples`` and ``loss``: the training objective's loss
   (:func:`attngraph.train.trainer.task_loss`: cross-entropy of ``logits`` with
@@ -43,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from attngraph.train.objectives import OBJECTIVES, model_terms
+from attngraph.train.objectives import OBJECTIVES
 from attngraph.train.taskbase import IGNORE, Task
 from attngraph.train.vocab import EOS, RESERVED, UNK, Vocab, tokenize
 
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ZERO_DIVISION", "VALUE_FIGURES", "ClassScores", "Report", "class_scores",
            "corpus_bleu", "generated_figures", "target_tokens", "text_tokens",
-           "regression_errors", "collect", "report_of", "evaluate_model"]
+           "regression_errors", "report_of", "evaluate_model"]
 
 #: scikit-learn's ``zero_division``: a precision with no prediction of its class, or a
 #: recall with no example of it, reads as 0 (never NaN, which JSON cannot hold).
@@ -251,47 +252,6 @@ class Report(dict[str, float]):
         return out
 
 
-def collect(model: nn.Module, graph: Graph, task: Task, size: int, *,
-            bf16: bool = False) -> tuple[dict[str, Tensor], dict[str, Tensor], float]:
-    """``(outputs, batch, terms)``: a model's eval-mode outputs on the task's test
-    batches joined into one, the batches joined alike, and the model's own loss
-    terms averaged over the examples.
-
-    As :func:`attngraph.train.trainer.evaluate` runs them: without gradients, on
-    a private RNG seeded with the task's seed; the model's mode is restored.
-    """
-    import torch
-
-    from attngraph.train.device import autocast, device_of, float_outputs, to_device
-    from attngraph.train.tasks import bind_inputs
-    from attngraph.train.trainer import seeded
-
-    was = model.training
-    model.eval()
-    dev = device_of(model)
-    outs, batches, terms, n = [], [], 0.0, 0
-    try:
-        with seeded(task.seed), torch.no_grad(), autocast(dev, bf16):
-            for b in task.valid_batches(size):
-                b = to_device(b, dev)
-                outs.append(float_outputs(model(**bind_inputs(graph, task, b))))
-                batches.append(b)
-                k = int(b[task.target].shape[0])
-                terms, n = terms + float(model_terms(model)) * k, n + k
-    finally:
-        model.train(was)
-    return _joined(outs), _joined(batches), terms / max(n, 1)
-
-
-def _joined(parts: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """One batch of several along the batch axis."""
-    import torch
-
-    if len(parts) == 1:
-        return parts[0]
-    return {k: torch.cat([p[k] for p in parts]) for k in parts[0] if all(k in p for p in parts)}
-
-
 def _class_figures(out: Tensor, target: Tensor,
                    names: Callable[[int], str] | None) -> ClassScores | None:
     """Per-class scores of ``logits`` fitted to ``target``, padding left out."""
@@ -361,6 +321,8 @@ def evaluate_model(model: nn.Module, graph: Graph, task: Task, size: int = 256, 
     >>> sum(map(sum, report.classes.confusion)) == sum(report.classes.support)
     True
     """
+    from attngraph.train.trainer import collect
+
     outputs, batch, terms = collect(model, graph, task, size, bf16=bf16)
     return report_of(task, outputs, batch, graph=graph, terms=terms, names=names,
                      per_class=per_class)

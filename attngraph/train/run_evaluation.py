@@ -42,7 +42,8 @@ def evaluate_run(run: Run, data: str | Path | Iterable[Mapping[str, Any]], *,
         read, a model that gives NaN or infinity.
     """
     from attngraph.train.dataset import DataTask
-    from attngraph.train.evaluation import collect, report_of
+    from attngraph.train.evaluation import report_of
+    from attngraph.train.trainer import collect
 
     enc = run._enc()
     recs = run.records(data)

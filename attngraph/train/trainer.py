@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
 __all__ = ["TrainSettings", "Step", "build", "make_optimizer", "seeded", "train_step",
-           "evaluate", "task_loss", "reward_of", "check_fits", "dry_run"]
+           "evaluate", "collect", "task_loss", "reward_of", "check_fits", "dry_run"]
 
 
 #: The defaults of a ``train:`` section, read from its model.
@@ -283,6 +283,17 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
     dict
         Metric name -> value, for every metric of the task that applies.
     """
+    outputs, batch, _ = collect(model, graph, task, size, bf16=bf16)
+    return compute_metrics(task, outputs, batch)
+
+
+def collect(model: nn.Module, graph: Graph, task: Task, size: int, *,
+            bf16: bool = False) -> tuple[dict[str, Tensor], dict[str, Tensor], float]:
+    """``(outputs, batch, terms)``: the model's eval-mode outputs on the task's
+    validation batches joined into one, the batches joined alike, and the model's own
+    loss terms (:func:`~attngraph.train.objectives.model_terms`) averaged over the
+    examples. What :func:`evaluate` and the evaluation report
+    (:mod:`attngraph.train.evaluation`) compute from."""
     import torch
 
     from attngraph.train.device import autocast, device_of, float_outputs, to_device
@@ -292,6 +303,7 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
     dev = device_of(model)
     outs: list[dict[str, Tensor]] = []
     batches: list[dict[str, Tensor]] = []
+    terms, n = 0.0, 0
     try:
         # a model that samples in eval (a latent) gets the same noise at every
         # evaluation, and evaluating leaves the training run's random stream as it was
@@ -300,9 +312,11 @@ def evaluate(model: nn.Module, graph: Graph, task: Task, size: int, *,
                 b = to_device(b, dev)
                 outs.append(float_outputs(model(**bind_inputs(graph, task, b))))
                 batches.append(b)
+                k = int(b[task.target].shape[0])
+                terms, n = terms + float(model_terms(model)) * k, n + k
     finally:
         model.train(was)
-    return compute_metrics(task, _joined(outs), _joined(batches))
+    return _joined(outs), _joined(batches), terms / max(n, 1)
 
 
 def _joined(parts: list[dict[str, Tensor]]) -> dict[str, Tensor]:
