@@ -36,7 +36,7 @@ def _forward(name: str, size: int = 3) -> tuple[object, object, dict, dict]:
     graph = load_spec(ROOT / "specs" / f"{name}.yaml")
     task = task_for(graph, None, 0)
     model = attngraph.compile(graph, seed=0).eval()
-    batch = task.batch(size, split="test")
+    batch = task.batch(size, split="valid")
     with torch.no_grad():
         out = model(**bind_inputs(graph, task, batch))
     return graph, task, out, batch

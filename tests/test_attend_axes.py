@@ -63,7 +63,7 @@ def test_the_speech_picture_has_a_frames_axis_with_padding_cut(tmp_path: Path) -
     own frames across (its padding cut), each axis named; the picture file says so."""
     graph = load_spec(ROOT / "specs" / "speech_recognition.yaml")
     task = task_for(graph, None, 0)
-    batch = task.batch(8, split="test")
+    batch = task.batch(8, split="valid")
     lengths = batch["frames_mask"].sum(1)
     k = int(lengths.argmin())
     assert int(lengths[k]) < batch["frames"].shape[1]  # an example with padding

@@ -36,7 +36,7 @@ def test_image_generation_is_drawn_step_by_step(tmp_path: Path) -> None:
 
     graph = load_spec(ROOT / "specs" / "image_generation.yaml")
     task = task_for(graph, None, 0)
-    batch = task.batch(2, split="test")
+    batch = task.batch(2, split="valid")
     model = attngraph.compile(graph, seed=0).eval()
     with torch.no_grad():
         out = model(**bind_inputs(graph, task, batch))

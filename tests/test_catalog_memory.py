@@ -28,7 +28,7 @@ def _weights(spec: str | Path, seed: int) -> torch.Tensor:
     graph = load_spec(spec) if isinstance(spec, Path) else loads_spec(spec)
     task = task_for(graph, None, seed)
     model = attngraph.compile(graph, seed=seed).eval()
-    batch = task.batch(64, split="test")
+    batch = task.batch(64, split="valid")
     with torch.no_grad():
         return model(**bind_inputs(graph, task, batch))["weights"]
 

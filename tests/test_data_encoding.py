@@ -121,7 +121,7 @@ def test_seq2seq_pairs_encode_source_and_target(tmp_path: Path) -> None:
     p = tmp_path / "p.tsv"
     p.write_text("a b c\tc b a\nb\tb\n", encoding="utf-8")
     task = data_task(load_spec(TR), str(p), valid=str(p))
-    b = task.batch(2, split="test")
+    b = task.batch(2, split="valid")
     v = task.enc.vocabs["source"]
     assert b["source"].tolist() == [v.encode(["a", "b", "c"]), v.encode(["b"]) + [1, 1]]
     assert b["source_mask"].tolist() == [[True] * 3, [True, False, False]]
@@ -167,7 +167,7 @@ def test_numbers_feed_vectors_padded_with_a_mask(tmp_path: Path) -> None:
     p = _jsonl(tmp_path / "v.jsonl", [{"x": [[1, 2, 3]], "label": "a"},
                                       {"x": [[4, 5, 6], [7, 8, 9]], "label": "b"}])
     task = data_task(load_spec(spec), str(p), valid=str(p))
-    b = task.batch(2, split="test")
+    b = task.batch(2, split="valid")
     assert b["x"].tolist() == [[[1, 2, 3], [0, 0, 0]], [[4, 5, 6], [7, 8, 9]]]
     assert b["x_mask"].tolist() == [[True, False], [True, True]]
     assert b["target"].tolist() == [0, 1]
@@ -190,7 +190,7 @@ def test_csv_cells_give_image_files_and_number_vectors(tmp_path: Path) -> None:
     Image.new("L", (32, 32), color=0).save(tmp_path / "img" / "b.png")
     p = tmp_path / "d.csv"
     p.write_text("image,label\nimg/w.png,white\nimg/b.png,black\n", encoding="utf-8")
-    b = data_task(load_spec(GS), str(p), valid=str(p)).batch(2, split="test")
+    b = data_task(load_spec(GS), str(p), valid=str(p)).batch(2, split="valid")
     assert b["image"].shape == (2, 1, 32, 32)
     assert b["image"][0].min() == 1.0 and b["image"][1].max() == 0.0
     assert b["target"].tolist() == [1, 0]  # black < white
@@ -201,7 +201,7 @@ def test_csv_cells_give_image_files_and_number_vectors(tmp_path: Path) -> None:
                     "outputs: {logits: logits}\n", encoding="utf-8")
     q = tmp_path / "v.csv"
     q.write_text("x,label\n0.5 1 -2,a\n3 4 5,b\n", encoding="utf-8")
-    b = data_task(load_spec(spec), str(q), valid=str(q)).batch(2, split="test")
+    b = data_task(load_spec(spec), str(q), valid=str(q)).batch(2, split="valid")
     assert b["x"].tolist() == [[0.5, 1.0, -2.0], [3.0, 4.0, 5.0]]
     q.write_text("x,label\n0.5 one 2,a\n", encoding="utf-8")
     exc = _fail(spec, q, valid=str(q))

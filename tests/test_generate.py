@@ -395,7 +395,7 @@ def test_a_trained_translator_generates_its_targets() -> None:
         res = train(ROOT / "specs" / "bahdanau_translation.yaml", seed=0)
     finally:
         torch.set_num_threads(before)
-    batch = res.task.batch(256, split="test")
+    batch = res.task.batch(256, split="valid")
     length = batch["target"].shape[1]
     greedy = attngraph.generate(res.model, {"source": batch["source"]}, max_length=length)
     beam = attngraph.generate(res.model, {"source": batch["source"]}, max_length=length,

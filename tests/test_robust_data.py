@@ -307,7 +307,7 @@ def test_an_image_folder_given_as_a_relative_path(tmp_path: Path,
             Image.new("L", (32, 32), color=shade).save(tmp_path / "images" / c / f"{i}.png")
     monkeypatch.chdir(tmp_path)
     task = data_task(load_spec(GS), "images", valid="images")
-    batch = task.batch(6, split="test")
+    batch = task.batch(6, split="valid")
     assert batch["image"].shape == (6, 1, 32, 32)
     assert json.dumps(task.enc.labels.names if task.enc.labels else None) == \
         '["dark", "light"]'

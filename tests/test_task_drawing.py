@@ -54,7 +54,7 @@ def test_negative_elbo_is_the_bernoulli_nll_plus_the_kl() -> None:
     """Logits 0 cost log 2 per pixel: negative_elbo = 144 log 2 + Σ_t KL; the baseline is
     the NLL under the pixel frequencies; elbo_gain = 1 − negative_elbo / baseline."""
     task = get_task("digit_drawing", seed=0, canvas=12)
-    b = task.batch(16, split="test")
+    b = task.batch(16, split="valid")
     kl = torch.rand(16, 6)
     m = compute_metrics(task, {"logits": torch.zeros(16, 1, 12, 12), "kl": kl}, b)
     assert math.isclose(m["negative_elbo"], 144 * math.log(2) + float(kl.sum(-1).mean()),

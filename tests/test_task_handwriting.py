@@ -59,7 +59,7 @@ def test_the_seed_fixes_the_strokes_and_the_splits_differ() -> None:
     a, b = get_task("handwriting", seed=0), get_task("handwriting", seed=0)
     assert (a.strokes() == b.strokes()).all()
     assert not (a.strokes() == get_task("handwriting", seed=1).strokes()).all()
-    t1, t2 = a.batch(8, split="test"), b.batch(8, split="test")
+    t1, t2 = a.batch(8, split="valid"), b.batch(8, split="valid")
     assert torch.equal(t1["chars"], t2["chars"])
     assert not torch.equal(a.batch(8)["pen"], t1["pen"])
 
@@ -121,7 +121,7 @@ def test_the_window_view_draws_the_window_beside_the_trajectory(tmp_path: Path) 
     graph = load_spec(ROOT / "specs" / "handwriting_generation.yaml")
     task = task_for(graph, None, 0)
     model = attngraph.compile(graph, seed=0).eval()
-    batch = task.batch(3, split="test")
+    batch = task.batch(3, split="valid")
     with torch.no_grad():
         out = model(**bind_inputs(graph, task, batch))
     assert pick_view(graph, {k: v[0] for k, v in out.items()}) == ("window", "attention")

@@ -130,7 +130,7 @@ def test_same_seed_same_batches(name: str) -> None:
 def test_test_split_is_fixed_and_unlike_train(name: str) -> None:
     """The test batch is the same on every call, and is not the first training batch."""
     t = get_task(name, seed=0)
-    x, y = t.batch(6, split="test"), t.batch(6, split="test")
+    x, y = t.batch(6, split="valid"), t.batch(6, split="valid")
     for k in x:
         assert _same(x[k], y[k])
     train = t.batch(6)
@@ -232,7 +232,7 @@ def test_clutter_adds_ink_outside_the_digit() -> None:
 def test_karate_graph_labels_and_split() -> None:
     """34 members, symmetric adjacency, train and test nodes disjoint and covering all."""
     t = get_task("karate", seed=0, train_per_class=3)
-    tr, te = t.batch(2), t.batch(2, split="test")
+    tr, te = t.batch(2), t.batch(2, split="valid")
     adj = tr["graph_adjacency"][0]
     assert adj.shape == (34, 34) and adj.dtype == torch.bool and torch.equal(adj, adj.T)
     assert int(adj.sum()) == 2 * 78  # Zachary's 78 friendships
@@ -245,7 +245,7 @@ def test_karate_graph_labels_and_split() -> None:
 
 def test_sbm_edges_are_denser_within_blocks() -> None:
     """Stochastic block model graphs have more edges inside communities than across."""
-    b = get_task("sbm", seed=0, nodes=30, p_in=0.4, p_out=0.05).batch(4, split="test")
+    b = get_task("sbm", seed=0, nodes=30, p_in=0.4, p_out=0.05).batch(4, split="valid")
     lab, adj = b["target"], b["graph_adjacency"]
     same = lab[:, :, None] == lab[:, None, :]
     assert float(adj[same].float().mean()) > 3 * float(adj[~same].float().mean())
@@ -337,7 +337,7 @@ def test_glimpse_hit_counts_a_glimpse_inside_the_digit_box() -> None:
     """glimpse_hit is 1 for glimpses at the digit's centre, 0 at the canvas centre (on
     no box's inside) and at the digit's opposite corner of the canvas."""
     task = get_task("cluttered_digits", seed=0, canvas=32, grid=8)
-    b = task.batch(64, split="test")
+    b = task.batch(64, split="valid")
     pos = b["position"].float()
     centre = torch.stack([(pos[:, 1] + 4) / 32 * 2 - 1, (pos[:, 0] + 4) / 32 * 2 - 1], -1)
     start = torch.zeros(64, 1, 2)
@@ -351,7 +351,7 @@ def test_tile_peak_reads_attention_over_the_grid_of_tiles() -> None:
     """tile_peak is 1 when attention peaks on the digit's 8×8 tile, 0 one tile over,
     and does not apply when digits do not sit on whole tiles."""
     task = get_task("cluttered_digits", seed=0, canvas=32, grid=8)
-    b = task.batch(64, split="test")
+    b = task.batch(64, split="valid")
     tile = b["position"] // 8
     idx = tile[:, 0] * 4 + tile[:, 1]
     att = torch.nn.functional.one_hot(idx, 16).float()

@@ -380,7 +380,7 @@ def test_draw_refuses_an_example_outside_the_batch_at_the_spec(tmp_path: Path) -
     """draw() called with a batch and an example past it names the spec's file."""
     graph = load_spec(GA)
     task = task_for(graph, None, 0)
-    batch = task.batch(2, split="test")
+    batch = task.batch(2, split="valid")
     with pytest.raises(TrainingError, match="outside the test batch of 2") as err:
         draw(graph, task, {}, batch, tmp_path / "a.png", example=2)
     assert _where(err.value.loc) == (str(GA), 0, 0) and err.value.hint
