@@ -70,6 +70,21 @@ def trained_metrics(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path,
     return get
 
 
+@pytest.fixture(scope="session")
+def shared_exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder where ``export_support.exported`` keeps the session's pt2 and ONNX
+    files, in the session's temporary folder that every pytest-xdist worker shares (as
+    ``trained_metrics`` does): the export tests of three files check each catalog spec's
+    files, on whichever worker each test runs."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "exported"
+    folder.mkdir(exist_ok=True)
+    import export_support  # tests/ is on sys.path; it imports torch, hence here
+
+    export_support.SHARED = folder
+    return folder
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under ``pytest -n N`` (pytest-xdist) the workers share the machine's cores: each
     runs torch on one thread (set before torch is imported), so N workers use N cores

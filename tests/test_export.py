@@ -3,38 +3,44 @@ attngraph, at shapes other than the traced ones, and equals the compiled model."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
-from export_support import new_inputs, positional  # noqa: E402
+from export_support import (  # noqa: E402
+    exported,
+    new_inputs,
+    positional,
+    run_without_attngraph,
+    symbols,
+    traced_as_the_command_does,
+)
 
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.lower.export_inputs import full_masks  # noqa: E402
 
+#: the exported files are shared by the test processes (``export_support.exported``)
+pytestmark = pytest.mark.usefixtures("shared_exports")
+
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
 
-#: loads the program in a process where attngraph cannot be imported, runs it on the
-#: saved inputs and saves its outputs
-RUNNER = """
-import sys
-sys.modules["attngraph"] = None  # the program must not need it
-import torch
-program = torch.export.load(sys.argv[1]).module()
-inputs = torch.load(sys.argv[2])
-torch.manual_seed(0)  # a latent samples in eval: the same draws as the compiled model's
-with torch.no_grad():
-    out = program(*inputs)
-torch.save({k: v for k, v in out.items()}, sys.argv[3])
-"""
+def _run_elsewhere(model: Any, graph: Any, program: Path, batch: int,
+                  lengths: tuple[int, ...]) -> tuple[dict, dict]:
+    """Run the program saved at ``program`` where attngraph cannot be imported, at
+    ``batch`` with the symbolic lengths of sizes ``lengths`` (see ``new_inputs``), and
+    the compiled ``model`` on the same inputs (after the same seed)."""
+    new = new_inputs(graph, batch=batch, lengths=lengths, seed=3)
+    got = run_without_attngraph(program, positional(model, full_masks(model, new)))
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # as the runner does
+        want = model(**new)
+    return got, want
 
 
 def _export_and_run(path: Path, tmp: Path, batch: int,
@@ -46,17 +52,21 @@ def _export_and_run(path: Path, tmp: Path, batch: int,
     assert res.exit_code == 0, res.output
     graph = attngraph.load_spec(path)
     model = attngraph.compile(graph, seed=0).eval()
-    new = new_inputs(graph, batch=batch, lengths=lengths, seed=3)
-    torch.save(positional(model, full_masks(model, new)), tmp / "in.pt")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-c", RUNNER, str(program), str(tmp / "in.pt"),
-                          str(tmp / "out.pt")], capture_output=True, text=True, timeout=300,
-                         env=env, check=False)
-    assert run.returncode == 0, run.stderr[-2000:]
-    with torch.no_grad(), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)  # as the runner does
-        want = model(**new)
-    return res.output, torch.load(tmp / "out.pt"), want
+    return (res.output, *_run_elsewhere(model, graph, program, batch, lengths))
+
+
+def _shared_and_run(path: Path, tmp: Path, batch: int,
+                    lengths: tuple[int, ...]) -> tuple[Any, dict, dict]:
+    """The program ``attngraph export SPEC`` writes (``export_file`` at batch 2, every
+    length 8, seed 0: the command's defaults), made once and shared with
+    tests/test_export_masks.py, saved and run as above: the export's result (what the
+    command prints from), the program's outputs, the model's."""
+    model, made = exported(path, "pt2")
+    traced_as_the_command_does(made)
+    program = tmp / f"{path.stem}.pt2"
+    program.write_bytes(made.data)
+    return (made.exported,
+            *_run_elsewhere(model, attngraph.load_spec(path), program, batch, lengths))
 
 
 def test_export_runs_without_attngraph_at_a_new_batch_and_length(tmp_path: Path) -> None:
@@ -67,14 +77,18 @@ def test_export_runs_without_attngraph_at_a_new_batch_and_length(tmp_path: Path)
         torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6, msg=k)
 
 
+@pytest.mark.xdist_group("luong_local_p")
 def test_export_keeps_the_lengths_of_a_recurrence_dynamic(tmp_path: Path) -> None:
     """A GRU over the source and a decoder loop over the target run through scan while
     exporting: the program runs a source of 11 items and a target of 6 steps (traced
     at 8 and 8) and equals the compiled model to 1e-6 (a bidirectional encoder: the
-    slow catalog test, bahdanau_translation and luong_translation)."""
-    said, got, want = _export_and_run(ROOT / "specs" / "luong_local_p.yaml",
-                                      tmp_path, batch=5, lengths=(11, 6))
-    assert "batch dynamic; lengths N, T dynamic" in said
+    slow catalog test, bahdanau_translation and luong_translation). The program is
+    the one the command writes, shared with the catalog tests below."""
+    done, got, want = _shared_and_run(ROOT / "specs" / "luong_local_p.yaml", tmp_path,
+                                      batch=5, lengths=(11, 6))
+    # what the command prints as "batch dynamic; lengths N, T dynamic"
+    assert symbols(attngraph.load_spec(ROOT / "specs" / "luong_local_p.yaml")) == ["N", "T"]
+    assert done.batch_dynamic and done.lengths_dynamic
     assert got["logits"].shape == (5, 6, 12)
     for k in want:
         torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6, msg=k)
@@ -89,15 +103,19 @@ def test_export_to_an_unwritable_place_is_a_located_error(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xdist_group(p.stem)) for p in SPECS],
+    ids=lambda p: p.stem)
 def test_every_catalog_spec_exports_with_dynamic_batch_and_lengths(path: Path,
                                                                   tmp_path: Path) -> None:
     """Each catalog spec exports with its batch and every symbolic length dynamic (loops
     and rnns over items included); at batch 5 with lengths 11 and 6 (traced at 2 and 8)
-    the program, run without attngraph, equals the compiled model to 1e-6."""
-    said, got, want = _export_and_run(path, tmp_path, batch=5, lengths=(11, 6))
-    assert "batch dynamic" in said
-    assert "fixed" not in said, said
+    the program, run without attngraph, equals the compiled model to 1e-6 (the program
+    the command writes; the command itself is tested above)."""
+    done, got, want = _shared_and_run(path, tmp_path, batch=5, lengths=(11, 6))
+    # what the command prints as "batch dynamic" and no "fixed" (batch, lengths)
+    assert done.batch_dynamic and done.lengths_dynamic, (done.batch_dynamic,
+                                                         done.lengths_dynamic)
     for k in want:
         torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6, msg=k)
 

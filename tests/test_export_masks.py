@@ -4,7 +4,6 @@ its real items, no mask) through the compiled model, at its real positions."""
 
 from __future__ import annotations
 
-import functools
 import io
 import os
 import subprocess
@@ -20,6 +19,8 @@ from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
+from export_support import exported, traced_as_the_command_does  # noqa: E402
+
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.lower.codegen import class_name  # noqa: E402
@@ -27,6 +28,9 @@ from attngraph.lower.examples import random_inputs  # noqa: E402
 from attngraph.lower.export import export_file  # noqa: E402
 from attngraph.lower.export_inputs import full_masks, program_inputs, with_masks  # noqa: E402
 from attngraph.pipeline import loads_spec  # noqa: E402
+
+#: the exported files are shared by the test processes (``export_support.exported``)
+pytestmark = pytest.mark.usefixtures("shared_exports")
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -43,12 +47,14 @@ MEASURED: dict[tuple[str, str], float] = {}
 Runner = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-@functools.cache
 def _made(stem: str, fmt: str) -> tuple[Any, Any]:
     """A catalog spec's compiled model (eval, seed 0) and its exported file (traced at
-    batch 2, lengths 8), made once per session."""
-    model = attngraph.compile(ROOT / "specs" / f"{stem}.yaml", seed=0).eval()
-    return model, export_file(model, fmt, batch=2, length=8)
+    batch 2, lengths 8), made once per session and shared with tests/test_onnx.py and
+    tests/test_export.py (``export_support.exported``)."""
+    model, made = exported(ROOT / "specs" / f"{stem}.yaml", fmt, batch=2, length=8)
+    if fmt != "python":
+        traced_as_the_command_does(made)
+    return model, made
 
 
 def _runner(model: Any, fmt: str, made: Any) -> Runner:
@@ -144,8 +150,11 @@ def _check(stem: str, fmt: str) -> None:
 
 
 def _params(fmts: tuple[str, ...], stems: list[str], *, slow: bool) -> list[Any]:
+    """A test per format and spec, on the worker of the spec's other export tests
+    (``--dist loadgroup``), which share its exported files."""
     marks = [pytest.mark.slow] if slow else []
-    return [pytest.param(s, f, marks=marks, id=f"{f}-{s}") for f in fmts for s in stems]
+    return [pytest.param(s, f, marks=[*marks, pytest.mark.xdist_group(s)], id=f"{f}-{s}")
+            for f in fmts for s in stems]
 
 
 @pytest.mark.parametrize(("stem", "fmt"), _params(("pt2", "python", "onnx"), FAST,
@@ -166,6 +175,7 @@ def test_every_catalog_spec_exported_equals_each_example_alone(stem: str, fmt: s
     _check(stem, fmt)
 
 
+@pytest.mark.xdist_group("pointer_sort")
 def test_the_programs_take_every_mask_with_dynamic_axes() -> None:
     """pt2 and ONNX inputs are the model's forward arguments in its order, masks
     included (bool), with the batch and the lengths dynamic; an all-True mask gives
@@ -198,11 +208,13 @@ def test_the_programs_take_every_mask_with_dynamic_axes() -> None:
         torch.testing.assert_close(torch.from_numpy(got_onnx[k]), ref, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.xdist_group("glimpse_soft")
 def test_a_spec_without_masks_exports_as_before() -> None:
-    """A spec whose inputs take no mask (images) exports the same inputs as before."""
-    model = attngraph.compile(ROOT / "specs" / "glimpse_soft.yaml", seed=0).eval()
+    """A spec whose inputs take no mask (images) exports the same inputs as before (the
+    file made once: tests/test_export.py checks it too)."""
+    model, made = _made("glimpse_soft", "pt2")
     assert [str(i) for i in program_inputs(model)] == ["image: float32 (B, 1, 32, 32)"]
-    done = export_file(model, "pt2").exported
+    done = made.exported
     assert done is not None and list(done.example) == ["image"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +14,12 @@ torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
-from export_support import new_inputs, positional  # noqa: E402
+from export_support import (  # noqa: E402
+    exported,
+    new_inputs,
+    positional,
+    traced_as_the_command_does,
+)
 
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
@@ -21,8 +27,28 @@ from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.lower.export import export_onnx  # noqa: E402
 from attngraph.lower.export_inputs import full_masks  # noqa: E402
 
+#: the exported files are shared by the test processes (``export_support.exported``)
+pytestmark = pytest.mark.usefixtures("shared_exports")
+
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
+
+
+def _run(model: Any, graph: Any, onnx: str | bytes, batch: int,
+         lengths: tuple[int, ...]) -> tuple[list, dict, list[str]]:
+    """Run the ONNX model ``onnx`` (a file or its bytes) in onnxruntime at ``batch`` and
+    ``lengths``: the outputs, the compiled ``model``'s outputs, the ONNX input names."""
+    # the model takes every mask: all True, no padding (tests/test_export_masks.py pads)
+    new = full_masks(model, new_inputs(graph, batch=batch, lengths=lengths, seed=3))
+    session = ort.InferenceSession(onnx, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    args = positional(model, new)
+    got = session.run([o.name for o in session.get_outputs()],
+                      {n: t.numpy() for n, t in zip(names, args, strict=True)})
+    with torch.no_grad():
+        want = model(**new)
+    assert [o.name for o in session.get_outputs()] == list(want)
+    return got, want, names
 
 
 def _export_and_run(path: Path, tmp: Path, batch: int,
@@ -35,17 +61,20 @@ def _export_and_run(path: Path, tmp: Path, batch: int,
     assert res.exit_code == 0, res.output
     graph = attngraph.load_spec(path)
     model = attngraph.compile(graph, seed=0).eval()
-    # the model takes every mask: all True, no padding (tests/test_export_masks.py pads)
-    new = full_masks(model, new_inputs(graph, batch=batch, lengths=lengths, seed=3))
-    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
-    args = positional(model, new)
-    got = session.run([o.name for o in session.get_outputs()],
-                      {n: t.numpy() for n, t in zip(names, args, strict=True)})
-    with torch.no_grad():
-        want = model(**new)
-    assert [o.name for o in session.get_outputs()] == list(want)
-    return res.output, got, want, names
+    return (res.output, *_run(model, graph, str(out), batch, lengths))
+
+
+def _shared_and_run(path: Path, batch: int,
+                    lengths: tuple[int, ...]) -> tuple[Any, list, dict, list[str]]:
+    """The ONNX model ``attngraph export SPEC --format onnx`` writes (``export_file`` at
+    batch 2, lengths 8, seed 0: the command's defaults), made once and shared with
+    tests/test_export_masks.py, run as above: the export's result (which axes stayed
+    dynamic: what the command prints from), the outputs, the model's, the input
+    names."""
+    model, made = exported(path, "onnx")
+    traced_as_the_command_does(made)
+    return (made.exported,
+            *_run(model, attngraph.load_spec(path), made.data, batch, lengths))
 
 
 def test_onnx_runs_in_onnxruntime_at_a_new_batch_and_length(tmp_path: Path) -> None:
@@ -88,14 +117,19 @@ def test_onnx_without_its_packages_is_one_clear_error(monkeypatch: pytest.Monkey
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
-def test_every_catalog_spec_runs_in_onnxruntime(path: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xdist_group(p.stem)) for p in SPECS],
+    ids=lambda p: p.stem)
+def test_every_catalog_spec_runs_in_onnxruntime(path: Path) -> None:
     """Each catalog spec (loops and rnns over items as ONNX Scans) exports to ONNX with
     a dynamic batch and lengths; at batch 5 with lengths 11 and 6 (traced at 2 and 8)
     onnxruntime equals the compiled model to 1e-4 (a spec with a latent, which samples
-    with onnxruntime's own random numbers, in shapes only)."""
-    said, got, want, _ = _export_and_run(path, tmp_path, batch=5, lengths=(11, 6))
-    assert "batch dynamic" in said and "fixed" not in said, said
+    with onnxruntime's own random numbers, in shapes only). The model is the one the
+    command writes (the command itself is tested above)."""
+    done, got, want, _ = _shared_and_run(path, batch=5, lengths=(11, 6))
+    # what the command prints as "batch dynamic" and no "fixed" (batch, lengths)
+    assert done.batch_dynamic and done.lengths_dynamic, (done.batch_dynamic,
+                                                         done.lengths_dynamic)
     samples = any(n.kind == "latent" for _, n in attngraph.load_spec(path).walk())
     for value, (k, ref) in zip(got, want.items(), strict=True):
         assert value.shape == tuple(ref.shape), k
@@ -132,9 +166,9 @@ NOT_YET = {
 @pytest.mark.parametrize("path", [
     pytest.param(p, marks=pytest.mark.xfail(reason=NOT_YET[p.stem], strict=True))
     if p.stem in NOT_YET else p for p in MECHANISMS], ids=lambda p: p.stem)
-def test_every_mechanism_runs_in_onnxruntime(path: Path, tmp_path: Path) -> None:
-    """The literature's mechanisms export to ONNX; at batch 5 with lengths 11 and 6
-    onnxruntime equals the compiled model to 1e-4."""
-    _, got, want, _ = _export_and_run(path, tmp_path, batch=5, lengths=(11, 6))
+def test_every_mechanism_runs_in_onnxruntime(path: Path) -> None:
+    """The literature's mechanisms export to ONNX (as the command does); at batch 5 with
+    lengths 11 and 6 onnxruntime equals the compiled model to 1e-4."""
+    _, got, want, _ = _shared_and_run(path, batch=5, lengths=(11, 6))
     for value, (k, ref) in zip(got, want.items(), strict=True):
         torch.testing.assert_close(torch.from_numpy(value), ref, atol=1e-4, rtol=1e-4, msg=k)
