@@ -21,9 +21,9 @@ torch = pytest.importorskip("torch")
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
+from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.lower.codegen import class_name  # noqa: E402
 from attngraph.lower.examples import random_inputs  # noqa: E402
-from attngraph.pipeline import loads_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -171,10 +171,13 @@ def test_forward_is_plain_pytorch_one_line_per_node(catalog: tuple[Path, dict]) 
     assert "Runtime" not in code and "class Proj" not in code
 
 
-#: the catalog specs whose every node has an emit rule today (the others copy the
-#: lowering classes of some of their nodes: see docs/export-python.md)
-PLAIN = ["bahdanau_translation", "global_attention", "intra_attention", "kvq_attention",
-         "language_model", "multihead_attention"]
+#: the catalog specs some of whose nodes still copy their lowering classes (kinds
+#: without an emit rule yet: glimpse, policy, onehot, window, memory, address, write,
+#: gather, and loops with one-hot or zeros_like carries; see docs/export-python.md)
+FALLS_BACK = {"glimpse_hard", "handwriting_generation", "image_generation", "memory_network",
+              "ntm_copy", "pointer_sort", "speech_recognition"}
+#: every other catalog spec: each node written by its kind's emit rule
+PLAIN = [p.stem for p in SPECS if p.stem not in FALLS_BACK]
 
 
 @pytest.mark.parametrize("spec", PLAIN)
@@ -200,6 +203,7 @@ def test_the_bahdanau_export_reads_top_to_bottom(catalog: tuple[Path, dict]) -> 
     assert "        for t in range(target.shape[1]):\n" in code
     assert "            alpha = masked_softmax(score, source_mask)  # (B, N)\n" in code
     assert "todo" not in code and "Step(" not in code
+    assert "Runtime" not in code and "rt." not in code  # no runtime tables
 
 
 @pytest.mark.parametrize("spec", ["global_attention", "multihead_attention"])
@@ -311,12 +315,15 @@ def test_shared_and_tied_parameters_stay_shared() -> None:
         assert set(_file_names(mod, model).values()) == set(ours.state_dict())
         assert mod.STATE_NAMES["nodes.y.embed."] == mod.STATE_NAMES["nodes.x.embed."]
         assert ours.out.weight is ours.x.weight
-        tok = torch.randint(0, 30, (2, 5))
-        other = torch.randint(0, 30, (2, 3))
+        gen = torch.Generator().manual_seed(0)
+        tok = torch.randint(0, 30, (2, 5), generator=gen)
+        other = torch.randint(0, 30, (2, 3), generator=gen)
         with torch.no_grad():
             got, want = ours(tok, other), model(tok, other)
+        # float32 rounding apart: the model runs the keys' and queries' projections
+        # as one stacked matmul (about 1e-6 relative), the file as two
         for k in want:
-            torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=0)
+            torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6)
     finally:
         del sys.modules["shared_tied_export"]
 

@@ -194,7 +194,7 @@ def _expr_work(ctx: WorkCtx) -> Work:
 
 
 @kind("expr", ExprSpec, lowering="attngraph.lower.algebra:lower_expr",
-      emit="attngraph.lower.emit.support:emit_expr", role="support",
+      emit="attngraph.lower.emit.algebra:emit_expr", role="support",
       style=Style("#f3f3f3", "box"), transparent=True, work=_expr_work)
 def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The formula's value: its axes, named, and its role (scores, weights)."""
@@ -364,7 +364,8 @@ def _param_work(ctx: WorkCtx) -> Work:
 
 
 @kind("param", ParamSpec, lowering="attngraph.lower.algebra:lower_param", role="support",
-      style=Style("#fff2cc", "box"), work=_param_work)
+      emit="attngraph.lower.emit.algebra:emit_param", style=Style("#fff2cc", "box"),
+      work=_param_work)
 def param_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """A free parameter of the declared shape, its axes named."""
     s = ctx.spec

@@ -396,7 +396,8 @@ def _check_kernel_scores(ctx: RuleCtx) -> None:
 
 
 @kind("feature_map", FeatureMapSpec, lowering="attngraph.lower.attention:FeatureMap",
-      role="projection", style=_PROJ, transparent=True, work=elementwise_work)
+      emit="attngraph.lower.emit.attention:emit_feature_map", role="projection", style=_PROJ,
+      transparent=True, work=elementwise_work)
 def feature_map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """φ(x) of queries or keys: the same type, every entry positive (elu1) or >= 0."""
     t = ctx.t("from")

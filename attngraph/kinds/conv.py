@@ -73,6 +73,7 @@ def _conv_work(ctx: WorkCtx) -> Work:
 
 
 @kind("conv", ConvSpec, lowering="attngraph.lower.conv:Conv", role="support",
+      emit="attngraph.lower.emit.images:emit_conv",
       style=Style("#d9ead3", "box"), work=_conv_work)
 def conv_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N] or [N, d] -> [N, out]; [C, H, W] -> [out, H', W']."""
@@ -105,6 +106,7 @@ def conv_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("to_image", ToImageSpec, lowering="attngraph.lower.conv:ToImage", role="support",
+      emit="attngraph.lower.emit.images:emit_to_image",
       work=elementwise_work, transparent=True)
 def to_image_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[H·W, C] -> [C, H, W]."""

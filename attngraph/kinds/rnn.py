@@ -50,7 +50,7 @@ def _rnn_work(ctx: WorkCtx) -> Work:
 
 
 @kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn",
-      emit="attngraph.lower.emit.support:emit_rnn", role="recurrent", work=_rnn_work)
+      emit="attngraph.lower.emit.rnn:emit_rnn", role="recurrent", work=_rnn_work)
 def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
     s = ctx.spec

@@ -7,9 +7,10 @@ in the module of this package with its family's name (``attention``, ``scorers``
 the schedule, ``inputs`` the binding and checking of forward's arguments, ``names``
 the dict of node modules keyed by id; ``masks``, ``banded`` and ``normalisers`` the
 shared numerics. ``codegen`` writes ``model.code``, the model as a standalone PyTorch
-file (``codegen_bundle`` and ``codegen_source`` copy the lowering code it runs,
-``codegen_values`` the literal arguments of its modules, ``codegen_body`` the bodies of
-blocks and loops, ``codegen_text`` the layout).
+file: the package ``emit`` holds each kind's rule that writes its nodes as plain torch
+and the writer of the file; a node without one is copied (``codegen_bundle`` and
+``codegen_source`` copy its lowering code, ``codegen_values`` the literal arguments of
+its modules, ``codegen_body`` the bodies inside it), ``codegen_text`` does the layout.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["compile"]
 
 def _graph(spec: Any, allow_large: bool) -> Graph:
-    from attngraph.pipeline import load_spec, loads_spec
+    from attngraph.frontend import load_spec, loads_spec
 
     if isinstance(spec, Graph):
         return spec

@@ -183,7 +183,7 @@ def _header(graph: Graph, top: str, sig: Any, *, loads: bool = False) -> str:
             "Written by ``attngraph export --format python`` (or ``model.code``). It imports\n")
     return (f'"""{first}\n\n' + made + how +
             f"    outputs = model({names})  # {{{outs}}}\n\n"
-            "The classes are attngraph's code for the kinds the spec uses, copied as written;\n"
+            "The functions above the class are attngraph's, copied as written;\n"
             f"``{top}.forward`` runs the spec's nodes in order, one statement per node.\n"
             '"""\n\n')
 

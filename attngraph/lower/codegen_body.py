@@ -1,25 +1,23 @@
-"""The statements of the file: the spec's ``forward`` and the bodies of ``block``,
-``map``, ``repeat`` and ``loop`` nodes.
+"""The bodies inside a copied node: ``block``, ``map``, ``repeat`` and ``loop``
+modules that the plain file (:mod:`attngraph.lower.emit`) does not write itself.
 
-:func:`forward_source` writes the top-level class's ``forward``: the inputs bound to
-the runtime state, then one statement per scheduled node, each value in a variable
-named after its node id by one :class:`~attngraph.lower.names.Mangler` (so never a
-keyword, a builtin, a parameter or a name of the file).
+When a node falls back to its copied lowering class (its kind has no emit rule, or
+the rule declines its settings) and that node holds a body, the body's module
+(``Block``, ``Map``, ``Loop``, or each round of a ``Repeat``) runs its nodes through
+``_exec(schedule, vals, rt)``, one stage at a time: a loop runs some nodes once, some
+before the steps, the others at each step of its Python ``for`` loop or after the
+steps (:mod:`attngraph.lower.structure`). In the exported file each such body gets a
+subclass of its bundled class whose ``_exec`` is written out: the body's nodes in
+order, each one statement under its line of the spec, with its shape, run when the
+stage holds it (:func:`body_classes_under`).
 
-A body's module (``Block``, ``Map``, ``Loop``, or each round of a ``Repeat``) runs its
-nodes through ``_exec(schedule, vals, rt)``, one stage at a time: a loop runs some
-nodes once, some before the steps, the others at each step of its Python ``for``
-loop or after the steps (:mod:`attngraph.lower.structure`). In the exported file
-each body gets a subclass of its bundled class whose ``_exec`` is written out: the
-body's nodes in order, each one statement under its line of the spec, with its
-shape, run when the stage holds it. The loop's own logic (carries, feeds, teacher
-forcing, the stages) stays the bundled ``Loop``'s, as written.
+:func:`not_hidden` checks that a formula's line of torch reads ``torch``/``F`` as
+written (no input of forward named so).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import LoweringError
@@ -35,17 +33,15 @@ from attngraph.lower.codegen_text import (
     yaml_line,
 )
 from attngraph.lower.codegen_values import ref
-from attngraph.lower.names import Mangler, identifier, module_key
+from attngraph.lower.names import identifier
 
 if TYPE_CHECKING:
     from torch import nn
 
     from attngraph.ir.graph import Graph
     from attngraph.lower.codegen_bundle import Bundle
-    from attngraph.lower.module import AttnModel, Step
 
-__all__ = ["FORWARD_GLOBALS", "body_classes", "body_classes_under", "forward_source", "inline",
-           "node_ref"]
+__all__ = ["FORWARD_GLOBALS", "body_classes_under", "not_hidden"]
 
 #: the prefix of an escaped module key (see :mod:`attngraph.lower.names`)
 _ESCAPE = "@"
@@ -66,13 +62,6 @@ def _bodies_under(m: nn.Module, path: str) -> list[tuple[str, nn.Module]]:
         if c is not None:
             out += _bodies_under(c, f"{path}.{k}")
     return out
-
-
-def body_graphs(model: nn.Module, graph: Graph) -> dict[str, tuple[nn.Module, Graph]]:
-    """Every module of ``model`` that runs a body, by its path, with that body's graph."""
-    found: dict[str, tuple[nn.Module, Graph]] = {}
-    _walk(model, graph, "", found)
-    return found
 
 
 def _walk(gm: nn.Module, g: Graph, prefix: str,
@@ -175,14 +164,6 @@ def _exec_source(m: Any, g: Graph, runtime: str, group: str | None) -> str:
     return "".join(lines)
 
 
-def body_classes(model: nn.Module, graph: Graph, bundle: Bundle, runtime: str,
-                 group: Any) -> dict[str, str]:
-    """Write a subclass for every body module of ``model`` (module doc); returns the
-    class name to build each one with, by path. Bodies with the same code (the rounds
-    of a repeat) share one class."""
-    return _write_bodies(body_graphs(model, graph), bundle, runtime, group)
-
-
 def _write_bodies(found: dict[str, tuple[nn.Module, Graph]], bundle: Bundle, runtime: str,
                   group: Any) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -214,154 +195,7 @@ def _write_bodies(found: dict[str, tuple[nn.Module, Graph]], bundle: Bundle, run
 FORWARD_GLOBALS = frozenset({"self", "torch", "F"})
 
 
-def node_ref(key: str) -> str:
-    """The node's module in ``self.nodes`` (an ``nn.ModuleDict``) by its module key
-    (``@type`` for the node ``type``: :func:`~attngraph.lower.names.module_key`)."""
-    plain = ref(f"nodes.{key}")
-    return plain if plain == f"self.nodes.{key}" else f"self.nodes[{quote(key)}]"
-
-
-def inline(mod: Any) -> bool:
-    """A node written as one line of torch in forward (an expression), not a module."""
-    return callable(getattr(mod, "python_line", None)) and not any(
-        True for _ in mod.parameters()) and not any(True for _ in mod.buffers())
-
-
-class _Locals:
-    """forward's variables: one :class:`Mangler` identifier per value (node id, or
-    ``id.port``), never a name the file defines or forward reads; each is kept from
-    the bundle too, so a helper bundled later is named around it."""
-
-    def __init__(self, bundle: Bundle, params: list[str]) -> None:
-        self.bundle = bundle
-        #: forward's parameters (the inputs, by name)
-        self.params = frozenset(params)
-        reserved = set(params) | FORWARD_GLOBALS
-        self.mangler = Mangler(set(bundle.names) | reserved)
-        #: value key -> its variable
-        self.of: dict[str, str] = {}
-        #: the variable of a stacked group's results
-        self.grouped = "grouped"
-
-    def bind(self, key: str, name: str) -> None:
-        """``key`` is read from ``name`` (a parameter of forward)."""
-        self.of[key] = name
-        self.mangler.reserve(name)
-
-    def new(self, key: str) -> str:
-        """A variable for the value ``key``."""
-        self.of[key] = name = self.mangler.name(key)
-        self.bundle.reserve(name)
-        return name
-
-    def fresh(self, base: str) -> str:
-        """A new variable like ``base`` of forward's own (``rt``)."""
-        name = self.mangler.fresh(base)
-        self.bundle.reserve(name)
-        return name
-
-
-def forward_source(model: AttnModel, graph: Graph, sig: Any, runtime: str, group: str | None,
-             bundle: Bundle) -> str:
-    args = list(sig.parameters)
-    names = _Locals(bundle, args)
-    rt = names.fresh("rt")
-    names.grouped = names.fresh("grouped")
-    binder = model.binder
-    for a in binder.args:
-        names.bind(f"{a.input}.{a.port}" if a.port else a.input, a.name)
-    reads = {inp.key for st in model.plan for inp in st.inputs} | {k for _, k, _ in model.out_keys}
-    params = [f"{n}: Tensor | None = None" if p.default is None else f"{n}: Tensor"
-              for n, p in sig.parameters.items()]
-    head = "    def forward(self, " + ", ".join(params) + ") -> dict[str, Tensor]:\n"
-    if len(head) > WIDTH + 1:
-        head = ("    def forward(\n" + "".join(f"        {p},\n" for p in ["self", *params])
-                + "    ) -> dict[str, Tensor]:\n")
-    outs = ", ".join(name for name, _ in graph.outputs)
-    doc = docstring_text(f"{', '.join(args)} -> {{{outs}}}.")
-    lines = [head, f'        """{doc}"""\n']
-    lines += _bind_inputs(model, runtime, reads, rt, bundle)
-    for st in model.plan:
-        lines += _statement(st, model, graph, names, reads, group, rt, bundle)
-    lines.append(f"        if {rt}.aux or {rt}.steps:  # per-node extras, stacked over loop "
-                 "steps\n")
-    lines.append(f"            self.aux = {rt}.finish()\n")
-    ret = Doc("return {", [Pair(f"{quote(name)}: ", names.of[k] + (".detach()" if det else ""))
-                           for name, k, det in model.out_keys], "}")
-    lines.append("        " + render(ret, 8, WIDTH) + "\n")
-    return "".join(lines)
-
-
-def _bind_inputs(model: AttnModel, runtime: str, reads: set[str], rt: str,
-                 bundle: Bundle) -> list[str]:
-    """The runtime state: batch, dtype and device of the inputs, padding masks."""
-    args = model.binder.args
-    first = next(a for a in args if not a.port).name if args else None
-    floats = [a.name for a in args if not a.port and a.t.dtype == "float"]
-    params = {a.name for a in args}
-    ref_t = next(iter([*model.named_parameters(), *model.named_buffers()]), None)
-    kw = []
-    if first is not None:
-        kw.append(f"batch={first}.shape[0]")
-    if floats:
-        kw.append(f"dtype={floats[0]}.dtype")
-    elif ref_t is not None and "next" in params:  # the builtin hidden: the tensor by path
-        kw.append(f"dtype={ref(ref_t[0])}.dtype")
-    elif ref_t is not None:
-        which = "parameters" if next(iter(model.parameters()), None) is not None else "buffers"
-        kw.append(f"dtype=next(self.{which}()).dtype")
-    if first is not None:
-        kw.append(f"device={first}.device")
-    out = [f"        {rt} = " + render(Doc(f"{runtime}(", list(kw), ")"), 8, WIDTH,
-                                          lead=len(rt) + 3) + "\n"]
-    if any(getattr(m, "reads_sizes", False) for m in model.modules()):
-        seen_sizes: set[str] = set()
-        out.append("        # the size of each length in this batch\n")
-        for a in args:
-            if a.port:
-                continue
-            for i, d in enumerate(a.t.dims):
-                if isinstance(d, str) and d not in seen_sizes:
-                    seen_sizes.add(d)
-                    out.append(f"        {rt}.sizes[{quote(d)}] = {a.name}.shape[{1 + i}]\n")
-    masks = [a for a in args if a.port == "mask"]
-    if masks:
-        out.append("        # padding masks (True = a real item), by the length they mask\n")
-    seen: set[str] = set()
-    for a in masks:
-        x = a.input  # the input's own argument is named after it
-        fill = f"{a.input}.mask" in reads
-        if fill:
-            out.append(f"        if {a.name} is None:\n")
-            dtype = "bool" if "bool" not in params else \
-                bundle.add_import("torch", None, "torch") + ".bool"
-            out.append(f"            {a.name} = {x}.new_ones({x}.shape[:{1 + a.t.rank}], "
-                       f"dtype={dtype})\n")
-            out.append("        else:\n")
-            pad = "            "
-        else:
-            out.append(f"        if {a.name} is not None:\n")
-            pad = "            "
-        if a.t.rank == 2:  # nested tokens: a sentence is real when a word of it is
-            out.append(f"{pad}{rt}.masks[{quote(str(a.t.dims[0]))}] = {a.name}.any(-1)\n")
-            out.append(f"{pad}{rt}.masks[{quote(str(a.t.dims[1]))}] = {a.name}\n")
-        else:
-            sym = str(a.t.dims[0])
-            op = f"{rt}.masks.setdefault({quote(sym)}, {a.name})" if sym in seen else \
-                f"{rt}.masks[{quote(sym)}] = {a.name}"
-            out.append(f"{pad}{op}\n")
-            seen.add(sym)
-    for a in args:  # as the binder does: only the real entries of positions are read
-        own = str(a.t.dims[0]) if a.t.dims else ""
-        if a.port or a.type != "positions" or own not in seen:
-            continue
-        out.append(comment(f"padded entries of '{a.input}' (its own mask) read position 0", 8))
-        out.append(f"        if {quote(own)} in {rt}.masks:\n")
-        out.append(f"            {a.input} = {a.input}.masked_fill(~{rt}.masks[{quote(own)}], 0)\n")
-    return out
-
-
-def _not_hidden(line: str, nid: str, graph: Graph, params: frozenset[str]) -> None:
+def not_hidden(line: str, nid: str, graph: Graph, params: frozenset[str]) -> None:
     """An inline node's line reads ``torch``/``F`` as written: no input may hide it."""
     try:
         tree = ast.parse(line, mode="eval")
@@ -376,59 +210,3 @@ def _not_hidden(line: str, nid: str, graph: Graph, params: frozenset[str]) -> No
         raise LoweringError(msg, inp.loc if inp is not None else graph.node(nid).loc,
                             "rename the input to export the model as Python (--format pt2 "
                             "exports it as it is)")
-
-
-def _statement(st: Step, model: AttnModel, graph: Graph, names: _Locals, reads: set[str],
-               group: str | None, rt: str, bundle: Bundle) -> list[str]:
-    """The lines of one scheduled node (or stacked group of linears)."""
-    node = graph.node(st.node)
-    out = ["\n"]
-    where = yaml_line(node)
-    if where:
-        out.append(comment(where, 8))
-    mod = model.nodes._modules.get(st.key)
-    if mod is not None and inline(mod):  # an expression: one line of torch
-        args = {inp.role: names.of[inp.key] + (".detach()" if inp.detach else "")
-                for inp in st.inputs}
-        write: Callable[..., str] = mod.python_line  # type: ignore[assignment]
-        line = write(args, rt, bundle.require)
-        _not_hidden(line, st.node, graph, names.params)
-        if "F." in line:
-            bundle.add_import("torch.nn", "functional", "F")
-        var = names.new(st.node)
-        out.append(f"        {var} = {line}  # {shape(node.types[''])}\n")
-        return out
-    x = Doc("{", [Pair(f"{quote(inp.role)}: ", names.of[inp.key] + (".detach()" if inp.detach
-                                                                  else ""))
-                  for inp in st.inputs], "}")
-    members = model.groups.get(st.node)
-    if members and group is not None:
-        mods = Doc("[", [Doc("(", [quote(m), node_ref(module_key(m))], ")") for m in members],
-                   "]")
-        out.append(comment(f"{', '.join(members)}: one matmul over their stacked weights", 8))
-        call = Doc(f"{group}(", [mods, x, rt], ")")
-        grouped = names.grouped
-        out.append(f"        {grouped} = " + render(call, 8, WIDTH, lead=len(grouped) + 3)
-                   + "\n")
-        for m in members:
-            var = names.new(m)
-            out.append(f"        {var} = {grouped}[{quote(m)}]  # "
-                       f"{shape(graph.node(m).types[''])}\n")
-        return out
-    call = Doc(f"{node_ref(st.key)}(", [x, rt], ")")
-    ports = list(node.types)
-    if ports == [""]:
-        var = names.new(st.node)
-        note = f"  # {shape(node.types[''])}"
-        text = render(call, 8, WIDTH, lead=len(var) + 3, tail=len(note))
-        out.append(f"        {var} = {text}{note}\n")
-        return out
-    res = names.fresh(f"{st.node}_out")
-    out.append(f"        {res} = " + render(call, 8, WIDTH, lead=len(res) + 3) + "\n")
-    for port in ports:
-        k = f"{st.node}.{port}" if port else st.node
-        if k not in reads:
-            continue
-        var = names.new(k)
-        out.append(f"        {var} = {res}[{quote(port)}]  # {shape(node.types[port])}\n")
-    return out

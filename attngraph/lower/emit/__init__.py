@@ -118,6 +118,23 @@ class EmitCtx:
     def nn(self) -> str:
         return self.w.bundle.add_import("torch", "nn", "nn")
 
+    def fn(self, f: Any) -> str:
+        """How the file calls function ``f``: ``torch.tanh``, ``F.relu``, or a copy of
+        attngraph's own (:meth:`helper`)."""
+        import torch
+        import torch.nn.functional as nnf
+
+        name = getattr(f, "__name__", "")
+        if name and getattr(nnf, name, None) is f:
+            return f"{self.F}.{name}"
+        if name and getattr(torch, name, None) is f:
+            return f"{self.torch}.{name}"
+        return self.helper(f)
+
+    def size(self, sym: Any) -> str | None:
+        """The size of length ``sym`` in this batch (an input's dimension), or None."""
+        return self.w.sizes.get(sym) if isinstance(sym, str) else None
+
     def helper(self, obj: Any) -> str:
         """A function of attngraph's, copied into the file (once); its name there."""
         return self.w.bundle.require(obj)
@@ -137,7 +154,7 @@ class EmitCtx:
 
     def tmp(self, base: str) -> str:
         """A new local variable like ``base``."""
-        return self.w.locals.fresh(base)
+        return self.w.fresh(base)
 
     # -- writing ------------------------------------------------------------------
 
@@ -157,6 +174,17 @@ class EmitCtx:
         paths = [f"{p}.{pname}" for p in self.paths]
         return self.w.declare(objs, paths, None, name or f"{self.node.id}_{pname}",
                               module=False)
+
+    def buffer(self, bname: str, name: str | None = None) -> str | None:
+        """Declare the compiled buffer ``bname`` of the node (``register_buffer``: an
+        empty one the state dict fills, or its values when it holds none); how forward
+        reads it. None in an unshared repeat's rounds (a list holds no buffers)."""
+        if len(self.mods) > 1:
+            return None
+        m = self.mod
+        persistent = bname not in m._non_persistent_buffers_set
+        return self.w.declare_buffer(getattr(m, bname), f"{self.paths[0]}.{bname}",
+                                     name or f"{self.node.id}_{bname}", persistent=persistent)
 
     def line(self, text: str) -> None:
         """A statement of forward, at the node's place."""

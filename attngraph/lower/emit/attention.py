@@ -6,19 +6,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attngraph.lower.attention import merge_heads, split_heads
+from attngraph.lower.codegen_text import shape
+from attngraph.lower.emit.images import emit_image_items
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import TensorType
     from attngraph.lower.emit import EmitCtx
 
-__all__ = ["emit_attention", "emit_items", "emit_proj", "emit_readout", "emit_softmax"]
+__all__ = ["emit_attention", "emit_feature_map", "emit_items", "emit_proj", "emit_readout",
+           "emit_softmax"]
 
 
 def emit_items(ctx: EmitCtx) -> bool:
     """Items from token ids (an embedding) or vectors, then an optional projection."""
     m = ctx.mod
     if m.image:
-        return False
+        return emit_image_items(ctx)
     v = ctx.x("from")
     if m.embed is not None:
         v = f"{ctx.module('embed', name=ctx.node.id)}({v})"
@@ -27,6 +30,12 @@ def emit_items(ctx: EmitCtx) -> bool:
             v = ctx.out(v, note="(B, N, d)")
         v = f"{ctx.module('proj', name=f'{ctx.node.id}_proj')}({v})"
     ctx.out(v)
+    return True
+
+
+def emit_feature_map(ctx: EmitCtx) -> bool:
+    """φ(x) elementwise."""
+    ctx.out(f"{ctx.fn(ctx.mod.phi)}({ctx.x('from')})")
     return True
 
 
@@ -45,37 +54,65 @@ def emit_proj(ctx: EmitCtx) -> bool:
     return True
 
 
-def causal(ctx: EmitCtx, scores: str) -> str:
-    """j <= i over the last two axes of ``scores``: (M, N) bool."""
-    return f"{scores}.new_ones({scores}.shape[-2:], dtype={ctx.torch}.bool).tril()"
-
-
 def _and(a: str | None, b: str) -> str:
-    return b if a is None else f"{a} & {b}"
+    return b if a is None else (a if not b else f"{a} & {b}")
+
+
+def structure(ctx: EmitCtx, scores: str, heads: bool, *, rank: int, causal: bool,
+              window: int | None, self_loops: bool) -> str | None:
+    """The causal, window and adjacency masks of ``scores`` (AND), or None; written
+    as lines of their own."""
+    t = ctx.torch
+    mask = None
+    if causal or window is not None:
+        if rank != 2:
+            msg = "a causal or window mask needs scores (M, N)"
+            raise TypeError(msg)
+        dev = f"device={scores}.device"
+        i, j = ctx.tmp("i"), ctx.tmp("j")
+        ctx.line(f"{i} = {t}.arange({scores}.shape[-2], {dev})[:, None]  # query positions")
+        ctx.line(f"{j} = {t}.arange({scores}.shape[-1], {dev})[None, :]  # item positions")
+        if causal:
+            mask = f"({j} <= {i})"
+        if window is not None:
+            mask = _and(mask, f"(({i} - {j}).abs() <= {window})")
+    if ctx.has("mask.adjacency"):
+        adj = ctx.tmp("adjacency")
+        ctx.line(f"{adj} = {ctx.x('mask.adjacency')}.to({t}.bool)  # edges j -> i")
+        if self_loops:
+            eye = ctx.tmp("eye")
+            ctx.line(f"{eye} = {t}.eye({adj}.shape[-1], dtype={t}.bool, device={adj}.device)")
+            ctx.line(f"{adj} = {adj} | {eye}  # and i -> i")
+        mask = _and(mask, f"{adj}.unsqueeze(1)" if heads else adj)
+    return mask
 
 
 def emit_softmax(ctx: EmitCtx) -> bool:
-    """The normaliser of the registry over the items, masked (padding, causal)."""
+    """The normaliser of the registry over the items (or over the queries), masked
+    (padding, causal, window, adjacency)."""
     m = ctx.mod
-    if m.over_queries or m.window is not None or ctx.has("mask.adjacency"):
-        return False
     s = ctx.x("scores")
     if m.temperature != 1.0:
         s = ctx.out(f"{s} / {m.temperature!r}", note="scores / temperature")
-    mask = ctx.padding(m.t)
-    if m.causal:
-        if m.t.rank != 2:
-            return False
-        tri = ctx.tmp("causal")
-        ctx.line(f"{tri} = {causal(ctx, s)}  # j <= i")
-        mask = _and(mask, tri)
-    if mask is not None and (m.causal or " " in mask):
+    mask = _and(ctx.padding(m.t), structure(ctx, s, bool(m.t.heads), rank=m.t.rank,
+                                            causal=m.causal, window=m.window,
+                                            self_loops=m.self_loops) or "") or None
+    rows = ctx.padding(m.t, axis=-2) if m.over_queries else None
+    if rows is not None:  # padded queries take no part either
+        mask = _and(mask, rows)
+    if mask is not None and " " in mask:
         var = ctx.tmp("mask")
         ctx.line(f"{var} = {mask}")
         mask = var
     fn = ctx.helper(m.normaliser)
-    args = [s, mask or "None", *(repr(o) for o in m.options)]
-    ctx.out(f"{fn}({', '.join(args)})")
+    opts = "".join(f", {o!r}" for o in m.options)
+    if not m.over_queries:
+        ctx.out(f"{fn}({s}, {mask or 'None'}{opts})")
+        return True
+    if mask is not None:  # each item's weights over the queries: transposed
+        ctx.line(f"{mask} = {mask}.expand_as({s}).transpose(-1, -2)")
+    ctx.out(f"{fn}({s}.transpose(-1, -2), {mask or 'None'}{opts}).transpose(-1, -2)",
+            note=f"{shape(m.t)}, over the queries")
     return True
 
 
@@ -99,8 +136,6 @@ def _finish(ctx: EmitCtx, z: str) -> str:
 def emit_readout(ctx: EmitCtx) -> bool:
     """z = Σ_i p_i v_i over the real items; heads merged, ``out``, ``offset``."""
     m = ctx.mod
-    if m.act is not None:
-        return False
     w, v = ctx.x("weights"), ctx.x("values")
     v = _group(ctx, v, m.vtype, m.heads)
     pad = ctx.padding(m.wtype)
@@ -119,6 +154,8 @@ def emit_readout(ctx: EmitCtx) -> bool:
     z = _finish(ctx, z)
     if m.offset is not None:
         z = f"{z} + {ctx.param('offset')}"
+    if m.act is not None:
+        z = f"{ctx.fn(m.act)}({z})"
     ctx.out(z)
     return True
 

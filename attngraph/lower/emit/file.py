@@ -99,6 +99,10 @@ def _bind_inputs(model: Any, w: Writer, scope: Scope) -> list[str]:
     out: list[str] = []
     for a in args:
         scope.vals[f"{a.input}.{a.port}" if a.port else a.input] = a.name
+    for a in args:
+        for i, d in enumerate(a.t.dims if not a.port else ()):
+            if isinstance(d, str):
+                w.sizes.setdefault(d, f"{a.name}.shape[{1 + i}]")
     masks = [a for a in args if a.port == "mask"]
     if masks:
         out.append("        # padding masks, True at the real items (all True when not given)")
@@ -108,7 +112,7 @@ def _bind_inputs(model: Any, w: Writer, scope: Scope) -> list[str]:
         out.append(f"            {a.name} = {x}.new_ones({x}.shape[:{1 + a.t.rank}], "
                    f"dtype={torch}.bool)")
         if a.t.rank == 2:  # nested tokens: a sentence is real when a word of it is
-            outer = w.locals.fresh(f"{a.input}_real")
+            outer = w.fresh(f"{a.input}_real")
             out.append(f"        {outer} = {a.name}.any(-1)")
             scope.masks.setdefault(str(a.t.dims[0]), outer)
             scope.masks.setdefault(str(a.t.dims[1]), a.name)
@@ -125,13 +129,7 @@ def _bind_inputs(model: Any, w: Writer, scope: Scope) -> list[str]:
 def _runtime(model: Any, w: Writer, scope: Scope) -> list[str]:
     """The runtime state the copied code reads: masks and sizes by length."""
     name = w.bundle.require(w.runtime)
-    sizes: dict[str, str] = {}
-    for a in model.binder.args:
-        if a.port:
-            continue
-        for i, d in enumerate(a.t.dims):
-            if isinstance(d, str):
-                sizes.setdefault(d, f"{a.name}.shape[{1 + i}]")
+    sizes = w.sizes
     masks = Doc("{", [Pair(f"{quote(k)}: ", v) for k, v in scope.masks.items()], "}")
     size = Doc("{", [Pair(f"{quote(k)}: ", v) for k, v in sizes.items()], "}")
     call = Doc(f"{name}(", [Pair("masks=", masks), Pair("sizes=", size),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attngraph.lower.names import module_key
-from attngraph.lower.scorers import Additive, Dot, General
+from attngraph.lower.scorers import Additive, Cosine, Dot, Gat, Gatv2, General, Location, MlpScore
 
 if TYPE_CHECKING:
     from attngraph.lower.emit import EmitCtx
@@ -40,7 +40,7 @@ def _query(ctx: EmitCtx) -> str | None:
     m = ctx.mod
     if ctx.has("query"):
         return ctx.x("query")
-    if m.query is not None and m.query.dim() == 1:
+    if m.query is not None:
         return f"{ctx.param('query')}.unsqueeze(0)"
     return None
 
@@ -48,19 +48,28 @@ def _query(ctx: EmitCtx) -> str | None:
 def emit_scorer(ctx: EmitCtx) -> bool:
     """Scores of the queries against the keys."""
     m = ctx.mod
-    if not m.has_query or ctx.has("features") or ctx.has("mask.adjacency"):
-        return False
-    q = _query(ctx)
-    if q is None:
-        return False
     k = ctx.x("key")
     if m.groups > 1 and not m.prepared:
         k = f"{k}.repeat_interleave({m.groups}, dim=1)"
+    if type(m) is Location:
+        return _location(ctx, k)
+    if not m.has_query:
+        return type(m) is MlpScore and _mlp(ctx, k)
+    q = _query(ctx)
+    if q is None or ctx.has("features"):
+        return False
     if type(m) in (Dot, General) or isinstance(m, Dot):
         return _dot(ctx, q, k)
     if type(m) is Additive and m.W.dim() == 2 and m.V is None:
         return _additive(ctx, q, k)
-    return False
+    pairs = {Cosine: _cosine, Gat: _gat, Gatv2: _gatv2}.get(type(m))
+    if pairs is None:
+        return False
+    if m.vector_query:  # one query per row: the pairs of (B, [h,] 1, dq), squeezed
+        ctx.out(f"{pairs(ctx, f'{q}.unsqueeze(-2)', k, False)}.squeeze(-2)")
+    else:
+        ctx.out(pairs(ctx, q, k, m.pairs == "aligned"))
+    return True
 
 
 def _dot(ctx: EmitCtx, q: str, k: str) -> bool:
@@ -105,4 +114,82 @@ def _additive(ctx: EmitCtx, q: str, k: str) -> bool:
     else:
         e = f"{t}.tanh({wq}.unsqueeze(-2) + ({uk}).unsqueeze(-3))"
     ctx.out(f"{e} @ {v}")
+    return True
+
+
+def _cosine(ctx: EmitCtx, q: str, k: str, aligned: bool) -> str:
+    """β·cos(q, k), β fixed or learned (per head)."""
+    m = ctx.mod
+    beta = repr(m.beta_value) if m.beta is None else ctx.param("beta")
+    if m.beta is not None and m.beta.dim() and not aligned:
+        beta = f"{beta}.unsqueeze(-1)"
+    f = ctx.F
+    if aligned:
+        return f"{beta} * {f}.cosine_similarity({q}, {k}, dim=-1, eps=1e-08)"
+    qn, kn = ctx.tmp(f"{ctx.node.id}_q"), ctx.tmp(f"{ctx.node.id}_k")
+    ctx.line(f"{qn} = {f}.normalize({q}, dim=-1, eps=1e-08)  # q / |q|")
+    ctx.line(f"{kn} = {f}.normalize({k}, dim=-1, eps=1e-08)  # k / |k|")
+    return f"{beta} * ({qn} @ {kn}.transpose(-1, -2))"
+
+
+def _gat(ctx: EmitCtx, q: str, k: str, aligned: bool) -> str:
+    """LeakyReLU_0.2(a_qᵀ q_i + a_kᵀ k_j)."""
+    sq, sk = ctx.tmp(f"{ctx.node.id}_q"), ctx.tmp(f"{ctx.node.id}_k")
+    ctx.line(f"{sq} = ({q} * {ctx.param('a_q')}.unsqueeze(-2)).sum(-1)  # a_qᵀ q")
+    ctx.line(f"{sk} = ({k} * {ctx.param('a_k')}.unsqueeze(-2)).sum(-1)  # a_kᵀ k")
+    both = f"{sq} + {sk}" if aligned else f"{sq}.unsqueeze(-1) + {sk}.unsqueeze(-2)"
+    return f"{ctx.F}.leaky_relu({both}, 0.2)"
+
+
+def _gatv2(ctx: EmitCtx, q: str, k: str, aligned: bool) -> str:
+    """aᵀ LeakyReLU_0.2(q_i + k_j), ``a`` per head."""
+    m = ctx.mod
+    a = ctx.param("a")
+    if m.a.dim() != 1:
+        ones = "1, " * (1 if aligned else 2)
+        a = f"{a}.reshape({m.a.shape[0]}, {ones}{m.a.shape[1]})"
+    e = f"{q} + {k}" if aligned else f"{q}.unsqueeze(-2) + {k}.unsqueeze(-3)"
+    return f"({ctx.F}.leaky_relu({e}, 0.2) * {a}).sum(-1)"
+
+
+def _mlp(ctx: EmitCtx, k: str) -> bool:
+    """vᵀ tanh(W k + b): each item scored alone."""
+    m = ctx.mod
+    w, v = ctx.param("W"), ctx.param("v")
+    b = ctx.param("b") if m.b is not None else None
+    t = ctx.torch
+    if m.W.dim() == 2:
+        ctx.out(f"{t}.tanh({ctx.F}.linear({k}, {w}.T, {b})) @ {v}")
+        return True
+    e = f"{k} @ {w}" if b is None else f"{k} @ {w} + {b}.unsqueeze(-2)"
+    ctx.out(f"({t}.tanh({e}) * {v}.unsqueeze(-2)).sum(-1)")
+    return True
+
+
+def _location(ctx: EmitCtx, k: str) -> bool:
+    """A learned score per position, or a Gaussian window around L·sigmoid(vᵀ tanh(W q))."""
+    m = ctx.mod
+    n = f"{k}.shape[-2]"
+    if not m.gaussian:
+        ctx.out(f"{ctx.param('weight')}[:{n}].expand({k}.shape[0], {n})")
+        return True
+    t = ctx.torch
+    if ctx.has("query"):
+        q = ctx.x("query")
+    elif m.query is not None:
+        q = f"{ctx.param('query')}.unsqueeze(0).expand({k}.shape[0], -1)"
+    else:
+        return False
+    p = ctx.tmp(f"{ctx.node.id}_p")
+    ctx.line(f"{p} = {t}.sigmoid({t}.tanh({q} @ {ctx.param('W')}) @ {ctx.param('v')})"
+             "  # where, in (0, 1)")
+    mask = ctx.mask(m.key_type.dims[0])
+    length = f"{mask}.sum(-1).to({p}.dtype)" if mask is not None else f"float({n})"
+    rows = ctx.t("query").rank if ctx.has("query") else 1
+    centre = ctx.tmp(f"{ctx.node.id}_centre")
+    lead = f"{length}[:, None]" if rows == 2 and mask is not None else length
+    ctx.line(f"{centre} = ({lead} * {p})[..., None]  # the centre, in items")
+    i = ctx.tmp("i")
+    ctx.line(f"{i} = {t}.arange({n}, device={k}.device, dtype={p}.dtype)")
+    ctx.out(f"-(({i} - {centre}) ** 2) / {2 * m.sigma ** 2!r}")
     return True

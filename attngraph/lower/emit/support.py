@@ -1,29 +1,27 @@
 """Emit rules of the support kinds (linear, mlp, embedding, norm, add, mul, concat,
-dropout, gain, pool, position), of ``rnn`` and of the algebra's ``expr``; the
-lowerings: :mod:`attngraph.lower.support`, ``rnn``, ``algebra``."""
+dropout, gain, pool, position); the lowerings: :mod:`attngraph.lower.support`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attngraph.lower.codegen_body import FORWARD_GLOBALS, _not_hidden
+from attngraph.lower.support import sinusoid
 
 if TYPE_CHECKING:
     from attngraph.lower.emit import EmitCtx
 
-__all__ = ["emit_add", "emit_concat", "emit_dropout", "emit_embedding", "emit_expr",
+__all__ = ["emit_add", "emit_concat", "emit_dropout", "emit_embedding",
            "emit_gain", "emit_linear", "emit_mlp", "emit_norm", "emit_pool",
-           "emit_position", "emit_rnn"]
+           "emit_position"]
 
 
 def emit_linear(ctx: EmitCtx) -> bool:
     """``nn.Linear``, then its activation."""
     m = ctx.mod
-    if m._act is not None:
-        return False
     d, out = int(m.weight.shape[1]), int(m.weight.shape[0])
     lin = ctx.module(ctor=f"{ctx.nn}.Linear({d}, {out}, bias={m.bias is not None})")
-    ctx.out(f"{lin}({ctx.x('from')})")
+    y = f"{lin}({ctx.x('from')})"
+    ctx.out(y if m._act is None else f"{ctx.fn(m._act)}({y})")
     return True
 
 
@@ -92,73 +90,26 @@ def emit_pool(ctx: EmitCtx) -> bool:
 
 
 def emit_position(ctx: EmitCtx) -> bool:
-    """A learned table's first N rows, for every row of the batch."""
+    """A learned table's first N rows, or the sinusoids of positions 0..N-1 (computed
+    in float32 at least), for every row of the batch; an image's patch centres."""
     m = ctx.mod
-    if type(m).__name__ != "Position" or m.weight is None:
-        return False
     src = ctx.x("from")
+    if type(m).__name__ == "PatchCentres":
+        c = ctx.buffer("centres", ctx.node.id)
+        if c is None:
+            return False
+        ctx.out(f"{c}.to({src}.dtype).unsqueeze(0).expand({src}.shape[0], -1, -1)")
+        return True
+    if type(m).__name__ != "Position":
+        return False
     n = f"{src}.shape[{m.axis}]"
-    ctx.out(f"{ctx.param('weight', ctx.node.id)}[:{n}].unsqueeze(0).expand({src}.shape[0], "
-            f"{n}, {m.dim})")
-    return True
-
-
-def emit_rnn(ctx: EmitCtx) -> bool:
-    """``nn.GRU``/``nn.LSTM`` over the real items (packed), or one cell step."""
-    m = ctx.mod
-    if m.vector and m.kind == "gru":
-        return _cell(ctx)
-    if m.step or m.kind != "gru" or ctx.has("init") or m.layers != 1:
-        return False
-    nn = ctx.nn
-    rw = m.rnn
-    ctor = (f"{nn}.GRU({rw.input_size}, {rw.hidden_size}, batch_first=True"
-            + (", bidirectional=True)" if rw.bidirectional else ")"))
-    gru = ctx.module("rnn", ctor=ctor, name=ctx.node.id)
-    v = ctx.x("from")
-    mask = ctx.mask(m.t.dims[0])
-    last = ctx.tmp(f"{ctx.node.id}_last")
-    if mask is None:
-        out = ctx.w.value_var(ctx.scope, ctx.node.id)
-        ctx.line(f"{out}, {last} = {gru}({v})  # (B, N, h·dirs), (dirs, B, h)")
+    if m.weight is not None:
+        table = f"{ctx.param('weight', ctx.node.id)}[:{n}]"
     else:
-        pack = ctx.tmp("packed")
-        rnn = f"{nn}.utils.rnn"
-        ctx.line(f"{pack} = {rnn}.pack_padded_sequence({v}, {mask}.sum(1).cpu(), "
-                 "batch_first=True,\n"
-                 f"    enforce_sorted=False)  # each row over its real items")
-        ctx.line(f"{pack}, {last} = {gru}({pack})")
-        out = ctx.out(f"{rnn}.pad_packed_sequence({pack}, batch_first=True, "
-                      f"total_length={v}.shape[1])[0]")
-    ctx.alias("", out)
-    ctx.alias("out", out)
-    if ctx.reads("state"):
-        ctx.out(f"{ctx.torch}.cat(list({last}.unbind(0)), -1)", "state")
-    return True
-
-
-def _cell(ctx: EmitCtx) -> bool:
-    """One GRU step on (B, d) from the state (B, h), or zeros."""
-    m = ctx.mod
-    cell = ctx.module("cell", name=ctx.node.id)
-    h = ctx.x("init") if ctx.has("init") else f"{ctx.x('from')}.new_zeros({ctx.x('from')}" \
-        f".shape[0], {m.hidden})"
-    out = ctx.out(f"{cell}({ctx.x('from')}, {h})")
-    ctx.alias("out", out)
-    ctx.alias("state", out)
-    return True
-
-
-def emit_expr(ctx: EmitCtx) -> bool:
-    """A formula as one line of torch (the algebra writes it from its registry)."""
-    m = ctx.mod
-    if any(True for _ in m.parameters()) or any(True for _ in m.buffers()):
-        return False
-    line = m.python_line(dict(ctx.ins), ctx.rt(), ctx.helper)
-    _not_hidden(line, ctx.node.id, ctx.graph, ctx.w.params & FORWARD_GLOBALS)
-    if "torch." in line:
-        ctx.w.bundle.add_import("torch", None, "torch")
-    if "F." in line:
-        ctx.w.bundle.add_import("torch.nn", "functional", "F")
-    ctx.out(line)
+        t = ctx.torch
+        dt = f"{src}.dtype" if ctx.t("from").dtype == "float" else ctx.dtype()
+        table = ctx.tmp("table")
+        ctx.line(f"{table} = {ctx.helper(sinusoid)}({n}, {m.dim}, {src}.device, "
+                 f"{t}.promote_types({dt}, {t}.float32)).to({dt})  # (N, {m.dim})")
+    ctx.out(f"{table}.unsqueeze(0).expand({src}.shape[0], {n}, {m.dim})")
     return True

@@ -98,6 +98,8 @@ class Writer:
         self.batch = "1"
         self.float_input: str | None = None
         self.first_input: str | None = None
+        #: the size of each length in the batch (an input's dimension), by its symbol
+        self.sizes: dict[str, str] = {}
 
     # -- names and runtime ------------------------------------------------------------
 
@@ -119,9 +121,17 @@ class Writer:
 
     def value_var(self, scope: Scope, key: str) -> str:
         """A new variable for value ``key`` of ``scope``, recorded there."""
+        self.locals.reserve(*self.bundle.names)  # a helper copied already keeps its name
         var = self.locals.name(scope.prefix + key, key.replace(".", "_"))
         self.bundle.reserve(var)
         scope.vals[key] = var
+        return var
+
+    def fresh(self, base: str) -> str:
+        """A new local variable like ``base`` (no helper's name)."""
+        self.locals.reserve(*self.bundle.names)
+        var = self.locals.fresh(base)
+        self.bundle.reserve(var)
         return var
 
     def add(self, text: str, scope: Scope) -> None:
@@ -170,6 +180,22 @@ class Writer:
         return f"{target}[{self.scope_index}]" if many else target
 
     scope_index = "i"
+
+    def declare_buffer(self, b: Tensor, path: str, base: str, *, persistent: bool) -> str:
+        """``self.register_buffer(...)`` in ``__init__`` for the compiled buffer ``b`` at
+        ``path`` (state-dict name); forward's expression for it."""
+        seen = self.homes.get(id(b))
+        if seen is not None:
+            self.keymap[path] = seen
+            return ref(seen)
+        attr = self.attrs.name(path, base)
+        self.homes[id(b)] = attr
+        if persistent:
+            self.keymap[path] = attr
+        value = render(self.literals.buffer(b, persistent), 8, WIDTH, lead=len(attr) + 30)
+        flag = "" if persistent else ", persistent=False"
+        self.init.append(f"        self.register_buffer({quote(attr)}, {value}{flag})")
+        return f"self.{attr}"
 
     # -- nodes ----------------------------------------------------------------------------
 
@@ -253,7 +279,7 @@ class Writer:
         if ports == [""]:
             ctx.out(call)
             return
-        res = self.locals.fresh(f"{node.id}_out")
+        res = self.fresh(f"{node.id}_out")
         self.add(f"{res} = " + render(call, scope.indent, WIDTH, lead=len(res) + 3), scope)
         for port in ports:
             if ctx.reads(port) or (not port and ctx.reads("out")):
