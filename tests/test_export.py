@@ -3,6 +3,7 @@ attngraph, at shapes other than the traced ones, and equals the compiled model."
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -131,19 +132,20 @@ NOT_YET: dict[str, str] = {}
     if p.stem in NOT_YET else p for p in MECHANISMS], ids=lambda p: p.stem)
 def test_every_mechanism_exports_with_dynamic_batch_and_lengths(path: Path) -> None:
     """The literature's mechanisms (loops, maps, rnns over items included) export with a
-    dynamic batch and lengths, and the program equals the compiled model to 1e-6 at
-    batch 5 with lengths 11 and 6."""
-    from attngraph.lower.export import export_program
-
-    graph = attngraph.load_spec(path)
-    model = attngraph.compile(graph, seed=0).eval()
-    done = export_program(model)
+    dynamic batch and lengths, and the saved program equals the compiled model to 1e-6
+    at batch 5 with lengths 11 and 6 (the file is shared with tests/test_onnx.py's
+    ONNX of the same trace: ``export_support.exported``)."""
+    model, made = exported(path, "pt2")
+    traced_as_the_command_does(made)
+    done = made.exported
     assert done.batch_dynamic and done.lengths_dynamic
     # the program takes every mask: all True (synthesizer's attention over a parameter
     # has a batch of 1 without a mask, of 5 with one, the same numbers)
-    new = full_masks(model, new_inputs(graph, batch=5, lengths=(11, 6), seed=3))
+    new = full_masks(model, new_inputs(attngraph.load_spec(path), batch=5,
+                                       lengths=(11, 6), seed=3))
+    program = torch.export.load(io.BytesIO(made.data)).module()
     with torch.no_grad():
-        got, want = done.program.module()(*positional(model, new)), model(**new)
+        got, want = program(*positional(model, new)), model(**new)
     for k in want:
         torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=1e-6, msg=k)
 

@@ -27,6 +27,7 @@ from torch import Tensor, nn  # noqa: E402
 
 import attngraph  # noqa: E402
 from attngraph.errors import ShapeError, SpecError  # noqa: E402
+from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.kinds import (  # noqa: E402
     ACTIVATIONS,
     FEATURE_MAPS,
@@ -41,7 +42,6 @@ from attngraph.kinds import (  # noqa: E402
     register_normaliser,
     register_scorer,
 )
-from attngraph.pipeline import loads_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "spec-language.md"
@@ -283,7 +283,7 @@ def test_exports_to_a_standalone_file(registered: None) -> None:
     model = attngraph.compile(SPEC, seed=0).eval()
     code = model.code
     assert f"from {__name__} import ScaledDotProduct, softsign2, squared_ratio" in code
-    assert "squared_ratio(" in code and "act=softsign2" in code  # called, by their names
+    assert "squared_ratio(" in code and "softsign2(" in code  # called, by their names
     assert "import attngraph" not in code and "from attngraph" not in code
     mod = types.ModuleType("registered_export")
     sys.modules[mod.__name__] = mod

@@ -22,7 +22,8 @@ without attngraph.
 :func:`export_file` makes the bytes of one of :data:`FORMATS` (what ``attngraph
 export`` writes) and checks them before anyone writes them: a pt2 program loads
 back, an ONNX model passes ``onnx.checker``, a Python file parses and compiles.
-:func:`export_text` does so for a spec's text, in-process (what a fuzzer calls).
+:func:`export_files` makes several, traced once; :func:`export_text` does so for a
+spec's text, in-process (what a fuzzer calls).
 
 :func:`export_onnx` converts that program to ONNX with torch's exporter
 (``torch.onnx.export(..., dynamo=True)``; a scan becomes an ONNX ``Scan``), so the
@@ -35,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import re
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -46,8 +46,8 @@ from attngraph.errors import LoweringError, RegistryError, SourceLoc, did_you_me
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["FORMATS", "Exported", "ExportedFile", "export_file", "export_onnx",
-           "export_program", "export_text"]
+__all__ = ["FORMATS", "Exported", "ExportedFile", "export_file", "export_files",
+           "export_onnx", "export_program", "export_text"]
 
 #: what ``attngraph export --format`` offers: a torch.export program, an ONNX model,
 #: the model's PyTorch source
@@ -136,54 +136,6 @@ def export_program(model: Any, *, batch: int = 2, length: int = 8,
     return Exported(program, example, batched, lengths, length)
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    """The exception and its causes, outermost first."""
-    out: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and len(out) < 20:
-        out.append(cur)
-        cur = cur.__cause__
-    return out
-
-
-def _culprit(graph: Any, program: Any, text: str) -> tuple[str, Any] | None:
-    """The spec node (``"a" in block 'c1'``, its location) whose module made the
-    program node named in torch's "Error when translating node %name"."""
-    found = re.search(r"translating node %(\w+)", text)
-    if found is None:
-        return None
-    fx = next((n for n in program.graph.nodes if n.name == found.group(1)), None)
-    stack = fx.meta.get("nn_module_stack") if fx is not None else None
-    if not stack:
-        return None
-    parts = str(list(stack.values())[-1][0]).split(".")  # nodes.c1.nodes.a
-    ids = tuple(parts[i + 1].lstrip("@") for i, p in enumerate(parts[:-1]) if p == "nodes")
-    for path, node in graph.walk():
-        if ids and path == ids[:-1] and node.id == ids[-1]:
-            where = f" (in {', '.join(repr(p) for p in path)})" if path else ""
-            return f"node '{node.id}'{where}", node.loc
-    return None
-
-
-def _onnx_error(graph: Any, program: Any, exc: BaseException) -> LoweringError:
-    """torch's conversion failure as one error: the spec node that made the operator
-    torch could not convert (when known), the operator, and the innermost reason."""
-    chain = _chain(exc)
-    text = "\n".join(str(e) for e in chain)
-    reason = next((str(e).strip().splitlines()[0] for e in reversed(chain)
-                   if str(e).strip()), type(exc).__name__)
-    op = re.search(r"target=(torch\.ops\.[\w.]+)", text)
-    what = f" ({op.group(1).removeprefix('torch.ops.')})" if op else ""
-    who = _culprit(graph, program, text)
-    hint = ("the torch.export program (--format pt2) runs; ONNX needs another form of "
-            "this node, or torch's exporter a conversion for it")
-    if who is None:
-        msg = f"torch.onnx could not convert {graph.name}: {reason}{what}"
-        return LoweringError(msg, None, hint)
-    msg = f"torch.onnx could not convert {who[0]} of {graph.name}: {reason}{what}"
-    return LoweringError(msg, who[1], hint)
-
-
 @contextlib.contextmanager
 def _quiet(logger: str) -> Iterator[None]:
     """A logger's warnings silenced for a while (the exporter's notes on optional
@@ -211,12 +163,14 @@ def _frozen(model: Any) -> Iterator[None]:
             p.requires_grad_(flag)
 
 
-def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
-                seed: int = 0) -> tuple[bytes, Exported]:
+def export_onnx(model: Any, *, batch: int = 2, length: int = 8, seed: int = 0,
+                traced: Exported | None = None) -> tuple[bytes, Exported]:
     """Export ``model`` to ONNX with dynamic batch and lengths.
 
     The model is exported by :func:`export_program` (parameters frozen for the
-    while), and the program converted by ``torch.onnx.export(program, dynamo=True)``
+    while; ``traced``, that function's result for the same model and sizes, is used
+    instead when given: the program does not depend on the frozen flags), and the
+    program converted by ``torch.onnx.export(program, dynamo=True)``
     (with the work-arounds of :mod:`attngraph.lower.onnx_fixes`). The ONNX inputs
     are named like the model's arguments (in its order, the masks included,
     ``tensor(bool)``), its outputs like the spec's outputs.
@@ -235,6 +189,7 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
     """
     import torch
 
+    from attngraph.lower.onnx_errors import onnx_error
     from attngraph.lower.onnx_fixes import decompositions, name_outputs
 
     try:
@@ -246,7 +201,7 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
                             "onnxscript)") from None
     graph = model.graph
     with _frozen(model):
-        done = export_program(model, batch=batch, length=length, seed=seed)
+        done = traced or export_program(model, batch=batch, length=length, seed=seed)
         outputs = [name for name, _ in graph.outputs]
         try:
             with warnings.catch_warnings(), _quiet("torch.onnx"):
@@ -257,7 +212,7 @@ def export_onnx(model: Any, *, batch: int = 2, length: int = 8,
                 if program is not None:
                     name_outputs(program.model, outputs)
         except Exception as exc:  # noqa: BLE001 - torch's exporter: report it at the node
-            raise _onnx_error(graph, done.program, exc) from None
+            raise onnx_error(graph, done.program, exc) from None
     if program is None:  # the exporter returns None only when given a file to write
         msg = f"torch.onnx returned no program for {graph.name}"
         raise LoweringError(msg, None, "report the spec")
@@ -288,7 +243,8 @@ def _internal(model: Any, fmt: str, why: str) -> LoweringError:
 
 
 def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
-                seed: int = 0, weights: str | None = None) -> ExportedFile:
+                seed: int = 0, weights: str | None = None,
+                traced: Exported | None = None) -> ExportedFile:
     """``model`` (from :func:`attngraph.compile`) as the bytes of a file of format
     ``fmt`` (one of :data:`FORMATS`), checked before it is returned.
 
@@ -298,7 +254,9 @@ def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
     dict, read back before they are returned). ``pt2`` is a saved
     :func:`export_program`, which ``torch.export.load`` reads back; ``onnx`` the model
     of :func:`export_onnx`, which ``onnx.checker`` accepts. Both take every padding
-    mask the model takes (:func:`~attngraph.lower.export_inputs.program_inputs`).
+    mask the model takes (:func:`~attngraph.lower.export_inputs.program_inputs`);
+    ``traced`` is a :func:`export_program` of the model at the same sizes to use
+    instead of tracing again (:func:`export_files`).
 
     Raises
     ------
@@ -313,7 +271,7 @@ def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
     if fmt == "pt2":
         import torch
 
-        done = export_program(model, batch=batch, length=length, seed=seed)
+        done = traced or export_program(model, batch=batch, length=length, seed=seed)
         buf = io.BytesIO()
         torch.export.save(done.program, buf)
         data = buf.getvalue()
@@ -326,7 +284,8 @@ def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
     if fmt == "onnx":
         import onnx
 
-        data, done = export_onnx(model, batch=batch, length=length, seed=seed)
+        data, done = export_onnx(model, batch=batch, length=length, seed=seed,
+                                 traced=traced)
         try:
             onnx.checker.check_model(onnx.load_from_string(data))
         except Exception as exc:  # noqa: BLE001 - onnx's checker: said as our bug
@@ -335,6 +294,29 @@ def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
         return ExportedFile(fmt, data, done)
     msg = f"unknown export format {fmt!r}"
     raise RegistryError(msg, None, did_you_mean(fmt, FORMATS))
+
+
+def _known(formats: Iterable[str]) -> list[str]:
+    """``formats`` as a list, each one of :data:`FORMATS` (else the error)."""
+    out = list(formats)
+    for fmt in out:
+        if fmt not in FORMATS:
+            msg = f"unknown export format {fmt!r}"
+            raise RegistryError(msg, None, did_you_mean(fmt, FORMATS))
+    return out
+
+
+def export_files(model: Any, formats: Iterable[str], *, batch: int = 2, length: int = 8,
+                 seed: int = 0) -> dict[str, ExportedFile]:
+    """:func:`export_file` of each of ``formats``, the model traced once for all of
+    them (pt2 and ONNX share one :func:`export_program`, which is most of a pt2
+    export's time and half of an ONNX one's)."""
+    formats = _known(formats)
+    traced = None
+    if {"pt2", "onnx"} & set(formats):
+        traced = export_program(model, batch=batch, length=length, seed=seed)
+    return {fmt: export_file(model, fmt, batch=batch, length=length, seed=seed,
+                             traced=traced) for fmt in formats}
 
 
 def _python_file(model: Any, weights: str | None) -> ExportedFile:
@@ -371,15 +353,10 @@ def export_text(text: str, *, file: str = "<spec>", formats: Iterable[str] = FOR
     >>> files["python"].class_name
     'NoneModel'
     """
+    from attngraph.frontend import loads_spec
     from attngraph.lower import compile as lower
-    from attngraph.pipeline import loads_spec
 
-    formats = list(formats)
-    for fmt in formats:
-        if fmt not in FORMATS:
-            msg = f"unknown export format {fmt!r}"
-            raise RegistryError(msg, None, did_you_mean(fmt, FORMATS))
+    formats = _known(formats)
     graph = loads_spec(text, file, allow_large=allow_large, batch=batch, length=length)
     model = lower(graph, seed=seed).eval()
-    return {fmt: export_file(model, fmt, batch=batch, length=length, seed=seed)
-            for fmt in formats}
+    return export_files(model, formats, batch=batch, length=length, seed=seed)
