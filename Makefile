@@ -93,7 +93,7 @@ docs: venv dot
 # docs/experiments.md from real runs of `attngraph compare` over 3 seeds (a few minutes
 # on 2 cores; finished runs in runs/experiments/ are reused). Not part of `make test`.
 experiments: venv
-	$(PY) -m attngraph.train.experiments
+	$(PY) -m attngraph.train.report.experiments
 
 bench: venv
 	$(PY) benchmarks/run.py

@@ -5,7 +5,7 @@ trainable PyTorch module (:func:`compile`) and a description of the mechanism.
 :func:`fit` trains it on a file, records or a DataFrame and returns the run
 (:func:`attngraph.workflow.fit`: ``attngraph train --data`` from Python);
 :func:`load_run` reloads a trained run to predict on new data; :func:`dataset`
-and :func:`save` serve a training loop of one's own (:mod:`attngraph.train.ownloop`).
+and :func:`save` serve a training loop of one's own (:mod:`attngraph.train.run.ownloop`).
 ``import attngraph`` does not import torch; :func:`compile`, :func:`fit`, :func:`save`,
 :func:`dataset` and :func:`load_run` do.
 """
@@ -23,8 +23,8 @@ from attngraph.errors import (
     SpecError,
     TrainingError,
 )
+from attngraph.frontend import load_spec, loads_spec
 from attngraph.ir.graph import Edge, Graph, Node, TensorType
-from attngraph.pipeline import load_spec, loads_spec
 
 __all__ = [
     "AttnGraphError", "Edge", "Graph", "GraphError", "LoweringError", "Node", "RenderError",
@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
 
         return _generate
     if name == "load_run":  # reads a checkpoint with torch: loaded on first use too
-        from attngraph.train.runs import load_run
+        from attngraph.train.trained.reloaded import load_run
 
         return load_run
     if name == "fit":  # trains with torch: loaded on first use
@@ -54,7 +54,7 @@ def __getattr__(name: str) -> Any:
 
         return fit
     if name in ("save", "dataset"):  # a training loop of one's own
-        from attngraph.train import ownloop
+        from attngraph.train.run import ownloop
 
         return getattr(ownloop, name)
     msg = f"module 'attngraph' has no attribute {name!r}"

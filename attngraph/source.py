@@ -15,6 +15,7 @@ characters), which also reads a spec file: a regular file only, never past
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from attngraph.errors import SourceLoc, SpecError
 from attngraph.spectext import SIZE_HINT, check_text, read_text
 
 __all__ = [
-    "Document", "PathKey", "load", "loads", "MAX_NODES", "MAX_BYTES", "MAX_DEPTH",
+    "Document", "Positions", "PathKey", "load", "loads", "MAX_NODES", "MAX_BYTES", "MAX_DEPTH",
 ]
 
 PathKey = tuple[str | int, ...]
@@ -75,15 +76,53 @@ class Document:
 
     def loc(self, path: PathKey, *, key: bool = False) -> SourceLoc:
         """Position of ``path``'s value (or key), else of its nearest ancestor."""
-        table = self.key_locs if key else self.locs
-        p = tuple(path)
-        while p:
-            if p in table:
-                return table[p]
-            if p in self.locs:
-                return self.locs[p]
-            p = p[:-1]
-        return self.locs.get((), SourceLoc(self.file, 1, 1, self.text))
+        return _nearest(self.file, self.text, self.locs, self.key_locs, path, key)
+
+    def positions(self, *sections: str) -> Positions:
+        """The positions of the root and of everything under the top-level keys
+        ``sections`` (what a graph keeps of the parts its nodes do not carry)."""
+        keep = set(sections)
+
+        def under(table: Mapping[PathKey, SourceLoc]) -> dict[PathKey, SourceLoc]:
+            return {p: loc for p, loc in table.items() if not p or p[0] in keep}
+
+        return Positions(self.file, self.text, under(self.locs), under(self.key_locs))
+
+
+@dataclass(frozen=True)
+class Positions:
+    """Where some paths of a document sit: its file and text, and the position of
+    each path's value (``locs``) and of each mapping entry's key (``key_locs``).
+
+    :meth:`Document.positions` makes one; the IR keeps one per spec
+    (:attr:`attngraph.ir.graph.Graph.positions`: the ``train:``, ``dims:``,
+    ``inputs:`` and ``outputs:`` sections), so no module reads the YAML again to
+    place an error there.
+    """
+
+    file: str
+    text: str
+    locs: Mapping[PathKey, SourceLoc] = field(repr=False)
+    key_locs: Mapping[PathKey, SourceLoc] = field(repr=False)
+
+    def loc(self, path: PathKey, *, key: bool = False) -> SourceLoc:
+        """Position of ``path``'s value (or key), else of its nearest kept ancestor."""
+        return _nearest(self.file, self.text, self.locs, self.key_locs, path, key)
+
+
+def _nearest(file: str, text: str, locs: Mapping[PathKey, SourceLoc],
+             key_locs: Mapping[PathKey, SourceLoc], path: PathKey, key: bool) -> SourceLoc:
+    """Position of ``path``'s value (or key), else of its nearest ancestor, else the
+    document's start."""
+    table = key_locs if key else locs
+    p = tuple(path)
+    while p:
+        if p in table:
+            return table[p]
+        if p in locs:
+            return locs[p]
+        p = p[:-1]
+    return locs.get((), SourceLoc(file, 1, 1, text))
 
 
 def _mark_loc(file: str, text: str, mark: Any) -> SourceLoc:

@@ -2,7 +2,7 @@
 
 :func:`fit` (public as ``attngraph.fit``) is ``attngraph train SPEC --data ...`` from
 Python: the same run
-(:func:`attngraph.train.runner.run`, the one training loop), the same run
+(:func:`attngraph.train.run.runner.run`, the one training loop), the same run
 directory, and the run loaded back (:func:`attngraph.load_run`), so that::
 
     run = attngraph.fit("specs/global_attention.yaml", "topics.csv", epochs=5)
@@ -11,9 +11,9 @@ directory, and the run loaded back (:func:`attngraph.load_run`), so that::
     run.export("topics.onnx", format="onnx")
 
 A model trained in one's own loop is saved as such a run by :func:`attngraph.save`
-(:mod:`attngraph.train.ownloop`), and ``Run.export`` writes it as a program
-(:mod:`attngraph.train.runexport`). Data given in memory is written into the run
-directory first (:mod:`attngraph.train.inputs`), so a run trained from a
+(:mod:`attngraph.train.run.ownloop`), and ``Run.export`` writes it as a program
+(:mod:`attngraph.train.trained.export`). Data given in memory is written into the run
+directory first (:mod:`attngraph.train.data.inputs`), so a run trained from a
 DataFrame is the run the same rows give as a CSV file, for the same seed.
 """
 
@@ -30,7 +30,7 @@ from attngraph.errors import SourceLoc, TrainingError
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
-    from attngraph.train.runs import Run
+    from attngraph.train.trained.reloaded import Run
 
 __all__ = ["fit"]
 
@@ -92,8 +92,7 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
         ``<records>:N`` / ``<DataFrame>:N`` for the N-th record or row), a run
         already in ``out``.
     """
-    from attngraph.train import rundir
-    from attngraph.train.inputs import (
+    from attngraph.train.data.inputs import (
         TRAIN_FILE,
         VALID_FILE,
         Written,
@@ -101,9 +100,10 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
         named_as,
         spec_path,
     )
-    from attngraph.train.runner import RunConfig
-    from attngraph.train.runner import run as run_training
-    from attngraph.train.runs import load_run
+    from attngraph.train.run.runner import RunConfig
+    from attngraph.train.run.runner import run as run_training
+    from attngraph.train.store import directory as rundir
+    from attngraph.train.trained.reloaded import load_run
 
     if epochs is not None and steps is not None:
         msg = "give epochs or steps, not both"

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 import attngraph
-from attngraph.pipeline import load_spec
+from attngraph import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

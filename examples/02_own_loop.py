@@ -4,8 +4,8 @@ A compiled module returns its declared outputs; the loss is cross-entropy on
 ``logits``. A spec whose policy samples (``estimator: reinforce``) records each
 step's log-probabilities on the module, and ``model_reinforce_loss`` turns a
 per-example reward into the policy-gradient term (with a learned baseline).
-The built-in training (``attngraph train``, ``attngraph.train.loop.train``)
-runs the same step as :func:`attngraph.train.trainer.train_step`.
+The built-in training (``attngraph train``, ``attngraph.train.engine.loop.train``)
+runs the same step as :func:`attngraph.train.engine.step.train_step`.
 
     python examples/02_own_loop.py [STEPS]
 """
@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 
 import attngraph
+from attngraph import load_spec
 from attngraph.lower.hard import model_reinforce_loss
-from attngraph.pipeline import load_spec
-from attngraph.train.tasks import bind_inputs, get_task
+from attngraph.train.tasks.lookup import bind_inputs, get_task
 
 ROOT = Path(__file__).resolve().parents[1]
 torch.set_num_threads(1)  # these models are tiny: more threads only add overhead

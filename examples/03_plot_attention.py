@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
-from attngraph.train.attend import draw
-from attngraph.train.loop import train
+from attngraph.train.engine.loop import train
+from attngraph.train.pictures.attend import draw
 
 ROOT = Path(__file__).resolve().parents[1]
 torch.set_num_threads(1)  # these models are tiny: more threads only add overhead
@@ -20,8 +20,8 @@ torch.set_num_threads(1)  # these models are tiny: more threads only add overhea
 def main(out: str = "attention.png", steps: int = 150) -> Path:
     res = train(ROOT / "specs" / "global_attention.yaml", steps=steps, seed=0)
     print({k: round(v, 3) for k, v in res.metrics.items()})
-    from attngraph.pipeline import load_spec
-    from attngraph.train.tasks import bind_inputs
+    from attngraph import load_spec
+    from attngraph.train.tasks.lookup import bind_inputs
 
     graph = load_spec(ROOT / "specs" / "global_attention.yaml")
     batch = res.task.batch(4, split="test")

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from attngraph.pipeline import load_spec
+from attngraph import load_spec
 from renderers import render
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -50,15 +50,15 @@ def budget_limits(max_mb: int) -> dict[str, int]:
     The guard's figures count the tensors one forward makes; a training step's peak
     (gradients, temporaries) is up to about four times that, over the ~400 MB torch
     itself takes. The fuzzer runs every mutant under these limits (set on
-    :mod:`attngraph.pipeline`), so a spec the guard lets through that still takes
+    :mod:`attngraph.guard`), so a spec the guard lets through that still takes
     more memory is a defect of the guard's figures.
     """
-    from attngraph import pipeline
+    from attngraph import guard
 
     budget = max(64, max_mb - 400) * 2**20 // (4 * 4)
-    return {"MAX_TENSOR": min(pipeline.MAX_TENSOR, budget),
-            "MAX_HELD": min(pipeline.MAX_HELD, budget),
-            "MAX_PARAMS": min(pipeline.MAX_PARAMS, budget // 2)}
+    return {"MAX_TENSOR": min(guard.MAX_TENSOR, budget),
+            "MAX_HELD": min(guard.MAX_HELD, budget),
+            "MAX_PARAMS": min(guard.MAX_PARAMS, budget // 2)}
 
 
 @dataclass(frozen=True)
@@ -329,7 +329,7 @@ def check(text: str, file: str = "fuzz.yaml", *, run: bool = True, cli: bool = T
           length: int = 5) -> Outcome:
     """Read ``text`` as the spec ``file``; on success draw, describe, compile and run it."""
     from attngraph.errors import AttnGraphError
-    from attngraph.pipeline import loads_spec
+    from attngraph.frontend import loads_spec
 
     try:
         graph = loads_spec(text, file, batch=3, length=length)

@@ -164,12 +164,12 @@ def _worker(conn: Connection, seed: int, max_mb: int, run: bool, focus: str | No
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
-    from attngraph import pipeline
+    from attngraph import guard
     from fuzz.oracle import budget_limits, check, place_of
 
     torch.set_num_threads(1)
     for name, value in budget_limits(max_mb).items():
-        setattr(pipeline, name, value)
+        setattr(guard, name, value)
     all_seeds = focus_seeds(seeds(), focus)
     states: dict[str, Any] = {}
     if root is not None:

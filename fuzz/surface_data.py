@@ -9,7 +9,7 @@ missing and extra keys), lines and cells (quotes, tabs, U+2028, BOMs, UTF-16,
 invalid UTF-8), image headers (sizes 0, 2**31, 100000, inconsistent, truncated), the
 folders (empty, too many classes, odd names) and the path itself (a FIFO, a symlink
 to /dev/zero or outside, a directory). The case then runs what ``train --data``
-reads before it trains (:func:`attngraph.train.dataset.data_task`, a validation
+reads before it trains (:func:`attngraph.train.data.batches.data_task`, a validation
 batch and a training batch), or ``--valid``, or ``predict`` / ``evaluate`` of a tiny
 run trained on the same kind of file (in process, and through the CLI with ``-o``
 over an existing file). Every tensor of a batch and every number of a prediction
@@ -72,7 +72,7 @@ def _png(mode: str, size: tuple[int, int], fmt: str = "PNG") -> bytes:
 
 def prepare(root: Path) -> dict[str, Any]:
     """The specs, image bytes of every format and a tiny data run (trained once)."""
-    from attngraph.pipeline import load_spec, loads_spec
+    from attngraph.frontend import load_spec, loads_spec
     from fuzz.surface_rundir import make_run
 
     images = {"png": _png("L", (32, 32)), "png-rgb": _png("RGB", (32, 32)),
@@ -350,8 +350,8 @@ def _check_batch(batch: Any, what: str) -> None:
 
 def run(case: Case) -> Outcome:
     """One mutated data file through what train, predict or evaluate read."""
-    from attngraph.train.dataset import data_task
-    from attngraph.train.runs import load_run
+    from attngraph.train.data.batches import data_task
+    from attngraph.train.trained.reloaded import load_run
 
     fmt = case.pick(("jsonl", "csv", "vec-jsonl", "vec-csv", "pairs", "images", "image-csv"),
                     "format")

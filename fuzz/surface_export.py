@@ -148,7 +148,7 @@ def _pt2(case: Case, spec: str, fmt: str) -> None:
         import torch
 
         prog = torch.export.load(str(out)).module()
-        from attngraph.pipeline import load_spec
+        from attngraph.frontend import load_spec
         from fuzz.oracle import _inputs
 
         graph = load_spec(spec)
@@ -166,7 +166,7 @@ def _pt2(case: Case, spec: str, fmt: str) -> None:
 
 def run(case: Case) -> Outcome:
     """One spec with odd names through every export format."""
-    from attngraph.pipeline import loads_spec
+    from attngraph.frontend import loads_spec
 
     seed = case.pick(SEEDS, "seed")
     data = _mutate(case, json.loads(json.dumps(case.state[seed])))

@@ -8,7 +8,7 @@ truncated, bytes flipped, emptied, retyped (a JSON value or a checkpoint entry o
 another type, a weight of another shape or dtype, NaN or infinite weights, a key
 dropped or added), or replaced by a FIFO, a symlink (to /dev/zero, outside the run,
 dangling, to itself), a directory, or nothing. The case then reloads the run as
-``predict`` and ``evaluate`` do (:func:`attngraph.train.runs.load_run`, in process
+``predict`` and ``evaluate`` do (:func:`attngraph.train.trained.reloaded.load_run`, in process
 and through the CLI with ``-o``), resumes training (``train --resume``), or exports
 it (``export RUN --format python``). A rejected command must leave the run directory
 byte-identical; predictions and metrics must be finite.
@@ -48,8 +48,8 @@ _LABELS = ("food", "sport", "tech")
 def make_run(root: Path) -> Path:
     """A finished data run, trained once under ``root``'s parent (shared by the surfaces
     of one worker): its directory. Its data file is ``train.jsonl`` beside it."""
-    from attngraph.train.runner import RunConfig
-    from attngraph.train.runner import run as train
+    from attngraph.train.run.runner import RunConfig
+    from attngraph.train.run.runner import run as train
 
     base = root.parent / "shared"
     out = base / "run"
@@ -216,7 +216,7 @@ def _stable(name: str) -> str:
 
 def run(case: Case) -> Outcome:
     """One damaged copy of the run through predict, evaluate, resume or export."""
-    from attngraph.train.runs import load_run
+    from attngraph.train.trained.reloaded import load_run
 
     run_dir = case.tmp / "run"
     shutil.copytree(case.state["run"], run_dir, symlinks=True)
@@ -266,8 +266,8 @@ def run(case: Case) -> Outcome:
             compile(out.read_text(encoding="utf-8"), str(out), "exec")
             return Outcome("valid")
         else:
-            from attngraph.train.runner import RunConfig
-            from attngraph.train.runner import run as train
+            from attngraph.train.run.runner import RunConfig
+            from attngraph.train.run.runner import run as train
 
             summary = train(RunConfig(spec=str(SPEC), resume=True, steps=3, out=str(run_dir),
                                       quiet=True), stream=io.StringIO())

@@ -122,7 +122,7 @@ def render(graph: Graph, view: str = "architecture", format: str = "svg",  # noq
     Parameters
     ----------
     graph : Graph
-        An inferred IR graph (:func:`attngraph.pipeline.load_spec`).
+        An inferred IR graph (:func:`attngraph.frontend.load_spec`).
     view : {"architecture", "unrolled"}
         One node per spec node, or the per-item view of the reference figures.
     format : {"svg", "png", "pdf", "dot", "mermaid", "json"}

@@ -241,7 +241,7 @@ def unrolled(graph: Graph, *, items: int = 2, query: int = 1) -> Diagram:
     Parameters
     ----------
     graph : Graph
-        An inferred IR graph (from :func:`attngraph.pipeline.load_spec`).
+        An inferred IR graph (from :func:`attngraph.frontend.load_spec`).
     items : int, optional
         How many items to draw before the ellipsis (``x_1 … x_items, …, x_N``).
     query : int, optional

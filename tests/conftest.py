@@ -55,8 +55,8 @@ def trained_metrics(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path,
                 return dict(json.loads(done.read_text(encoding="utf-8")))
             import torch
 
-            from attngraph.pipeline import load_spec
-            from attngraph.train.loop import train
+            from attngraph.frontend import load_spec
+            from attngraph.train.engine.loop import train
 
             before = torch.get_num_threads()
             torch.set_num_threads(1)

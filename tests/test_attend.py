@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from attngraph.errors import TrainingError
-from attngraph.pipeline import load_spec
-from attngraph.train.attend import draw, pick_view
-from attngraph.train.tasks import task_for
+from attngraph.frontend import load_spec
+from attngraph.train.pictures.attend import draw, pick_view
+from attngraph.train.tasks.lookup import task_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -30,7 +30,7 @@ def _forward(name: str, size: int = 3) -> tuple[object, object, dict, dict]:
     import torch
 
     import attngraph
-    from attngraph.train.tasks import bind_inputs
+    from attngraph.train.tasks.lookup import bind_inputs
 
     torch.set_num_threads(1)
     graph = load_spec(ROOT / "specs" / f"{name}.yaml")
@@ -115,7 +115,7 @@ def test_steps_view_draws_each_step_over_the_canvas_titled_by_its_token(spec: st
     import matplotlib.pyplot as plt
     import torch
 
-    from attngraph.train.attend_steps import canvas_grid, steps_figure
+    from attngraph.train.pictures.steps import canvas_grid, steps_figure
 
     graph, task, out, batch = _forward(spec)
     w, logits = out["attention"][0], out["logits"][0]
@@ -143,7 +143,7 @@ def test_draw_model_draws_the_test_batch_through_a_model(tmp_path: Path) -> None
     on the task's test batch, at the dpi asked (a smaller dpi, a smaller file), and
     leaves the model in the mode it was in."""
     import attngraph
-    from attngraph.train.attend import draw_model
+    from attngraph.train.pictures.attend import draw_model
 
     graph = load_spec(ROOT / "specs" / "global_attention.yaml")
     task = task_for(graph, None, 0)

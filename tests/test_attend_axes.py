@@ -16,11 +16,11 @@ matplotlib = pytest.importorskip("matplotlib")
 
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
-from attngraph.pipeline import load_spec, loads_spec  # noqa: E402
-from attngraph.train.attend import draw_model  # noqa: E402
-from attngraph.train.attend_axes import heatmap_axes, matrix  # noqa: E402
-from attngraph.train.figures import pyplot  # noqa: E402
-from attngraph.train.tasks import task_for  # noqa: E402
+from attngraph.frontend import load_spec, loads_spec  # noqa: E402
+from attngraph.train.pictures.attend import draw_model  # noqa: E402
+from attngraph.train.pictures.matrix import heatmap_axes, matrix  # noqa: E402
+from attngraph.train.pictures.plot import pyplot  # noqa: E402
+from attngraph.train.tasks.lookup import task_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

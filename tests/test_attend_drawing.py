@@ -11,10 +11,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
-from attngraph.pipeline import load_spec  # noqa: E402
-from attngraph.train.attend import draw  # noqa: E402
-from attngraph.train.attend_drawing import window  # noqa: E402
-from attngraph.train.tasks import bind_inputs, task_for  # noqa: E402
+from attngraph.frontend import load_spec  # noqa: E402
+from attngraph.train.pictures.attend import draw  # noqa: E402
+from attngraph.train.pictures.drawing import window  # noqa: E402
+from attngraph.train.tasks.lookup import bind_inputs, task_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

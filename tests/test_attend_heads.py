@@ -8,10 +8,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
-from attngraph.pipeline import load_spec  # noqa: E402
-from attngraph.train.attend import pick_view  # noqa: E402
-from attngraph.train.attend_heads import draw_heads, has_heads  # noqa: E402
-from attngraph.train.tasks import get_task  # noqa: E402
+from attngraph.frontend import load_spec  # noqa: E402
+from attngraph.train.pictures.attend import pick_view  # noqa: E402
+from attngraph.train.pictures.heads import draw_heads, has_heads  # noqa: E402
+from attngraph.train.tasks.lookup import get_task  # noqa: E402
 
 
 def test_the_picture_is_write_then_read_weights_with_the_inputs_as_rows() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attngraph.pipeline import load_spec
+from attngraph.frontend import load_spec
 from attngraph.source import load
 
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml"))
@@ -55,7 +55,7 @@ def test_spec_validates_with_types_title_summary_and_task(path: Path) -> None:
     """The spec loads without error, has a title and summary, a type on every node
     (inside blocks and loops too), a name matching its file, comments that teach,
     and a train section naming a registered task with a target."""
-    from attngraph.train.tasks import TASKS
+    from attngraph.train.tasks.lookup import TASKS
 
     g = load_spec(path)
     assert g.name == path.stem
@@ -71,7 +71,7 @@ def test_spec_validates_with_types_title_summary_and_task(path: Path) -> None:
 @pytest.mark.parametrize("path", SPECS, ids=IDS)
 def test_spec_task_options_are_accepted(path: Path) -> None:
     """The task options of the train section are options the task has."""
-    from attngraph.train.tasks import get_task
+    from attngraph.train.tasks.lookup import get_task
 
     g = load_spec(path)
     task = get_task(g.train.task, seed=0, **g.train.options)
@@ -85,8 +85,8 @@ def test_spec_compiles_and_runs_on_its_task(path: Path) -> None:
     objective reads fitting the task's targets, and a finite loss."""
     import torch
 
-    from attngraph.train.loop import task_loss
-    from attngraph.train.tasks import bind_inputs, compute_metrics, get_task
+    from attngraph.train.engine.loop import task_loss
+    from attngraph.train.tasks.lookup import bind_inputs, compute_metrics, get_task
 
     compile_ = _compile()
     g = load_spec(path)
@@ -153,7 +153,7 @@ def test_training_does_not_depend_on_the_global_rng() -> None:
     import torch
 
     _compile()
-    from attngraph.train.loop import train
+    from attngraph.train.engine.loop import train
 
     path = SPECS[IDS.index("glimpse_hard")]
     seen: list[list[float]] = []

@@ -64,8 +64,8 @@ def test_catalog_names_each_specs_task_and_application_area() -> None:
     the catalog covers every area the attention posts name."""
     import re
 
-    from attngraph.pipeline import load_spec
-    from attngraph.train.tasks import TASKS
+    from attngraph.frontend import load_spec
+    from attngraph.train.tasks.lookup import TASKS
 
     r = CliRunner().invoke(main, ["catalog", "--dir", str(SPECS)])
     assert r.exit_code == 0, r.output

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attngraph.pipeline import load_spec, loads_spec
+from attngraph.frontend import load_spec, loads_spec
 
 torch = pytest.importorskip("torch")
 
@@ -23,7 +23,7 @@ def _weights(spec: str | Path, seed: int) -> torch.Tensor:
     """The weights [B, T, S] at init (seed ``seed``) on 64 examples of the task of a
     spec (a file, or a spec's text)."""
     import attngraph
-    from attngraph.train.tasks import bind_inputs, task_for
+    from attngraph.train.tasks.lookup import bind_inputs, task_for
 
     graph = load_spec(spec) if isinstance(spec, Path) else loads_spec(spec)
     task = task_for(graph, None, seed)

@@ -1,6 +1,6 @@
 """The catalog page shows each trained catalog spec's attention picture: every spec
 with a ``train:`` section and an attention output has ``docs/catalog/NAME.attention.png``
-(drawn by ``python -m attngraph.train.results``), small, and referenced under its
+(drawn by ``python -m attngraph.train.report.results``), small, and referenced under its
 section of docs/catalog.md by ``attngraph docs``."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from attngraph.pipeline import load_spec
-from attngraph.train.attend import _PREFERRED
-from attngraph.train.results import PICTURES, picture_path
+from attngraph.frontend import load_spec
+from attngraph.train.pictures.attend import _PREFERRED
+from attngraph.train.report.results import PICTURES, picture_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -31,8 +31,8 @@ def test_every_trained_catalog_spec_shows_its_attention_picture(path: Path) -> N
     """The spec's picture exists, is a PNG under MOST_BYTES, and its section of the
     catalog page shows it after the heading the docs writer gives it."""
     pic = picture_path(path.stem)
-    assert pic.is_file(), (f"no {pic.relative_to(ROOT)}: run `python -m "
-                           f"attngraph.train.results specs/{path.name}` then `attngraph docs`")
+    assert pic.is_file(), (f"no {pic.relative_to(ROOT)}: run `python -m attngraph.train."
+                           f"report.results specs/{path.name}` then `attngraph docs`")
     assert pic.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pic.stat().st_size < MOST_BYTES
     page = PAGE.read_text(encoding="utf-8")

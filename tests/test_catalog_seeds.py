@@ -3,7 +3,7 @@ at seeds 0 to 4, lands at least MARGIN above each figure of its stated target (t
 five-seed test, marked ``seeds``: about 15 CPU minutes, run with ``pytest -m seeds
 tests``); the specs measured at several seeds in docs/training-results.json vary by
 at most the stated spread over seeds 0, 1 and 2
-(:data:`attngraph.train.results.SEED_SPREAD`). The default
+(:data:`attngraph.train.report.results.SEED_SPREAD`). The default
 run checks seed 0 of every spec with the same margin (tests/test_catalog.py) and
 seed 1 of the specs whose training is chaotic here."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from test_catalog import MARGIN
 
-from attngraph.pipeline import load_spec
-from attngraph.train.results import RESULTS_JSON, SEED_SPREAD
+from attngraph.frontend import load_spec
+from attngraph.train.report.results import RESULTS_JSON, SEED_SPREAD
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 CATALOG = sorted(p.stem for p in SPECS.glob("*.yaml"))

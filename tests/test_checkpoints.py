@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from attngraph.errors import TrainingError
-from attngraph.pipeline import load_spec
-from attngraph.train import checkpoints as ck
-from attngraph.train.runner import RunConfig, run
+from attngraph.frontend import load_spec
+from attngraph.train.run.runner import RunConfig, run
+from attngraph.train.store import checkpoints as ck
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"
@@ -318,7 +318,7 @@ def test_run_and_the_python_api_share_the_step_and_leave_the_rng_alone(tmp_path:
 
     import torch
 
-    from attngraph.train.loop import train
+    from attngraph.train.engine.loop import train
 
     spec = str(ROOT / "specs" / "glimpse_hard.yaml")
     threads = torch.get_num_threads()

@@ -64,7 +64,7 @@ def test_validate_never_imports_torch_and_never_tracebacks(tmp_path: Path) -> No
 def test_schema_lists_and_describes_the_training_tasks() -> None:
     """train.task enumerates the registered tasks, and its description names each with
     what it is (hover text in an editor)."""
-    from attngraph.train.tasks import TASKS
+    from attngraph.train.tasks.lookup import TASKS
 
     r = CliRunner().invoke(main, ["schema"])
     assert r.exit_code == 0, r.output

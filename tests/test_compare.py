@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from attngraph.cli import main
 from attngraph.errors import SpecError
-from attngraph.train.variants import apply, parse_set, parse_vary, split_values
+from attngraph.train.report.variants import apply, parse_set, parse_vary, split_values
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from attngraph.cli import main
 from attngraph.errors import TrainingError
-from attngraph.pipeline import load_spec
-from attngraph.train.data import read_records
-from attngraph.train.dataset import data_task
-from attngraph.train.encoding import make_encoding
+from attngraph.frontend import load_spec
+from attngraph.train.data.batches import data_task
+from attngraph.train.data.encoding import make_encoding
+from attngraph.train.data.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from attngraph.errors import TrainingError
-from attngraph.train.data import read_records
+from attngraph.train.data.records import read_records
 
 
 def _write(path: Path, data: str | bytes) -> Path:

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from attngraph.errors import TrainingError
-from attngraph.pipeline import load_spec
-from attngraph.train.checkpoints import load_checkpoint
-from attngraph.train.dataset import data_task, steps_per_epoch, train_stream
-from attngraph.train.device import pick_device
-from attngraph.train.runner import RunConfig, run
-from attngraph.train.tasks import get_task
+from attngraph.frontend import load_spec
+from attngraph.train.data.batches import data_task, steps_per_epoch, train_stream
+from attngraph.train.engine.device import pick_device
+from attngraph.train.run.runner import RunConfig, run
+from attngraph.train.store.checkpoints import load_checkpoint
+from attngraph.train.tasks.lookup import get_task
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = str(ROOT / "specs" / "global_attention.yaml")

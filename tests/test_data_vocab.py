@@ -7,8 +7,8 @@ import json
 import pytest
 
 from attngraph.errors import TrainingError
-from attngraph.train.taskbase import BOS
-from attngraph.train.vocab import EOS, PAD, RESERVED, UNK, LabelMap, Vocab, tokenize
+from attngraph.train.data.vocab import EOS, PAD, RESERVED, UNK, LabelMap, Vocab, tokenize
+from attngraph.train.tasks.base import BOS
 
 
 def test_word_and_char_tokenisation() -> None:

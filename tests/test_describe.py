@@ -262,7 +262,7 @@ def test_a_pointer_is_a_site() -> None:
     from pathlib import Path
 
     from attngraph.analysis.axes import find_sites
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
 
     spec = Path(__file__).resolve().parent.parent / "mechanisms" / "pointer_network.yaml"
     sites = find_sites(load_spec(spec))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from attngraph.train import checkpoints as ck
-from attngraph.train.distributed import free_port, launch
-from attngraph.train.runner import RunConfig, run
+from attngraph.train.run.distributed import free_port, launch
+from attngraph.train.run.runner import RunConfig, run
+from attngraph.train.store import checkpoints as ck
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,7 @@ def test_shards_are_disjoint_and_cover_the_batch() -> None:
     """The ranks' slices of a batch are disjoint, equal-sized and together the whole batch."""
     import torch
 
-    from attngraph.train.ddp import shard as _shard
+    from attngraph.train.run.ddp import shard as _shard
 
     batch = {"x": torch.arange(12).reshape(6, 2), "y": torch.arange(6)}
     parts = [_shard(batch, r, 3) for r in range(3)]

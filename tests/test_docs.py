@@ -1,7 +1,7 @@
 """The user reference stays true: its examples validate and it covers the language.
 
 ``docs/spec-language.md`` is checked against the code: every fenced ``yaml`` block
-is a complete spec that :func:`attngraph.pipeline.loads_spec` accepts (or, when
+is a complete spec that :func:`attngraph.frontend.loads_spec` accepts (or, when
 marked, fails with the exact output shown next to it); every node kind, scorer
 function and field of the models is documented. ``docs/editor-setup.md`` is
 checked the same way (its JSON parses, its spec validates, its modeline is right).
@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from attngraph.errors import AttnGraphError
+from attngraph.frontend import loads_spec
 from attngraph.kinds import (
     ACTIVATIONS,
     FEATURE_MAPS,
@@ -36,7 +37,6 @@ from attngraph.kinds import (
 )
 from attngraph.kinds.attention import MaskSpec
 from attngraph.kinds.structure import CarrySpec, FeedSpec
-from attngraph.pipeline import loads_spec
 from attngraph.spec import models as m
 from fuzz.seeds import Block, blocks, is_spec
 
@@ -187,7 +187,7 @@ def test_every_input_type_is_documented() -> None:
 
 def test_limits_in_the_doc_are_the_code_limits() -> None:
     """The numbers the reference gives for the guards are the ones the code uses."""
-    from attngraph.pipeline import MAX_DIM, MAX_PARAMS
+    from attngraph.guard import MAX_DIM, MAX_PARAMS
     from attngraph.source import MAX_BYTES, MAX_NODES
 
     text = _text(DOC)

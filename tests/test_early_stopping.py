@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from attngraph.errors import TrainingError
-from attngraph.train import checkpoints as ck
-from attngraph.train.runner import RunConfig, RunSummary, run
+from attngraph.train.run.runner import RunConfig, RunSummary, run
+from attngraph.train.store import checkpoints as ck
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = str(ROOT / "specs" / "global_attention.yaml")
@@ -114,7 +114,7 @@ def test_without_patience_the_last_weights_are_the_model(tmp_path: Path) -> None
 def test_a_lower_is_better_metric_keeps_its_lowest_figure() -> None:
     """Early stopping reads the metric's direction: for trajectory_error (lower is
     better) the smallest figure is the best one."""
-    from attngraph.train.earlystop import Patience
+    from attngraph.train.run.earlystop import Patience
 
     model = torch.nn.Linear(1, 1)
     stop = Patience(2, "trajectory_error")

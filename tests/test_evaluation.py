@@ -23,15 +23,15 @@ from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_f
 from test_runs import SPECS, TEACHER_ONLY, make_texts, write_jsonl, write_pairs
 
 from attngraph.cli import main
-from attngraph.train.evaluation import (
+from attngraph.train.data.vocab import tokenize
+from attngraph.train.tasks.base import IGNORE, Task
+from attngraph.train.trained.evaluation import (
     Report,
     class_scores,
     corpus_bleu,
     evaluate_model,
     report_of,
 )
-from attngraph.train.taskbase import IGNORE, Task
-from attngraph.train.vocab import tokenize
 
 
 def _cli(*args: str, code: int = 0) -> Any:
@@ -140,7 +140,7 @@ def test_the_cli_prints_the_table_and_writes_json_and_the_picture(
     assert report["confusion_matrix"]["labels"] == list(report["per_class"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from attngraph import load_run
-    from attngraph.train.evaluation_figure import confusion_picture
+    from attngraph.train.pictures.confusion import confusion_picture
 
     scores = load_run(run_dir).evaluate(held).classes
     assert scores is not None
@@ -179,7 +179,7 @@ def test_undefined_ratios_are_zero_and_the_json_has_no_nan() -> None:
 def test_many_classes_print_their_rows_and_leave_the_matrix_to_the_files() -> None:
     """With more classes than the table can show across, every class still has its
     row (long names cut to fit) and the printed text says where the matrix is."""
-    from attngraph.train.evaluation_text import MATRIX_CLASSES, format_report
+    from attngraph.train.trained.evaluation_text import MATRIX_CLASSES, format_report
 
     k = MATRIX_CLASSES + 5
     names = [f"class number {i} with a long name" for i in range(k)]
@@ -227,8 +227,8 @@ def test_per_item_labels_are_scored_per_item_without_padding() -> None:
 def test_a_graph_model_is_scored_per_node() -> None:
     """A node classifier (the karate club) trained a few steps: its report over the
     task's test batch scores every labelled node, as scikit-learn does."""
-    from attngraph.pipeline import load_spec
-    from attngraph.train.loop import train
+    from attngraph.frontend import load_spec
+    from attngraph.train.engine.loop import train
 
     graph = load_spec(SPECS / "graph_attention.yaml")
     res = train(graph, steps=20)
@@ -237,7 +237,7 @@ def test_a_graph_model_is_scored_per_node() -> None:
     target = batch[res.task.target]
     keep = target != IGNORE
     res.model.eval()
-    from attngraph.train.tasks import bind_inputs
+    from attngraph.train.tasks.lookup import bind_inputs
 
     with torch.no_grad():
         pred = res.model(**bind_inputs(graph, res.task, batch))["logits"].argmax(-1)
@@ -268,8 +268,8 @@ def test_a_decoder_gets_token_and_sequence_accuracy_bleu_and_exact_match(
     right, padding not; sequence accuracy the examples with all right; BLEU and exact
     match score the text predict generates against each record's own target."""
     from attngraph import load_run
-    from attngraph.train.dataset import target_key
-    from attngraph.train.tasks import bind_inputs
+    from attngraph.train.data.batches import target_key
+    from attngraph.train.tasks.lookup import bind_inputs
 
     run_dir, data = pairs
     run = load_run(run_dir)

@@ -48,8 +48,8 @@ def test_02_reinforce_term_is_present_for_the_hard_spec() -> None:
     import torch
 
     import attngraph
+    from attngraph.frontend import load_spec
     from attngraph.lower.hard import model_reinforce_loss
-    from attngraph.pipeline import load_spec
 
     g = load_spec(ROOT / "specs" / "glimpse_hard.yaml")
     model = attngraph.compile(g, seed=0).train()

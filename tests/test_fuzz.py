@@ -17,11 +17,11 @@ import pytest
 import yaml
 from pydantic import Field
 
-from attngraph import pipeline
+from attngraph import guard
 from attngraph.errors import AttnGraphError
+from attngraph.frontend import loads_spec
 from attngraph.ir.graph import TensorType
 from attngraph.kinds import KINDS, RuleCtx, kind
-from attngraph.pipeline import loads_spec
 from attngraph.spec.models import NodeModel, Ref
 from fuzz.mutate import Mutator, Names, rename
 from fuzz.oracle import budget_limits, check
@@ -173,7 +173,7 @@ def test_regression(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each defect the fuzzer found is kept: it now gives its expected located error
     (with a hint) or runs with finite outputs (under the fuzzer's memory budget)."""
     for name, value in budget_limits(2048).items():
-        monkeypatch.setattr(pipeline, name, value)
+        monkeypatch.setattr(guard, name, value)
     where, message = _expectation(path)
     text = path.read_bytes().decode("utf-8", errors="surrogateescape")
     o = check(text, "regression.yaml")

@@ -22,7 +22,7 @@ from attngraph.algebra.axes import AXES
 from attngraph.algebra.formula import MAX_DEPTH, MAX_LENGTH, Call, FormulaError, Name, parse, walk
 from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF
 from attngraph.errors import AttnGraphError, Diagnostic, ShapeError, SourceLoc
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 from fuzz.mutate import CODE, Mutator, Names, atoms, formula_tokens
 from fuzz.oracle import _rejected, check
 from fuzz.run import case, focus_seeds, fuzz

@@ -387,7 +387,7 @@ def test_a_trained_translator_generates_its_targets() -> None:
     """bahdanau_translation trained with its train section (reversal) generates the
     reversed source from the source alone: greedy and beam 4 reach its token-accuracy
     target (0.9) on a held-out batch, and beam 4's mean score is at least greedy's."""
-    from attngraph.train.loop import train
+    from attngraph.train.engine.loop import train
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

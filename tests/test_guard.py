@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from attngraph import pipeline as pl
+from attngraph import guard
 from attngraph.analysis.sizes import ASSUMED_BATCH, ASSUMED_LENGTH
 from attngraph.errors import SpecError
-from attngraph.pipeline import check_resources, loads_spec
+from attngraph.frontend import load_spec, loads_spec
+from attngraph.guard import check_resources
 from fuzz.seeds import seeds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,12 +199,13 @@ def test_catalog_and_docs_pass_with_room(seed: object) -> None:
         g = loads_spec(seed.text, "s.yaml", allow_large=True)  # type: ignore[attr-defined]
     except AttnGraphError:
         pytest.skip("an example of an error")
-    if g.params > pl.MAX_PARAMS:
+    if g.params > guard.MAX_PARAMS:
         pytest.skip("the docs' example of a refused spec")
     sz = check_resources(g)
-    for fig, limit in ((sz.params, pl.MAX_PARAMS), (sz.tensor, pl.MAX_TENSOR),
-                       (sz.held, pl.MAX_HELD), (sz.macs, pl.MAX_MACS), (sz.runs, pl.MAX_RUNS),
-                       (sz.modules, pl.MAX_MODULES), (sz.steps, pl.MAX_STEPS)):
+    for fig, limit in ((sz.params, guard.MAX_PARAMS), (sz.tensor, guard.MAX_TENSOR),
+                       (sz.held, guard.MAX_HELD), (sz.macs, guard.MAX_MACS),
+                       (sz.runs, guard.MAX_RUNS), (sz.modules, guard.MAX_MODULES),
+                       (sz.steps, guard.MAX_STEPS)):
         assert fig.value * 5 <= limit, (fig, limit)
     if not sz.bounds:  # a learned table's max_len caps the length
         check_resources(g, length=2 * ASSUMED_LENGTH)
@@ -212,8 +214,8 @@ def test_catalog_and_docs_pass_with_room(seed: object) -> None:
 def test_the_limits_are_the_documented_ones() -> None:
     """docs/spec-language.md states every limit, the assumed batch and length."""
     text = (ROOT / "docs" / "spec-language.md").read_text(encoding="utf-8")
-    for n in (pl.MAX_PARAMS, pl.MAX_DIM, pl.MAX_TENSOR, pl.MAX_HELD, pl.MAX_MACS, pl.MAX_RUNS,
-              pl.MAX_MODULES, pl.MAX_STEPS, ASSUMED_BATCH, ASSUMED_LENGTH):
+    for n in (guard.MAX_PARAMS, guard.MAX_DIM, guard.MAX_TENSOR, guard.MAX_HELD, guard.MAX_MACS,
+              guard.MAX_RUNS, guard.MAX_MODULES, guard.MAX_STEPS, ASSUMED_BATCH, ASSUMED_LENGTH):
         assert f"{n:,}" in text, n
 
 
@@ -245,7 +247,7 @@ def test_train_checks_the_spec_at_the_batch_and_length_it_trains_at(tmp_path: Pa
     spec = tmp_path / "big.yaml"
     spec.write_text(text, encoding="utf-8")
     with pytest.raises(SpecError, match="1,258,291,200 elements"):
-        pl.load_spec(spec)
+        load_spec(spec)
     res = CliRunner().invoke(main, ["train", str(spec), "--steps", "1", "--quiet",
                                     "--out", str(tmp_path / "run")])
     assert res.exit_code == 0, res.output

@@ -17,7 +17,7 @@ import attngraph  # noqa: E402
 from attngraph.analysis.describe import describe  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import AttnGraphError  # noqa: E402
-from attngraph.pipeline import load_spec, loads_spec  # noqa: E402
+from attngraph.frontend import load_spec, loads_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TOL = {"atol": 1e-5, "rtol": 1e-5}

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from attngraph.cli import main
 from attngraph.errors import AttnGraphError
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 
 HEAD = ("attngraph: 1\nname: t\ninputs:\n  src: {type: vectors, dim: 8}\n"
         "  h: {type: vector, dim: 8}\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import attngraph
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 
 SPEC = """attngraph: 1
 name: gat_block

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import attngraph
+from attngraph.frontend import load_spec
 from attngraph.lower.examples import random_inputs
-from attngraph.pipeline import load_spec
 
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml"))
 

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
 from attngraph.errors import ShapeError  # noqa: E402
-from attngraph.pipeline import loads_spec  # noqa: E402
+from attngraph.frontend import loads_spec  # noqa: E402
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 H, W, N, D = 7, 9, 3, 10
@@ -121,7 +121,7 @@ def test_latent_is_the_reparameterised_sample_and_its_kl() -> None:
 def test_latent_samples_in_eval_and_training_adds_its_kl() -> None:
     """In eval mode the latent still samples (two draws differ, one seed repeats), and
     model_terms adds its KL, averaged over the batch, to the training loss."""
-    from attngraph.train.objectives import model_terms
+    from attngraph.train.tasks.objectives import model_terms
 
     model = attngraph.compile(LATENT, seed=0).eval()
     h = torch.randn(5, D)

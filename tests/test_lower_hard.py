@@ -440,7 +440,7 @@ def test_xy_positions_are_patch_centres_where_a_glimpse_sees_the_patch() -> None
 def test_xy_positions_need_items_cut_from_an_image() -> None:
     """Positions of tokens have no (x, y): one located error with a hint; dim must be 2."""
     from attngraph.errors import ShapeError
-    from attngraph.pipeline import loads_spec
+    from attngraph.frontend import loads_spec
 
     bad = """
 attngraph: 1

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from attngraph.errors import ShapeError
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 
 torch = pytest.importorskip("torch")
 
@@ -156,7 +156,7 @@ def test_describe_places_the_window_of_the_catalog_spec() -> None:
     from pathlib import Path
 
     from attngraph.analysis.axes import find_sites
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
 
     spec = Path(__file__).resolve().parents[1] / "specs" / "handwriting_generation.yaml"
     sites = find_sites(load_spec(spec))

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from attngraph.cli import main
-from attngraph.train.modelcard import MARK
+from attngraph.train.run.modelcard import MARK
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"
@@ -34,7 +34,7 @@ def test_a_builtin_task_run_has_a_card(tmp_path: Path, monkeypatch: pytest.Monke
     task and its split sizes, the settings, the validation metrics as summary.json has
     them against the target, links the attention picture the run drew, and its Python
     block loads the run."""
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
 
     out = tmp_path / "ga"
     _train(str(GA), "--steps", "4", "--batch", "8", "--out", str(out))

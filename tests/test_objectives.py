@@ -15,11 +15,11 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.pipeline import loads_spec  # noqa: E402
+from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.registry import RegistryError  # noqa: E402
-from attngraph.train.objectives import OBJECTIVES, model_terms  # noqa: E402
-from attngraph.train.taskbase import IGNORE, TASKS, Task, register_task  # noqa: E402
-from attngraph.train.trainer import check_fits, reward_of, task_loss  # noqa: E402
+from attngraph.train.engine.step import check_fits, reward_of, task_loss  # noqa: E402
+from attngraph.train.tasks.base import IGNORE, TASKS, Task, register_task  # noqa: E402
+from attngraph.train.tasks.objectives import OBJECTIVES, model_terms  # noqa: E402
 
 
 def test_classify_is_cross_entropy_skipping_ignored() -> None:

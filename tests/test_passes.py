@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from attngraph.cli import main
 from attngraph.errors import GraphError, RegistryError
+from attngraph.frontend import load_spec
 from attngraph.ir.graph import Edge, Graph, Role
 from attngraph.passes import FRONT, OPTIMIZE, Pass, Pipeline
 from attngraph.passes.shape_inference import infer_shapes
-from attngraph.pipeline import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))

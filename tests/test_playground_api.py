@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from attngraph.pipeline import load_spec
+from attngraph.frontend import load_spec
 from attngraph.playground import make_server
 from attngraph.playground.server import PlaygroundServer
 

@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import SpecError, TrainingError  # noqa: E402
-from attngraph.pipeline import loads_spec  # noqa: E402
+from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.realmodels import attend_text, import_model, load_model  # noqa: E402
 
 

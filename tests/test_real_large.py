@@ -1,5 +1,5 @@
 """A run written by `attngraph import` is allowed past the parameter limit of specs
-(pipeline.MAX_PARAMS, 100M) when it is read back, bounded instead by the memory the
+(guard.MAX_PARAMS, 100M) when it is read back, bounded instead by the memory the
 machine has; a run not written by import keeps the limit. A tiny model stands in for
 a large one: the limit is lowered below its size, and the machine's memory below
 what reading it needs."""
@@ -17,11 +17,11 @@ transformers = pytest.importorskip(
     "transformers", reason="the real-model tests need transformers (pip install -e '.[dev]')")
 
 import attngraph  # noqa: E402
-from attngraph import pipeline  # noqa: E402
+from attngraph import guard  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import SpecError, TrainingError  # noqa: E402
 from attngraph.realmodels import import_model, rundir  # noqa: E402
-from attngraph.train import imported  # noqa: E402
+from attngraph.train.store import imported  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def small_limit(monkeypatch: pytest.MonkeyPatch, run: Path) -> int:
     """The parameter limit of specs lowered below the imported model's size."""
     n = sum(p.numel() for p in attngraph.load_run(run).model.parameters())
-    monkeypatch.setattr(pipeline, "MAX_PARAMS", n // 2)
+    monkeypatch.setattr(guard, "MAX_PARAMS", n // 2)
     return n
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 from renderers import render, to_diagram
 
 SPEC = """

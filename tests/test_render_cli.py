@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from attngraph.cli import main
 from attngraph.errors import RenderError
-from attngraph.pipeline import load_spec
+from attngraph.frontend import load_spec
 from renderers import render
 from renderers.dot import quote
 
@@ -97,7 +97,7 @@ def test_render_is_fast_and_torch_free(tmp_path: Path) -> None:
     imports, which networkx dominates) take well under a second."""
     code = (
         "import sys, time; from attngraph.cli import main\n"
-        "import attngraph.pipeline, renderers, networkx\n"
+        "import attngraph.frontend, renderers, networkx\n"
         "t = time.perf_counter()\n"
         "try:\n  main(['render', sys.argv[1], '--view', 'unrolled', '-o', sys.argv[2]])\n"
         "except SystemExit: pass\n"

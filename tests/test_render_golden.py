@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attngraph.pipeline import load_spec
+from attngraph.frontend import load_spec
 from renderers import render
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ from typing import Literal
 
 import pytest
 
+from attngraph.frontend import loads_spec
 from attngraph.ir.graph import TensorType
 from attngraph.kinds import KINDS, RuleCtx, Style, kind
-from attngraph.pipeline import loads_spec
 from attngraph.spec.models import NodeModel, Ref
 from renderers import render, to_diagram
 

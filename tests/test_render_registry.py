@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from attngraph.errors import RegistryError, RenderError
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 from renderers import FORMATS, VIEWS, format_, render, to_diagram, view
 from renderers.diagram import Diagram, DNode
 

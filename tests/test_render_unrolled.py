@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from attngraph.pipeline import load_spec, loads_spec
+from attngraph.frontend import load_spec, loads_spec
 from renderers import render, to_diagram
 
 FIGURES = Path(__file__).resolve().parent.parent / "examples" / "figures"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from attngraph.train.results import RESULTS_JSON, RESULTS_MD, ci_seconds, page
+from attngraph.train.report.results import RESULTS_JSON, RESULTS_MD, ci_seconds, page
 
 
 def test_results_page_is_generated_from_the_stored_rows() -> None:
-    """The page equals what `python -m attngraph.train.results --table` data makes;
+    """The page equals what `python -m attngraph.train.report.results --table` data makes;
     rerun the results command (or `attngraph docs`) when it is stale."""
     assert RESULTS_MD.read_text(encoding="utf-8") == page()
 
@@ -37,9 +37,9 @@ def test_ci_time_adds_every_training_the_slow_tests_do() -> None:
 
 def test_page_option_rewrites_the_page_without_training(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """`python -m attngraph.train.results --page` writes the page of the stored file
+    """`python -m attngraph.train.report.results --page` writes the page of the stored file
     (what a merge of the JSON needs) and trains nothing."""
-    from attngraph.train import results
+    from attngraph.train.report import results
 
     out = tmp_path / "page.md"
     monkeypatch.setattr(results, "RESULTS_MD", out)

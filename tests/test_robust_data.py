@@ -22,9 +22,9 @@ from robust_support import refused as _refused
 
 from attngraph.cli import main
 from attngraph.errors import TrainingError
-from attngraph.pipeline import load_spec, loads_spec
-from attngraph.train.data import read_records
-from attngraph.train.dataset import data_task
+from attngraph.frontend import load_spec, loads_spec
+from attngraph.train.data.batches import data_task
+from attngraph.train.data.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"
@@ -239,7 +239,7 @@ def test_a_data_file_over_the_size_bound_is_refused(tmp_path: Path,
     from dataclasses import replace
 
     from attngraph.fileio import DATA
-    from attngraph.train import data
+    from attngraph.train.data import records as data
 
     monkeypatch.setattr(data, "DATA", replace(DATA, limit=100))
     p = _write(tmp_path / "d.jsonl", '{"text": "a", "label": "x"}\n' * 10)

@@ -26,9 +26,9 @@ torch = pytest.importorskip("torch")
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
+from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.lower.examples import random_inputs  # noqa: E402
 from attngraph.lower.export_inputs import full_masks  # noqa: E402
-from attngraph.pipeline import loads_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: one small catalog spec, renamed and re-described by each test

@@ -29,8 +29,8 @@ from robust_support import refused as _refused
 from attngraph.cli import main
 from attngraph.errors import AttnGraphError
 from attngraph.fileio import write_file
-from attngraph.train import rundir
-from attngraph.train.runner import RunConfig, run
+from attngraph.train.run.runner import RunConfig, run
+from attngraph.train.store import directory as rundir
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"
@@ -178,7 +178,7 @@ def test_resume_keeps_the_users_own_tmp_files(task_run: Path) -> None:
 def test_a_damaged_summary_is_one_error(tmp_path: Path, summary: str, start: str) -> None:
     """compare reads a seed's summary.json: a list, a wrong type, a 5,000-digit integer,
     5,000 brackets or nothing is one TrainingError at the file, not AttributeError."""
-    from attngraph.train.compare import read_run
+    from attngraph.train.report.compare import read_run
 
     (tmp_path / "metrics.jsonl").write_text(
         '{"step": 1, "split": "train", "loss": 1.0}\n'
@@ -315,7 +315,7 @@ def test_a_checkpoint_format_of_another_type_is_not_a_checkpoint(fmt: Any) -> No
     bool there is 'not an attngraph checkpoint', never an ambiguous tensor truth."""
     import torch
 
-    from attngraph.train.ckptdata import problems
+    from attngraph.train.store.checkpoint_data import problems
 
     value = torch.tensor([]) if fmt == "tensor" else fmt
     assert "not an attngraph checkpoint" in (problems({"format": value}) or "")

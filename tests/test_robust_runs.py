@@ -33,9 +33,9 @@ from click.testing import CliRunner, Result
 from robust_support import refused
 
 from attngraph.cli import main
-from attngraph.train import checkpoints as ck
-from attngraph.train.runner import RunConfig, run
-from attngraph.train.vocab import LabelMap
+from attngraph.train.data.vocab import LabelMap
+from attngraph.train.run.runner import RunConfig, run
+from attngraph.train.store import checkpoints as ck
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"
@@ -373,7 +373,7 @@ def test_a_seed_out_of_range_is_refused_by_the_option(seed: str, tmp_path: Path)
 
 def test_a_seed_out_of_range_through_the_api_is_refused(tmp_path: Path) -> None:
     """RunConfig(seed=-1) and compare(seeds=[2**40]) are one error at the seed option."""
-    from attngraph.train.compare import compare
+    from attngraph.train.report.compare import compare
 
     exc = refused(lambda: run(RunConfig(spec=str(GA), seed=-1, out=str(tmp_path / "r"))))
     assert str(exc.loc) == "--seed" and "seed -1 is out of range" in exc.message
@@ -542,7 +542,7 @@ def test_a_non_finite_metric_is_an_error_naming_the_example(
     """evaluate never returns (or prints, with --json) a NaN metric: it is an error at
     the first example whose outputs are not finite, else at the data file."""
     from attngraph import load_run
-    from attngraph.train import tasks
+    from attngraph.train.tasks import lookup as tasks
 
     monkeypatch.setattr(tasks, "compute_metrics", lambda *a, **k: {"accuracy": float("nan")})
     exc = refused(lambda: load_run(one_epoch).evaluate(data))
@@ -604,7 +604,7 @@ def test_the_run_writer_never_writes_through_a_link(tmp_path: Path, data: Path) 
     """atomic_write refuses a run file that is a link (the target keeps its bytes), and
     a fresh run into a folder holding only a dangling summary.json link is refused as
     holding a run, so it never creates the file the link points to."""
-    from attngraph.train import rundir
+    from attngraph.train.store import directory as rundir
 
     target = tmp_path / "elsewhere.json"
     target.write_text("mine\n", encoding="utf-8")

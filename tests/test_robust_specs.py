@@ -12,7 +12,7 @@ import pytest
 import attngraph
 from attngraph.analysis.sizes import ASSUMED_BATCH
 from attngraph.errors import AttnGraphError, SpecError
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,9 +22,9 @@ from click.testing import CliRunner, Result
 
 from attngraph.cli import main
 from attngraph.errors import TrainingError
-from attngraph.train import checkpoints as ck
-from attngraph.train import rundir
-from attngraph.train.runner import RunConfig, run
+from attngraph.train.run.runner import RunConfig, run
+from attngraph.train.store import checkpoints as ck
+from attngraph.train.store import directory as rundir
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"
@@ -331,12 +331,13 @@ def test_a_damaged_log_line_is_one_error_at_its_line(tmp_path: Path, line: str,
 
 _CHILD = """
 import sys, time
-import attngraph.train.runner as r
-step = r.train_step
+import attngraph.train.engine.loop as loop
+import attngraph.train.run.runner as r
+step = loop.train_step
 def slow(*a, **k):
     time.sleep(0.03)  # time for the parent to kill a run mid-way
     return step(*a, **k)
-r.train_step = slow
+loop.train_step = slow
 r.run(r.RunConfig(spec=sys.argv[1], steps=int(sys.argv[2]), out=sys.argv[3], batch=8,
                   eval_every=3, checkpoint_every=2, eval_size=16, quiet=True))
 """

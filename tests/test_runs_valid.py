@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from attngraph.errors import TrainingError
-from attngraph.train.compare import read_run
-from attngraph.train.runner import RunConfig, run
-from attngraph.train.tasks import get_task
+from attngraph.train.report.compare import read_run
+from attngraph.train.run.runner import RunConfig, run
+from attngraph.train.tasks.lookup import get_task
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = str(ROOT / "specs" / "global_attention.yaml")
@@ -118,8 +118,8 @@ def test_a_task_takes_valid_and_its_old_name_test() -> None:
 
 def test_a_data_task_takes_valid_and_test(tmp_path: Path) -> None:
     """A data file's task gives its first validation examples for "valid" and "test"."""
-    from attngraph.pipeline import load_spec
-    from attngraph.train.dataset import data_task
+    from attngraph.frontend import load_spec
+    from attngraph.train.data.batches import data_task
 
     p = tmp_path / "d.jsonl"
     p.write_text("".join(json.dumps({"text": f"w{i} x", "label": "ab"[i % 2]}) + "\n"

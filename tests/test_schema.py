@@ -28,7 +28,7 @@ from attngraph.kinds.reference import END, START, field_reference, with_referenc
 from attngraph.kinds.schema import field_docs, json_schema, markdown
 from attngraph.kinds.structure import CarrySpec, FeedSpec
 from attngraph.spec import models as m
-from attngraph.train.tasks import task_lines
+from attngraph.train.tasks.lookup import task_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "spec-language.md"

@@ -17,7 +17,7 @@ from types import ModuleType
 import pytest
 
 from attngraph.kinds.schema import json_schema
-from attngraph.train.tasks import task_lines
+from attngraph.train.tasks.lookup import task_lines
 from fuzz.seeds import blocks
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 
 HEAD = """attngraph: 1
 name: {name}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from attngraph.errors import ShapeError
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 
 SPEC = """attngraph: 1
 name: t

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from attngraph.analysis.sizes import ASSUMED_BATCH, ASSUMED_LENGTH, measure, symbols
+from attngraph.frontend import loads_spec
 from attngraph.ir.graph import Graph
-from attngraph.pipeline import loads_spec
 
 HEAD = """attngraph: 1
 name: t

@@ -12,13 +12,13 @@ from click.testing import CliRunner
 
 from attngraph.cli import main
 from attngraph.errors import AttnGraphError, SpecError, TrainingError
-from attngraph.pipeline import loads_spec
+from attngraph.frontend import loads_spec
 from fuzz.seeds import blocks
 
 torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
-from attngraph.train.vocab import tokenize  # noqa: E402
+from attngraph.train.data.vocab import tokenize  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPICS = ROOT / "examples" / "data" / "topics.jsonl"

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.train.tasks import IGNORE, TASKS, compute_metrics, get_task  # noqa: E402
+from attngraph.train.tasks.lookup import IGNORE, TASKS, compute_metrics, get_task  # noqa: E402
 
 
 def test_every_builtin_task_names_its_application_area() -> None:

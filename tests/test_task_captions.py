@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.train.task_captions import EOS  # noqa: E402
-from attngraph.train.task_images import _digits  # noqa: E402
-from attngraph.train.tasks import TASKS, compute_metrics, get_task  # noqa: E402
+from attngraph.train.tasks.captions import EOS  # noqa: E402
+from attngraph.train.tasks.images import _digits  # noqa: E402
+from attngraph.train.tasks.lookup import TASKS, compute_metrics, get_task  # noqa: E402
 
 
 def test_digit_captions_stand_for_caption_generation() -> None:

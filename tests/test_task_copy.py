@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.train.taskbase import BOS, IGNORE  # noqa: E402
-from attngraph.train.tasks import TASKS, compute_metrics, get_task  # noqa: E402
+from attngraph.train.tasks.base import BOS, IGNORE  # noqa: E402
+from attngraph.train.tasks.lookup import TASKS, compute_metrics, get_task  # noqa: E402
 
 
 def test_copy_bits_stands_for_algorithm_learning() -> None:

@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.train.task_drawing import _pool, pixel_probabilities  # noqa: E402
-from attngraph.train.tasks import TASKS, compute_metrics, get_task  # noqa: E402
+from attngraph.train.tasks.drawing import _pool, pixel_probabilities  # noqa: E402
+from attngraph.train.tasks.lookup import TASKS, compute_metrics, get_task  # noqa: E402
 
 
 def test_digit_drawing_stands_for_image_generation() -> None:
@@ -82,8 +82,8 @@ def test_evaluation_of_a_sampling_model_is_repeatable_and_leaves_the_rng() -> No
     """DRAW's latent samples in eval mode; evaluate draws on its own seeded generator,
     so two evaluations give the same negative ELBO and torch's RNG state is untouched."""
     import attngraph
-    from attngraph.pipeline import load_spec
-    from attngraph.train.trainer import evaluate
+    from attngraph.frontend import load_spec
+    from attngraph.train.engine.step import evaluate
 
     graph = load_spec(Path(__file__).resolve().parents[1] / "specs" / "image_generation.yaml")
     task = get_task("digit_drawing", seed=0, canvas=12)

@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.pipeline import load_spec  # noqa: E402
-from attngraph.train.tasks import TASKS, compute_metrics, get_task  # noqa: E402
+from attngraph.frontend import load_spec  # noqa: E402
+from attngraph.train.tasks.lookup import TASKS, compute_metrics, get_task  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -115,8 +115,8 @@ def test_the_window_view_draws_the_window_beside_the_trajectory(tmp_path: Path) 
     """The spec's attention output is a window's weights, so attend picks the window
     view and writes a picture of it (letters named a, b, ...)."""
     import attngraph
-    from attngraph.train.attend import draw, pick_view
-    from attngraph.train.tasks import bind_inputs, task_for
+    from attngraph.train.pictures.attend import draw, pick_view
+    from attngraph.train.tasks.lookup import bind_inputs, task_for
 
     graph = load_spec(ROOT / "specs" / "handwriting_generation.yaml")
     task = task_for(graph, None, 0)

@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.train.task_images import _digits  # noqa: E402
-from attngraph.train.tasks import TASKS, compute_metrics, get_task  # noqa: E402
+from attngraph.train.tasks.images import _digits  # noqa: E402
+from attngraph.train.tasks.lookup import TASKS, compute_metrics, get_task  # noqa: E402
 
 
 def test_digit_rows_stand_for_multiple_object_recognition() -> None:

@@ -8,9 +8,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.pipeline import loads_spec  # noqa: E402
+from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.registry import RegistryError  # noqa: E402
-from attngraph.train.tasks import (  # noqa: E402
+from attngraph.train.tasks.lookup import (  # noqa: E402
     BOS,
     IGNORE,
     METRICS,
@@ -200,7 +200,7 @@ def test_associative_recall_answer_is_the_value_of_the_query_key() -> None:
 
 def test_cluttered_digit_lies_inside_the_canvas() -> None:
     """Without clutter, the canvas holds exactly the digit's pixels in its 8x8 window."""
-    from attngraph.train.task_images import _digits
+    from attngraph.train.tasks.images import _digits
 
     b = get_task("cluttered_digits", seed=0, canvas=24, clutter=0).batch(16)
     img, pos = b["image"], b["position"]

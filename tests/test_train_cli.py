@@ -127,7 +127,7 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     import struct
     import termios
 
-    from attngraph.train.runner import RunConfig, run
+    from attngraph.train.run.runner import RunConfig, run
 
     def progress(quiet: bool) -> str:
         master, slave = pty.openpty()

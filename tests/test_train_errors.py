@@ -17,17 +17,17 @@ from click.testing import CliRunner, Result  # noqa: E402
 
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import SourceLoc, TrainingError  # noqa: E402
-from attngraph.pipeline import load_spec  # noqa: E402
-from attngraph.train.attend import draw, pick_view  # noqa: E402
-from attngraph.train.runner import RunConfig, run  # noqa: E402
-from attngraph.train.tasks import (  # noqa: E402
+from attngraph.frontend import load_spec  # noqa: E402
+from attngraph.train.engine.step import train_step  # noqa: E402
+from attngraph.train.pictures.attend import draw, pick_view  # noqa: E402
+from attngraph.train.run.runner import RunConfig, run  # noqa: E402
+from attngraph.train.tasks.lookup import (  # noqa: E402
     TASKS,
     Task,
     bind_inputs,
     register_task,
     task_for,
 )
-from attngraph.train.trainer import train_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = ROOT / "specs" / "global_attention.yaml"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from attngraph.errors import AttnGraphError, GraphError, ShapeError, SpecError
+from attngraph.frontend import loads_spec
 from attngraph.kinds import spec_kinds
-from attngraph.pipeline import loads_spec
 
 BASE = """attngraph: 1
 name: t

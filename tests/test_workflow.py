@@ -18,7 +18,7 @@ pd = pytest.importorskip("pandas")
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import TrainingError  # noqa: E402
-from attngraph.train.ownloop import TrainingData  # noqa: E402
+from attngraph.train.run.ownloop import TrainingData  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = """attngraph: 1

@@ -53,7 +53,7 @@ def describe(graph: Graph) -> Description:
     Parameters
     ----------
     graph : Graph
-        The IR from :func:`attngraph.pipeline.load_spec`.
+        The IR from :func:`attngraph.frontend.load_spec`.
 
     Returns
     -------

@@ -157,7 +157,7 @@ def diff(a: Graph, b: Graph) -> Diff:
     Parameters
     ----------
     a, b : Graph
-        The IRs from :func:`attngraph.pipeline.load_spec`.
+        The IRs from :func:`attngraph.frontend.load_spec`.
 
     Returns
     -------

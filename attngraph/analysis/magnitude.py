@@ -10,7 +10,7 @@ body once; a ``repeat`` runs it round after round, each round's output the next'
 input, which is where growth compounds: ``add [u, u]`` doubles each round, so 130
 rounds reach 2^130 ≈ 1.4e39, past float32's largest 3.4e38, and the outputs are
 ±inf. :func:`growth` finds the first repeat whose rounds pass the float32 range;
-the resource guard (:func:`attngraph.pipeline.check_resources`) refuses it at the
+the resource guard (:func:`attngraph.guard.check_resources`) refuses it at the
 repeat, with the figure.
 
 The walk stops a repeat's rounds at a fixed point, or as soon as the range is
@@ -19,7 +19,7 @@ does more work than that limit.
 
 Examples
 --------
->>> from attngraph.pipeline import loads_spec
+>>> from attngraph.frontend import loads_spec
 >>> g = loads_spec('''attngraph: 1
 ... name: t
 ... inputs: {src: {type: vectors, dim: 4}}

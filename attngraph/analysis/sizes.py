@@ -1,6 +1,6 @@
 """``measure(graph) -> Sizes``: what one forward holds and costs at given sizes.
 
-The resource guard (:func:`attngraph.pipeline.check_resources`) reads these
+The resource guard (:func:`attngraph.guard.check_resources`) reads these
 figures before any tensor exists. Every symbolic length (``N``, ``T``) takes the
 size a command says it will use, else :data:`ASSUMED_LENGTH` (or less, when a
 learned table such as a ``position`` with ``max_len`` says the length is at most
@@ -11,7 +11,7 @@ multiply.
 
 Examples
 --------
->>> from attngraph.pipeline import loads_spec
+>>> from attngraph.frontend import loads_spec
 >>> g = loads_spec('''
 ... attngraph: 1
 ... name: pairs

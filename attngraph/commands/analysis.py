@@ -26,7 +26,7 @@ def describe(spec: str, fmt: str, allow_large: bool) -> None:
     """
     from attngraph.analysis.describe import describe as describe_graph
     from attngraph.analysis.formats import render
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
 
     g = load_spec(spec, allow_large=allow_large)
     click.echo(render(describe_graph(g), fmt).rstrip("\n"))
@@ -47,7 +47,7 @@ def diff(a: str, b: str, fmt: str, allow_large: bool) -> None:
     """
     from attngraph.analysis.diff import diff as diff_graphs
     from attngraph.analysis.diff import render_diff
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
 
     ga = load_spec(a, allow_large=allow_large)
     gb = load_spec(b, allow_large=allow_large)

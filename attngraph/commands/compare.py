@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from attngraph.cli import main, run_stage
-from attngraph.train.seeds import SEED_HINT, seed_problem
+from attngraph.train.store.seeds import SEED_HINT, seed_problem
 
 
 def _seeds(_ctx: Any, _param: Any, value: str) -> list[int]:
@@ -70,10 +70,10 @@ def compare(specs: tuple[str, ...], sets: tuple[str, ...], varies: tuple[str, ..
     """
     from pathlib import Path
 
-    from attngraph.train.compare import compare as run_compare
-    from attngraph.train.compare import markdown, write_report
-    from attngraph.train.compare_figures import attention, curves
-    from attngraph.train.variants import parse_set, parse_vary
+    from attngraph.train.report.compare import compare as run_compare
+    from attngraph.train.report.compare import markdown, write_report
+    from attngraph.train.report.compare_figures import attention, curves
+    from attngraph.train.report.variants import parse_set, parse_vary
 
     overrides = [parse_set(s) for s in sets]
     variables = [parse_vary(v) for v in varies]

@@ -73,10 +73,10 @@ def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
     """
     import torch
 
+    from attngraph.frontend import load_spec
     from attngraph.lower import compile as lower
     from attngraph.lower.examples import random_inputs
     from attngraph.passes import FRONT, OPTIMIZE, PASSES
-    from attngraph.pipeline import load_spec
 
     for name in print_after:
         PASSES[name]  # noqa: B018 - an unknown pass fails with the known names

@@ -5,7 +5,7 @@ The page opens with two generated tables: every spec on every axis of
 (recorded in docs/training-results.json by the slow catalog training); then one
 section per spec with both diagrams, the trained model's attention picture
 (``docs/catalog/NAME.attention.png``, drawn by ``python -m
-attngraph.train.results``) when there is one, and its own axes.
+attngraph.train.report.results``) when there is one, and its own axes.
 
 It also rewrites the field reference of docs/spec-language.md (the part between
 its marker comments), from the JSON Schema the field docstrings describe
@@ -37,7 +37,7 @@ def axes_table(graphs: list[Graph]) -> str:
 def results_table() -> str:
     """Markdown table of training targets and reached figures, or "" if none recorded."""
     try:
-        from attngraph.train.results import results_table as table
+        from attngraph.train.report.results import results_table as table
     except ImportError:
         return ""
     return table()
@@ -54,7 +54,7 @@ def reference_page(text: str, page: str) -> str:
     from attngraph.kinds.reference import END, START, field_reference, with_reference
     from attngraph.kinds.schema import json_schema
     from attngraph.kinds.tables import with_tables
-    from attngraph.train.tasks import task_lines
+    from attngraph.train.tasks.lookup import task_lines
 
     try:
         text = with_reference(text, field_reference(json_schema(task_lines())))
@@ -91,7 +91,7 @@ def catalog_entry(graph: Graph, spec: Path, images: dict[str, str],
 \b
 Each spec's section also shows OUT/catalog/NAME.attention.png when it
 exists: the trained model's attention picture, which `python -m
-attngraph.train.results [SPEC...]` draws when it trains the catalog.
+attngraph.train.report.results [SPEC...]` draws when it trains the catalog.
 
 \b
 Also rewrites the field reference of OUT/spec-language.md, when that page
@@ -110,7 +110,7 @@ def docs(spec_dir: str, out_dir: str) -> None:
 
     from attngraph.cli import echo_error
     from attngraph.errors import AttnGraphError, RenderError, SourceLoc
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
     from renderers import render
 
     out = Path(out_dir)
@@ -137,7 +137,7 @@ def docs(spec_dir: str, out_dir: str) -> None:
             name = f"{spec.stem}.{view}.svg"
             write_output(img_dir / name, svg, error=RenderError)
             images[view] = f"catalog/{name}"
-        # drawn by `python -m attngraph.train.results` from the model it trained
+        # drawn by `python -m attngraph.train.report.results` from the model it trained
         picture = img_dir / f"{spec.stem}.attention.png"
         sections.append(catalog_entry(graph, spec, images, f"catalog/{picture.name}"
                                       if picture.is_file() else None))

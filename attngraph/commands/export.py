@@ -101,14 +101,14 @@ def _model(spec: str, *, seed: int, batch: int, length: int,
     A directory is a run: its spec is the text stored in its checkpoint (checked
     against its hash by :func:`attngraph.load_run`), its weights the trained ones.
     """
+    from attngraph.frontend import load_spec, loads_spec
     from attngraph.lower import compile as lower
-    from attngraph.pipeline import load_spec, loads_spec
 
     if not Path(spec).is_dir():
         graph = load_spec(spec, allow_large=allow_large, batch=batch, length=length)
         return graph, lower(graph, seed=seed), f"fresh weights of seed {seed}"
-    from attngraph.train.checkpoints import load_checkpoint
-    from attngraph.train.runs import load_run
+    from attngraph.train.store.checkpoints import load_checkpoint
+    from attngraph.train.trained.reloaded import load_run
 
     trained = load_run(spec)
     ckpt = load_checkpoint(Path(spec))

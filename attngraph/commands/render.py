@@ -57,7 +57,7 @@ def render(spec: str, output: str | None, view: str, fmt: str | None, items: int
     """
     import sys
 
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
     from renderers import render as draw
 
     fmt = infer_format(output, fmt)

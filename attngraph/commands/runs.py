@@ -19,7 +19,7 @@ def _json(value: object, run_dir: str) -> str:
     """``value`` as one line of strict JSON: NaN or infinity (which Run.predict and
     Run.evaluate refuse first) is an error, never an invalid JSON file."""
     from attngraph.errors import SourceLoc, TrainingError
-    from attngraph.train.finite import nonfinite_at
+    from attngraph.train.trained.finite import nonfinite_at
 
     bad = nonfinite_at(value)
     if bad is not None:
@@ -64,13 +64,13 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
     for a decoder also the BLEU and exact match of the text it generates.
     """
     from attngraph.errors import SourceLoc, TrainingError
-    from attngraph.train.evaluation_text import format_report
-    from attngraph.train.runs import load_run
+    from attngraph.train.trained.evaluation_text import format_report
+    from attngraph.train.trained.reloaded import load_run
 
     run = load_run(run_dir, device=device)
     where = None
     if picture is not None:
-        from attngraph.train.attend import picture_path
+        from attngraph.train.pictures.attend import picture_path
 
         where = picture_path(picture)  # a suffix matplotlib cannot write fails first
         if run.labels is None:
@@ -85,7 +85,7 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
         write_output(output, text + "\n", error=TrainingError)
         written.append(f"report: {output}")
     if where is not None and report.classes is not None:
-        from attngraph.train.evaluation_figure import confusion_picture
+        from attngraph.train.pictures.confusion import confusion_picture
 
         write_output(where, confusion_picture(report.classes, where, title=title),
                      error=TrainingError)
@@ -124,7 +124,7 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
     --attention the weights over its tokens.
     """
     from attngraph.errors import TrainingError
-    from attngraph.train.runs import load_run
+    from attngraph.train.trained.reloaded import load_run
 
     run = load_run(run_dir, device=device)
     rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,

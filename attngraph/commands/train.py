@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from attngraph.cli import main, run_stage, spec_argument
-from attngraph.train.seeds import MAX_SEED
+from attngraph.train.store.seeds import MAX_SEED
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
@@ -105,7 +105,7 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
     training split are saved in OUT/data.json; then `attngraph evaluate` and
     `attngraph predict` read new data the same way.
     """
-    from attngraph.train.runner import RunConfig
+    from attngraph.train.run.runner import RunConfig
 
     if task is not None and data is not None:
         click.echo("attngraph: error: give --task or --data, not both", err=True)
@@ -123,13 +123,13 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
                     epochs=epochs, patience=patience, device=device, bf16=bf16,
                     picture=True)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ and nproc == 1:
-        from attngraph.train.distributed import from_env
+        from attngraph.train.run.distributed import from_env
 
         summary = from_env(cfg)  # started by torchrun
         if int(os.environ["RANK"]) != 0:
             return
     else:
-        from attngraph.train.distributed import launch
+        from attngraph.train.run.distributed import launch
 
         summary = launch(cfg, nproc)
     click.echo(summary.format())
@@ -171,8 +171,8 @@ def attend(run_dir: str, example: int, text: str | None, data: str | None,
     A run written by attngraph import is drawn over --input, every layer (rows)
     and head (columns), tokenized by the run's tokenizer/ (else read as ids).
     """
-    from attngraph.train.attend import attend_run
-    from attngraph.train.imported import is_imported
+    from attngraph.train.pictures.attend import attend_run
+    from attngraph.train.store.imported import is_imported
 
     if is_imported(run_dir):
         from attngraph.realmodels.heads import attend_imported
@@ -215,8 +215,8 @@ def catalog(spec_dir: str | None) -> None:
     """List the catalog: one line per spec (name, title, axes, application area, task)."""
     from attngraph.cli import echo_error
     from attngraph.errors import AttnGraphError
-    from attngraph.pipeline import load_spec
-    from attngraph.train.tasks import TASKS
+    from attngraph.frontend import load_spec
+    from attngraph.train.tasks.lookup import TASKS
 
     folder = Path(spec_dir) if spec_dir is not None else _builtin_specs()
     files = sorted(folder.glob("*.yaml"))

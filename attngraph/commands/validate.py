@@ -54,7 +54,7 @@ def validate(specs: tuple[str, ...], allow_large: bool, show_ir: bool, quiet: bo
 
     from attngraph.cli import echo_error
     from attngraph.errors import AttnGraphError
-    from attngraph.pipeline import load_spec
+    from attngraph.frontend import load_spec
 
     bad = 0
     for path in specs:
@@ -83,7 +83,7 @@ def validate(specs: tuple[str, ...], allow_large: bool, show_ir: bool, quiet: bo
 def schema(output: str | None) -> None:
     """Print the JSON Schema of the spec language (for YAML language servers)."""
     from attngraph.kinds.schema import json_schema
-    from attngraph.train.tasks import task_lines
+    from attngraph.train.tasks.lookup import task_lines
 
     text = json.dumps(json_schema(task_lines()), indent=2)
     if output:

@@ -28,8 +28,10 @@ from attngraph.source import Document, PathKey
 from attngraph.spec import models as m
 from attngraph.spec.fields import fields_of
 
-__all__ = ["build", "MAX_BLOCK_DEPTH"]
+__all__ = ["build", "MAX_BLOCK_DEPTH", "SECTIONS"]
 
+#: The spec's sections whose positions the graph keeps (its nodes carry the rest).
+SECTIONS = ("train", "dims", "inputs", "outputs")
 #: Deepest nesting of blocks (a block whose nodes use a block whose nodes use ...);
 #: every stage after this one walks bodies recursively.
 MAX_BLOCK_DEPTH = 32
@@ -385,6 +387,6 @@ def build(spec: m.Spec, doc: Document) -> Graph:
     graph = Graph(
         name=spec.name, nodes=tuple(inputs + nodes), outputs=outputs, dims=ctx.dims,
         file=doc.file, title=spec.title, summary=spec.summary, train=spec.train,
-        blocks=blocks,
+        blocks=blocks, positions=doc.positions(*SECTIONS),
     )
     return graph

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import networkx as nx
     from pydantic import BaseModel
 
+    from attngraph.source import Positions
     from attngraph.spec.models import TrainSpec
 
 __all__ = ["Dim", "TensorType", "Role", "Edge", "Node", "Graph", "INPUT", "fmt_dim"]
@@ -187,7 +188,14 @@ class Node(Generic[SpecT]):
 
 @dataclass(frozen=True)
 class Graph:
-    """A spec (or a block body) as nodes in author order, with named outputs."""
+    """A spec (or a block body) as nodes in author order, with named outputs.
+
+    Every node and edge keeps its position in the spec; ``positions`` keeps those
+    of the spec's other sections (``train:``, ``dims:``, ``inputs:``,
+    ``outputs:``), which :meth:`where` looks up: an error in the training set-up
+    points into the spec without reading its YAML again. A graph built in code
+    has none.
+    """
 
     name: str
     nodes: tuple[Node[Any], ...]
@@ -199,6 +207,7 @@ class Graph:
     block: str | None = None
     train: TrainSpec | None = None
     blocks: Mapping[str, Graph] = field(default_factory=dict, repr=False)
+    positions: Positions | None = field(default=None, compare=False, repr=False)
 
     @functools.cached_property
     def _index(self) -> dict[str, Node[Any]]:
@@ -218,6 +227,27 @@ class Graph:
     def inputs(self) -> list[Node[Any]]:
         """Input nodes, in author order."""
         return [n for n in self.nodes if n.is_input]
+
+    def where(self, *path: str, key: bool = False) -> SourceLoc:
+        """Position in the spec of ``path`` (keys from the document's root, e.g.
+        ``"train", "options", "vocab"``; none for the document itself), or of the
+        key itself with ``key``; a path the spec lacks gives its nearest ancestor.
+        With the spec's text, so an error prints the line; only the file for a
+        graph built in code.
+
+        >>> from attngraph.frontend import loads_spec
+        >>> g = loads_spec(open("specs/global_attention.yaml").read(), "ga.yaml")
+        >>> str(g.where("train", "task"))
+        'ga.yaml:35:9'
+        """
+        if self.positions is None:
+            return SourceLoc(self.file)
+        return self.positions.loc(path, key=key)
+
+    @property
+    def text(self) -> str | None:
+        """The spec text this graph was read from, or None (built in code)."""
+        return self.positions.text if self.positions is not None else None
 
     def output(self, name: str) -> Edge:
         """The edge of a declared output."""

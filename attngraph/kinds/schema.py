@@ -164,7 +164,7 @@ def json_schema(tasks: Mapping[str, str] | None = None) -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a whole spec, nodes as a union tagged on ``kind``.
 
     ``tasks`` maps the training tasks ``train.task`` may name to a line on each
-    (:func:`attngraph.train.tasks.task_lines` gives the registered ones; the kinds do
+    (:func:`attngraph.train.tasks.lookup.task_lines` gives the registered ones; the kinds do
     not import the training code themselves).
 
     Examples

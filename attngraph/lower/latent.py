@@ -3,7 +3,7 @@
 Q(z | h) = N(μ, diag σ²) with μ = W_μ h + b_μ and log σ = W_σ h + b_σ; the sample
 is z = μ + σ ⊙ ε with ε ~ N(0, I) drawn from torch's global CPU generator in
 float32, then moved to the model's device and dtype, so that one seed gives the
-same draws everywhere (the trainer seeds it, :func:`attngraph.train.trainer.seeded`).
+same draws everywhere (the trainer seeds it, :func:`attngraph.train.engine.step.seeded`).
 The node samples in eval mode too: the KL and the reconstruction of one sample
 are an unbiased estimate of the negative ELBO, which the mean alone is not (the
 trainer's evaluation runs on a fixed seed, so the figure is the same at every
@@ -15,7 +15,7 @@ Its KL from the prior N(0, I), summed over the code,
 
 is the ``kl`` port ``[B]`` and is recorded in the model's ``aux`` as
 ``"<node id>.loss"`` (``[B, T]`` in a loop of T steps), which training adds to
-the loss (:func:`attngraph.train.objectives.model_terms`).
+the loss (:func:`attngraph.train.tasks.objectives.model_terms`).
 """
 
 from __future__ import annotations

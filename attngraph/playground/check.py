@@ -1,7 +1,7 @@
 """One check of the playground: spec text in, everything the page shows out.
 
 :func:`check` runs the project's own stages in process: :func:`attngraph.source.loads`
-and :func:`attngraph.pipeline.loads_spec` (the resource guard included: the playground
+and :func:`attngraph.frontend.loads_spec` (the resource guard included: the playground
 never passes ``allow_large``), the two views of :mod:`renderers`, laid out by ``dot``
 concurrently (two processes, so the round trip costs the slower view, not both), and
 :func:`attngraph.analysis.describe.describe`. A spec never causes an import: plugins
@@ -120,7 +120,7 @@ class Checker:
     def _check(self, text: str, file: str) -> dict[str, Any]:
         from attngraph.analysis.describe import describe, to_dict
         from attngraph.analysis.formats import render as render_description
-        from attngraph.pipeline import loads_spec
+        from attngraph.frontend import loads_spec
         from attngraph.playground.locate import diagram_targets, node_spans
         from attngraph.source import loads
         from renderers import to_diagram
@@ -182,7 +182,7 @@ def diff_texts(a: tuple[str, str], b: tuple[str, str],
     The errors of either spec are returned located, with ``spec`` saying which.
     """
     from attngraph.analysis.diff import diff, render_diff
-    from attngraph.pipeline import loads_spec
+    from attngraph.frontend import loads_spec
 
     load = load or loads_spec
     graphs = []

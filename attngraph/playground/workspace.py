@@ -9,7 +9,7 @@ and saving through :func:`attngraph.fileio.write_file` (whole or not at all).
 
 Trained runs (folders holding ``summary.json`` and ``checkpoint.pt``, written by
 ``attngraph train``) are found under the folder too; :meth:`Workspace.attention`
-draws one's attention picture with :func:`attngraph.train.attend.attend_run`, which
+draws one's attention picture with :func:`attngraph.train.pictures.attend.attend_run`, which
 reads the checkpoint with ``torch.load(weights_only=True)``.
 """
 
@@ -186,7 +186,7 @@ class Workspace:
         (from ``attngraph attend``) is shown instead, when there is one.
         """
         from attngraph.errors import TrainingError
-        from attngraph.train.attend import attend_run
+        from attngraph.train.pictures.attend import attend_run
 
         text = str(rel or "")
         run = (self.root / text).resolve()

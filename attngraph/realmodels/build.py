@@ -120,8 +120,8 @@ def load_model(source: str | Path, *, spec: str | Path | None = None,
     """
     import torch
 
+    from attngraph.frontend import loads_spec
     from attngraph.lower import compile as lower
-    from attngraph.pipeline import loads_spec
     from attngraph.source import load
 
     ck = read_source(source, config=config)

@@ -22,7 +22,7 @@ from attngraph.errors import SourceLoc, TrainingError
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from attngraph.train.runs import Run
+    from attngraph.train.trained.reloaded import Run
 
 __all__ = ["TextAttention", "attend_text", "heads_figure", "text_attention", "token_ids"]
 
@@ -126,7 +126,7 @@ def text_attention(run_dir: str | Path, text: str, *, output: str = "heads",
     """
     import torch
 
-    from attngraph.train.runs import load_run
+    from attngraph.train.trained.reloaded import load_run
 
     run = run if run is not None else load_run(run_dir)
     ids, shown = token_ids(run_dir, text)
@@ -171,7 +171,7 @@ def heads_figure(att: TextAttention, *, layers: Sequence[int] | None = None,
     TrainingError
         A layer or head the model does not have.
     """
-    from attngraph.train.figures import pyplot
+    from attngraph.train.pictures.plot import pyplot
 
     rows = _picked(layers, att.layers, "layer")
     cols = _picked(heads, att.heads, "head")
@@ -226,8 +226,8 @@ def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None
     Path
         The picture written.
     """
-    from attngraph.train.attend import picture_path
-    from attngraph.train.figures import pyplot, save
+    from attngraph.train.pictures.attend import picture_path
+    from attngraph.train.pictures.plot import pyplot, save
 
     path = picture_path(out if out is not None else Path(run_dir) / "heads.png")
     att = text_attention(run_dir, text, output=output)

@@ -1,7 +1,7 @@
 """An imported real model as a run directory (``attngraph import``).
 
 The directory holds what ``attngraph train`` leaves, written through the
-checkpoint writer (:func:`attngraph.train.checkpoints.save_checkpoint`), so that
+checkpoint writer (:func:`attngraph.train.store.checkpoints.save_checkpoint`), so that
 ``load_run`` and the commands that read runs take it:
 
 - ``checkpoint.pt``: step 0, the imported parameters, a fresh optimiser state, the
@@ -28,7 +28,7 @@ from attngraph.errors import SourceLoc, TrainingError
 from attngraph.fileio import write_file
 from attngraph.realmodels.build import Imported, load_model
 from attngraph.realmodels.source import TOKENIZER_FILES
-from attngraph.train.imported import IMPORT_FILE, available_memory, check_memory, is_imported
+from attngraph.train.store.imported import IMPORT_FILE, available_memory, check_memory, is_imported
 
 __all__ = ["IMPORT_FILE", "SPEC_FILE", "TOKENIZER_DIR", "available_memory", "check_memory",
            "import_model", "is_imported"]
@@ -79,8 +79,8 @@ def import_model(source: str | Path, out: str | Path, *, spec: str | Path | None
     TrainingError
         Besides load_model's errors: ``out`` holds a run already, or cannot be written.
     """
-    from attngraph.train import checkpoints as ck
-    from attngraph.train.trainer import TrainSettings, make_optimizer
+    from attngraph.train.engine.step import TrainSettings, make_optimizer
+    from attngraph.train.store import checkpoints as ck
 
     run = Path(out)
     if (run / ck.CHECKPOINT).exists():

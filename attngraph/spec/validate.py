@@ -487,7 +487,7 @@ def validate(doc: Document, kinds: KindModels) -> m.Spec:
 
 def _auto_dims(doc: Document, dims: Any, diags: list[Diagnostic]) -> None:
     """A dims entry written ``auto``: the training data decides it, so a spec read
-    without data cannot have it (``attngraph.train.autosize`` reads it with data)."""
+    without data cannot have it (``attngraph.train.data.autosize`` reads it with data)."""
     if not isinstance(dims, dict):
         return
     for name, value in dims.items():

@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     specs = sorted(q for p in args.specs for q in (sorted(p.glob("*.yaml")) if p.is_dir()
                                                      else [p]))
     from attngraph.kinds.schema import json_schema
-    from attngraph.train.tasks import task_lines
+    from attngraph.train.tasks.lookup import task_lines
 
     schema = json_schema(task_lines())
     with tempfile.TemporaryDirectory() as tmp:
