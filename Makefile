@@ -12,11 +12,12 @@ SRC := $(wildcard attngraph renderers)
 DOT_MISSING := attngraph: the Graphviz 'dot' program is missing; install it (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz) for svg/png/pdf diagrams
 CHROMIUM_MISSING := attngraph: Chromium is missing; install it (Debian/Ubuntu: sudo apt-get install chromium) for the playground's browser tests, which are skipped without it
 
-.PHONY: help venv dot chromium test demo docs experiments bench fuzz lint clean
+.PHONY: help venv dot chromium test test-slow demo docs experiments bench fuzz lint clean
 
 help:
 	@echo "make demo   set up, then check, draw and list the catalog, train one model, draw its attention, train on a data file and predict"
-	@echo "make test   set up, then run the tests and the doctests"
+	@echo "make test   set up, then run the doctests and the tests (slow ones aside)"
+	@echo "make test-slow  the slow tests: trainings to target, every ONNX export"
 	@echo "make venv   create $(VENV) ($(TORCH) first, then the project with [dev])"
 	@echo "make dot    install Graphviz 'dot' when root with apt-get, else say how"
 	@echo "make chromium  the same for Chromium (the playground's browser tests)"
@@ -54,19 +55,21 @@ dot:
 chromium:
 	$(call system_program,chromium chromium-browser,chromium,$(CHROMIUM_MISSING))
 
-# The doctests of the source packages, then the test suite. Exit code 5 ("no tests
-# collected") of the doctest pass is not a failure; it runs first so that the last
-# summary line printed is the test suite's. The suite runs in one worker per core
-# (pytest-xdist; each worker runs torch on one thread, see tests/conftest.py);
-# `--dist loadgroup` runs the tests marked with one `xdist_group` on one worker (a
-# spec's export tests, which share its exported files: tests/export_support.py; the
-# workers share those files too, so the suite is as fast where pytest-xdist drops the
-# marks, as 3.8 does under pytest 9.2: pytest-dev/pytest-xdist#1386).
-# `make test WORKERS=0` runs it in this process instead.
+# The doctests of the source packages, then the test suite without its `slow` tests
+# (the catalog's trainings to target, the export of every mechanism to ONNX...: about
+# 6 CPU minutes more), which `make test-slow` runs; CI runs both (.ci/run). Exit code
+# 5 ("no tests collected") of the doctest pass is not a failure; it runs first so that
+# the last summary line printed is the test suite's. The suite runs in one worker per
+# core (pytest-xdist; each worker runs torch on one thread, see tests/conftest.py; the
+# workers share trained models and exported files through the session's temporary
+# folder). `make test WORKERS=0` runs it in this process instead.
 WORKERS ?= auto
 test: venv dot chromium
 	$(PY) -m pytest --doctest-modules $(SRC); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]
-	$(PY) -m pytest -n $(WORKERS) --dist loadgroup tests
+	$(PY) -m pytest -n $(WORKERS) -m "not slow" tests
+
+test-slow: venv dot chromium
+	$(PY) -m pytest -n $(WORKERS) -m slow tests
 
 # One step per line; later steps (render the catalog, train a model) go below.
 # The main job end to end (about half a minute): check and list the catalog, draw
