@@ -17,7 +17,7 @@ from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import SCORERS, Style
 from attngraph.kinds.choices import named
 from renderers.diagram import Cluster, Diagram, DNode
-from renderers.traits import formulas, role_of, style_of
+from renderers.traits import formulas, role_of, style_of, traits_of
 
 __all__ = ["architecture"]
 
@@ -29,11 +29,11 @@ def _detail(n: Node) -> str:
     fn = n.field("fn")
     if named(n.spec, SCORERS) is not None:
         bits.append(f"{fn}" + (f" · {n.field('pairs')}" if n.field("pairs") != "all" else ""))
-    elif n.kind == "repeat":
+    elif traits_of(n).body == "rounds":
         bits.append(f"{n.spec.block} ×{n.spec.times}" + (" shared" if n.spec.share else ""))
     elif role_of(n) == "structure" and (n.field("block") or n.field("body")):
         bits.append(str(n.field("block") or n.field("body")))
-    elif n.kind == "policy":
+    elif traits_of(n).samples:
         bits.append(f"{n.spec.dist} · {n.spec.estimator}")
     elif fn and isinstance(fn, str) and fn != n.kind:
         bits.append(fn)
@@ -92,10 +92,11 @@ class _Builder:
                 exits[n.id] = bound[n.id]
                 continue
             nid = prefix + n.id
-            if role_of(n) == "structure" and (n.kind != "repeat" or self.expand):
+            rounds = traits_of(n).body == "rounds"
+            if role_of(n) == "structure" and (not rounds or self.expand):
                 exits[n.id] = self._structure(n, nid, cluster, exits)
                 continue
-            marked = f"{n.id} ×{n.spec.times}" if n.kind == "repeat" else None
+            marked = f"{n.id} ×{n.spec.times}" if rounds else None
             self._box(nid, n, cluster, base=marked)
             exits[n.id] = nid
             for e in n.inputs:
@@ -125,11 +126,12 @@ class _Builder:
             return nid
         names = [i.id for i in body.inputs]
         outer = {e.role.key or e.role.field: e for e in n.inputs}
-        rounds = int(n.spec.times) if n.kind == "repeat" else 1
+        runs = traits_of(n).body
+        rounds = int(n.spec.times) if runs == "rounds" else 1
         prev = None
         for r in range(1, rounds + 1):
-            cid = f"{nid}#{r}" if n.kind == "repeat" else nid
-            label = f"{n.label} {r}/{rounds}" if n.kind == "repeat" else (
+            cid = f"{nid}#{r}" if runs == "rounds" else nid
+            label = f"{n.label} {r}/{rounds}" if runs == "rounds" else (
                 f"{n.kind} {n.label}: {n.field('block') or n.field('body')}")
             self.dg.clusters.append(Cluster(cid, label, cluster))
             bound: dict[str, str] = {}
@@ -140,7 +142,7 @@ class _Builder:
                                   shape="plaintext", cluster=cid))
                 bound[name] = bid
                 e = outer.get(name) or (outer.get("from") if i == 0 else None)
-                if prev is not None and n.kind == "repeat":
+                if prev is not None and runs == "rounds":
                     self.dg.connect(prev, bid)
                 elif e is not None and e.src in exits:
                     self.dg.connect(exits[e.src], bid, dashed=e.detach)
@@ -150,7 +152,7 @@ class _Builder:
                     self.ports[(n.id, port)] = inner_exits[oe.src]
             out_ref = body.outputs[0][1].src if body.outputs else names[0]
             prev = inner_exits.get(out_ref, bid)
-            if n.kind == "loop":
+            if runs == "steps":
                 for cname, c in n.spec.carry.items():
                     nxt = dict(body.outputs).get(c.next)
                     if nxt is not None and nxt.src in inner_exits and cname in bound:

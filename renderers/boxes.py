@@ -10,6 +10,7 @@ kind (a block, a user's) as one box. Called by :mod:`renderers.unrolled`.
 from __future__ import annotations
 
 from attngraph.ir.graph import Node
+from attngraph.kinds.base import traits_of
 from renderers.diagram import Diagram, DNode
 from renderers.drawn import SINGLE, Dep, Drawn, subs
 
@@ -17,14 +18,14 @@ __all__ = ["place_box", "box_height", "fed_axis", "loop_pairs"]
 
 def box_height(node: Node) -> int:
     """Rows a structure node takes: a repeat's drawn rounds, else one."""
-    if node.kind == "repeat":
+    if traits_of(node).body == "rounds":
         return 4 if int(node.spec.times) > 3 else int(node.spec.times)
     return 1
 
 
 def fed_axis(node: Node, deps: list[Dep], drawn: dict[str, Drawn]) -> str:
     """The items axis a loop is fed one item per step from (drawn per item), or ''."""
-    if node.kind != "loop":
+    if traits_of(node).body != "steps":
         return ""
     for dep in deps:
         if dep.role.field == "feed" and drawn[dep.src].mode == "items":
@@ -37,13 +38,14 @@ def place_box(dg: Diagram, node: Node, d: Drawn, level: int, author: int,
     """Add the box(es) of structure ``node`` to the diagram, at row ``level``."""
     label = node.label or node.id
     order = (0, items, author)
-    if node.kind == "repeat":
+    runs = traits_of(node).body
+    if runs == "rounds":
         k = int(node.spec.times)
         shown = list(range(1, k + 1)) if k <= 3 else [1, 2, 0, k]
         prev = None
         for off, layer in enumerate(shown):
             nid = f"{node.id}[{layer}]" if layer else f"{node.id}[vdots]"
-            dg.add(DNode(id=nid, base=f"{label} {layer}" if layer else "⋮", kind="repeat",
+            dg.add(DNode(id=nid, base=f"{label} {layer}" if layer else "⋮", kind=node.kind,
                          shape="box" if layer else "plaintext", rank=level + off,
                          order=order, ellipsis=not layer))
             if prev:
@@ -52,12 +54,12 @@ def place_box(dg: Diagram, node: Node, d: Drawn, level: int, author: int,
             d.inst[str(layer)] = nid
         d.height = len(shown)
         d.entry, d.exit = [d.inst["1"]], prev or ""
-    elif node.kind == "loop":
+    elif runs == "steps":
         # steps t-1, t, t+1; or, fed one item per step, the items' own steps 1, 2, …, N
         steps = subs("items", d.axis, items, 1) if d.axis else ["t-1", "t", "t+1"]
         for i, s in enumerate(steps):
             nid = f"{node.id}[{s}]"
-            dg.add(DNode(id=nid, base=label, sub=s, kind="loop", shape="box", rank=level,
+            dg.add(DNode(id=nid, base=label, sub=s, kind=node.kind, shape="box", rank=level,
                          order=(0, i, author), column=f"{d.axis}:{i}" if d.axis else None))
             d.inst[s] = nid
         # what passes from a step to the next: the carries, and fed-back outputs
@@ -95,7 +97,7 @@ def loop_pairs(node: Node, dep: Dep, s: Drawn, d: Drawn, sm: str,
             if to < len(keys) and (not shift or keys[to].isdigit()):
                 pairs.append((s.inst[k], d.inst[keys[to]]))
         return pairs
-    if dep.role.field == "carry" and node.kind == "loop":
+    if dep.role.field == "carry" and traits_of(node).body == "steps":
         # a carry's initial value is read by the first step only
         return [(x, d.entry[0]) for x in ([s.exit] if sm in SINGLE else list(s.inst.values()))]
     return None

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from attngraph.ir.graph import Node
 from attngraph.kinds import KINDS, Style
-from attngraph.kinds.base import DEFAULT_STYLE
+from attngraph.kinds.base import DEFAULT_STYLE, traits_of
 from attngraph.spec.fields import fields_of
 
-__all__ = ["role_of", "style_of", "formulas", "PSEUDO_STYLES"]
+__all__ = ["role_of", "style_of", "formulas", "traits_of", "PSEUDO_STYLES"]
 
 #: What the architecture view draws that is no node kind: a mask note, an output.
 PSEUDO_STYLES = {

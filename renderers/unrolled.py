@@ -31,7 +31,7 @@ from attngraph.ir.graph import Graph, Node, TensorType
 from renderers.boxes import box_height, fed_axis, loop_pairs, place_box
 from renderers.diagram import Diagram, DNode
 from renderers.drawn import SINGLE, Dep, Drawn, subs
-from renderers.traits import role_of
+from renderers.traits import role_of, traits_of
 
 __all__ = ["unrolled"]
 
@@ -44,9 +44,9 @@ def _main_type(node: Node) -> TensorType | None:
 
 def _content_free(node: Node, role: str) -> bool:
     """Edges that carry no content: a position code reads only the length."""
-    if node.kind == "position" and role == "from":
+    if traits_of(node).positions == "vectors" and role == "from":
         return True
-    if node.kind == "loop" and role == "steps":
+    if traits_of(node).body == "steps" and role == "steps":
         return True  # a loop reads only how many steps
     if role_of(node) == "scorer" and role == "key":
         from attngraph.kinds import SCORERS

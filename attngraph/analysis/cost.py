@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from attngraph.analysis.scope import Scope, scoring
 from attngraph.ir.graph import Dim, Node, TensorType
+from attngraph.kinds.base import traits_of
 from attngraph.kinds.choices import named
 from attngraph.kinds.normalisers import NORMALISERS
 
@@ -88,15 +89,16 @@ def _outer_factors(scope: Scope, where: dict[str, int]) -> tuple[list[Dim], list
     s: Scope | None = scope
     while s is not None and s.owner is not None:
         o = s.owner
-        if o.kind == "loop":
+        runs = traits_of(o).body
+        if runs == "steps":
             steps = o.types[""].dims[0] if o.types else "T"
             factors.append(_sym(steps, "T", where))
             notes.append(f"once per step of loop '{o.id}' ({steps})")
-        elif o.kind == "map":
+        elif runs == "each":
             each = o.types[""].dims[0] if o.types else "S"
             factors.append(_sym(each, "S", where))
             notes.append(f"once per element of map '{o.id}' ({each})")
-        elif o.kind == "repeat":
+        elif runs == "rounds":
             factors.append(int(o.spec.times))
             notes.append(f"in each of {o.spec.times} rounds of repeat '{o.id}'")
         s = s.parent

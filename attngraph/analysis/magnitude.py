@@ -44,7 +44,7 @@ from typing import Any
 from attngraph.errors import SpecError
 from attngraph.ir.graph import Dim, Graph, Node
 from attngraph.kinds import KINDS
-from attngraph.kinds.base import MagnitudeCtx
+from attngraph.kinds.base import MagnitudeCtx, traits_of
 from attngraph.kinds.hooks import call_hook
 
 __all__ = ["FLOAT32_MAX", "Growth", "growth", "magnitudes"]
@@ -107,7 +107,7 @@ def _structure(n: Node[Any], mags: tuple[float, ...],
     assert body is not None  # callers check
     start = max(mags, default=1.0)
     outs = _body(body, start, size)
-    if n.kind == "repeat":
+    if traits_of(n).body == "rounds":
         first = next(iter(outs.values()), start)
         value, prev = first, start
         for k in range(1, int(n.spec.times)):

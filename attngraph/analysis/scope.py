@@ -15,6 +15,7 @@ from typing import Any
 
 from attngraph.ir.graph import Edge, Graph, Node
 from attngraph.kinds import KINDS, SCORERS
+from attngraph.kinds.base import BodyRun, traits_of
 from attngraph.kinds.choices import named
 
 __all__ = ["Scope", "Origin", "origins", "qid", "Scoring", "scoring", "role"]
@@ -59,12 +60,13 @@ class Scope:
         assert node.body is not None  # only called for nodes with bodies
         return Scope(node.body, (*self.path, node.id), self, node)
 
-    def enclosing(self, kind: str) -> list[tuple[str, Node]]:
-        """Enclosing body owners of ``kind`` with their qualified ids, innermost first."""
+    def enclosing(self, body: BodyRun) -> list[tuple[str, Node]]:
+        """Enclosing body owners that run their body as ``body`` says (``steps``: the
+        loops), with their qualified ids, innermost first."""
         out: list[tuple[str, Node]] = []
         s: Scope | None = self
         while s is not None and s.owner is not None and s.parent is not None:
-            if s.owner.kind == kind:
+            if traits_of(s.owner).body == body:
                 out.append((qid(s.parent, s.owner.id), s.owner))
             s = s.parent
         return out
@@ -93,9 +95,10 @@ class Origin:
 
 def _rnn_text(n: Node, port: str, scope: Scope, current: bool) -> str:
     s = n.spec
-    what = f"{s.cell}, {'bidirectional' if s.bidirectional else 'unidirectional'}"
+    cell, both = getattr(s, "cell", n.kind), bool(getattr(s, "bidirectional", False))
+    what = f"{cell}, {'bidirectional' if both else 'unidirectional'}"
     if current:
-        return f"rnn '{n.id}' ({s.cell} step): the state of the current step"
+        return f"rnn '{n.id}' ({cell} step): the state of the current step"
     return f"rnn '{n.id}'{' state' if port == 'state' else ''} ({what})"
 
 
@@ -104,12 +107,13 @@ def _outer_edges(scope: Scope, name: str) -> tuple[list[Edge], bool]:
     owner = scope.owner
     if owner is None:
         return [], False
-    if owner.kind == "loop":
+    runs = traits_of(owner).body
+    if runs == "steps":
         if name in owner.spec.carry:
             return [], True
         es = [e for e in owner.inputs if e.role.field in ("inputs", "feed") and e.role.key == name]
         return es, False
-    if owner.kind == "repeat":
+    if runs == "rounds":
         return owner.edges("from"), False
     es = [e for e in owner.edges("from") if e.role.key in (None, name)]
     return es, False
@@ -158,25 +162,21 @@ def origins(
         typ = n.spec.type if n.spec is not None else "input"
         return [Origin(qid(scope, n.id), "input", f"input '{n.id}' ({typ})")]
     if KINDS[n.kind].transparent:
-        if n.kind == "queries" and n.spec.learned is not None:
+        if getattr(n.spec, "learned", None) is not None:
             return [Origin(qid(scope, n.id), "learned",
                            f"{n.spec.learned} learned query vector(s) '{n.id}'")]
         for e in n.inputs:
             out.extend(origins(scope, e, seen))
-        if n.kind in _NAMED_MAPS:  # a layer of its own: say it, keep where it comes from
-            out = [replace(o, text=f"{_NAMED_MAPS[n.kind]} '{n.id}' of {o.text}") for o in out]
+        phrase = traits_of(n).phrase
+        if phrase is not None:  # a layer of its own: say it, keep where it comes from
+            out = [replace(o, text=f"{phrase} '{n.id}' of {o.text}") for o in out]
         return _dedup(out)
-    if n.kind == "rnn":
-        current = bool(scope.enclosing("loop")) and n.type("").rank == 1
-        return [Origin(qid(scope, n.id), "rnn", _rnn_text(n, edge.port, scope, current),
-                       bidirectional=n.spec.bidirectional,
+    if role(n) == "recurrent":
+        current = bool(scope.enclosing("steps")) and n.type("").rank == 1
+        return [Origin(qid(scope, n.id), n.kind, _rnn_text(n, edge.port, scope, current),
+                       bidirectional=bool(getattr(n.spec, "bidirectional", False)),
                        step="current" if current else None, port=edge.port)]
     return [Origin(qid(scope, n.id), n.kind, f"{n.kind} '{n.id}'")]
-
-
-#: transparent kinds that are a learned map of their own, named in an origin's phrase
-#: (queries, keys and values are the projections a reader expects and stay silent)
-_NAMED_MAPS = {"linear": "a linear projection", "mlp": "an mlp"}
 
 
 def _dedup(xs: list[Origin]) -> list[Origin]:

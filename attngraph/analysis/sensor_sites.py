@@ -1,12 +1,11 @@
 """The attention sites of the kinds that place their own weights: a ``glimpse``
 (a crop at a location), DRAW's ``filterbank`` (a grid of Gaussian filters, read or
 write) and Graves' ``window`` (a mixture of Gaussians over a string's positions).
-:func:`attngraph.analysis.axes.find_sites` calls :data:`SENSOR_SITES` by kind.
+Each kind names its rule here in its ``site=`` trait, which
+:func:`attngraph.analysis.axes.find_sites` calls; a package's kind may name its own.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from attngraph.analysis.cost import Cost, glimpse_cost
 from attngraph.analysis.scope import Scope, origins, qid
@@ -20,8 +19,9 @@ from attngraph.analysis.sites import (
     recurrence,
 )
 from attngraph.ir.graph import Edge, Node
+from attngraph.kinds.base import traits_of
 
-__all__ = ["SENSOR_SITES"]
+__all__ = ["glimpse_site", "filterbank_site", "window_site"]
 
 
 def _glimpse_exposure(scope: Scope, le: Edge | None, loc: Node | None) -> Axis:
@@ -33,12 +33,13 @@ def _glimpse_exposure(scope: Scope, le: Edge | None, loc: Node | None) -> Axis:
     return Axis("implicit", "the location is not a declared output")
 
 
-def _glimpse_site(scope: Scope, g: Node) -> Site:
+def glimpse_site(scope: Scope, g: Node) -> Site:
 
     le = g.edge("loc")
     loc = scope.graph.node(le.src) if le is not None and le.src in scope.graph else None
     when = ""
-    if loc is not None and loc.is_input and scope.owner is not None and scope.owner.kind == "loop":
+    if loc is not None and loc.is_input and scope.owner is not None \
+            and traits_of(scope.owner).body == "steps":
         carry = scope.owner.spec.carry.get(loc.id)
         if carry is not None:
             # the location carried from the previous step: look at what produced it
@@ -46,12 +47,12 @@ def _glimpse_site(scope: Scope, g: Node) -> Site:
             if e is not None and e.src in scope.graph:
                 loc, when = scope.graph.node(e.src), " at the previous step"
     chooser = loc
-    if loc is not None and loc.kind == "readout":
+    if loc is not None and traits_of(loc).role == "readout":
         # l = Σ_i w_i x_i with a policy's one-hot weights: a location chosen among items
         we = loc.edge("weights")
         w = scope.graph.node(we.src) if we is not None and we.src in scope.graph else None
-        chooser = w if w is not None and w.kind == "policy" else loc
-    if chooser is not None and chooser.kind == "policy":
+        chooser = w if w is not None and traits_of(w).samples else loc
+    if chooser is not None and traits_of(chooser).samples:
         est = ESTIMATORS[chooser.spec.estimator]
         how = "sampled" if chooser is loc or loc is None else \
             f"picked among the values of readout '{loc.id}'"
@@ -94,7 +95,7 @@ def _port_exposure(scope: Scope, n: Node, ports: tuple[str, ...], what: str) -> 
     return Axis("implicit", f"{what} of '{n.id}' are internal (not a declared output)")
 
 
-def _filterbank_site(scope: Scope, f: Node) -> Site:
+def filterbank_site(scope: Scope, f: Node) -> Site:
     """DRAW's read (or write): soft weights over pixel rows and columns placed by
     predicted params."""
     pe = f.edge("params")
@@ -130,7 +131,7 @@ def _filterbank_site(scope: Scope, f: Node) -> Site:
                 cost=cost, params={})
 
 
-def _window_site(scope: Scope, w: Node) -> Site:
+def window_site(scope: Scope, w: Node) -> Site:
     """Graves' soft window: Gaussian weights over a string's positions, moving forward."""
     ce = w.edge("control")
     where = tuple(origins(scope, ce)) if ce is not None else ()
@@ -157,8 +158,3 @@ def _window_site(scope: Scope, w: Node) -> Site:
                 formula=None, heads=1, query=where, keys=items, values=items, axes=axes,
                 cost=cost, params={})
 
-
-#: kind -> the function that makes its site
-SENSOR_SITES: dict[str, Callable[[Scope, Node], Site]] = {
-    "glimpse": _glimpse_site, "filterbank": _filterbank_site, "window": _window_site,
-}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from attngraph.analysis.cost import Cost
 from attngraph.analysis.scope import Origin, Scope
 from attngraph.ir.graph import Node
+from attngraph.kinds.base import traits_of
 
 __all__ = ["AXES", "ESTIMATORS", "Axis", "Site", "exposed", "phrase", "recurrence",
            "heads_axis"]
@@ -57,14 +58,14 @@ def exposed(scope: Scope, nid: str, ports: tuple[str, ...] = ("", "sample")) -> 
     for name, e in scope.graph.outputs:
         src = scope.graph.node(e.src) if e.src in scope.graph else None
         hit = e.src == nid and e.port in ports
-        if src is not None and src.kind == "dropout" and src.inputs[0].src == nid:
+        if src is not None and traits_of(src).passthrough and src.inputs[0].src == nid:
             hit = True
         if not hit:
             continue
         if scope.owner is None:
             return name
         assert scope.parent is not None
-        port = name if scope.owner.kind == "loop" or name else ""
+        port = name if traits_of(scope.owner).body == "steps" or name else ""
         outer = exposed(scope.parent, scope.owner.id, (port,))
         if outer is not None:
             return outer
@@ -78,7 +79,7 @@ def phrase(os: tuple[Origin, ...]) -> str:
 
 def recurrence(scope: Scope, query: tuple[Origin, ...]) -> Axis:
     """Recurrent inside a loop that carries state, or with an rnn-state query."""
-    loops = scope.enclosing("loop")
+    loops = scope.enclosing("steps")
     if loops:
         lid, lp = loops[0]
         steps = lp.types[""].dims[0] if lp.types else "T"
@@ -89,7 +90,7 @@ def recurrence(scope: Scope, query: tuple[Origin, ...]) -> Axis:
                         f"({steps} steps), carrying {', '.join(passed)} from step to step")
         return Axis("not recurrent", f"run once per step of loop '{lid}' ({steps} steps), "
                     "but no state passes between steps (no carry, no feedback)")
-    rnn = [o for o in query if o.kind == "rnn" and o.port == "state"]
+    rnn = [o for o in query if traits_of(o.kind).role == "recurrent" and o.port == "state"]
     if rnn:
         return Axis("recurrent", f"queries come from the state of rnn '{rnn[0].qid}'")
     return Axis("not recurrent", "computed once per input; no loop, no rnn-state query")

@@ -34,7 +34,7 @@ from typing import Any
 from attngraph.errors import SpecError
 from attngraph.ir.graph import Graph, Node, TensorType
 from attngraph.kinds import KINDS
-from attngraph.kinds.base import Bound, Work, WorkCtx, dense_work
+from attngraph.kinds.base import Bound, Work, WorkCtx, dense_work, traits_of
 from attngraph.kinds.hooks import call_hook, count
 
 __all__ = ["ASSUMED_BATCH", "ASSUMED_LENGTH", "Figure", "Sizes", "measure", "symbols"]
@@ -149,12 +149,13 @@ def _walk(graph: Graph, acc: _Acc, runs: int, modules: int, top: Node[Any] | Non
         if n.body is None:
             continue
         inner_runs, inner_modules = runs, modules
-        if n.kind == "loop":
+        body_run = traits_of(n).body
+        if body_run == "steps":
             steps = ctx.n(n.types[""].dims[0])
             if steps > acc.steps.value:
                 acc.steps = Figure(steps, n)
             inner_runs *= steps
-        elif n.kind == "repeat":
+        elif body_run == "rounds":
             times = int(n.spec.times)
             inner_runs *= times
             inner_modules *= 1 if n.spec.share else times

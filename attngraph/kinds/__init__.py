@@ -35,15 +35,19 @@ Importing this package registers every built-in kind; it never imports torch.
 # each family module registers its kinds when imported
 import attngraph.kinds.algebra
 import attngraph.kinds.attention
+import attngraph.kinds.combine
 import attngraph.kinds.conv
+import attngraph.kinds.fused
 import attngraph.kinds.glimpse
 import attngraph.kinds.hard
 import attngraph.kinds.indexing
 import attngraph.kinds.inputs
 import attngraph.kinds.latent
+import attngraph.kinds.loop
 import attngraph.kinds.memory
 import attngraph.kinds.relative
 import attngraph.kinds.rnn
+import attngraph.kinds.scorer_location  # after the scorers' own functions
 import attngraph.kinds.scorers
 import attngraph.kinds.structure
 import attngraph.kinds.support

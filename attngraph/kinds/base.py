@@ -36,18 +36,42 @@ batch (a callable ``(node) -> bool`` when it depends on the node's settings; a k
 that samples, or mixes the rows of a batch, says ``pure=False``); ``hoist`` names
 the one input a node can prepare alone with its own parameters (an additive score's
 keys, ``U k``) and the type of the prepared value: a :data:`HoistRule`.
+
+The analysis traits say what a node of the kind means, so that the passes, the
+analyses (``describe``, ``diff``), the renderers and the pictures read them, never a
+kind's name, and a package's kind that declares one is treated as the built-in
+kinds that do: ``body`` (how a structure kind runs its block: ``once``, ``each``
+element, ``rounds``, ``steps``), ``passthrough`` (its value is its input's: dropout),
+``sums`` (its value sums its inputs: add, a position bias), ``positions`` (how it
+brings in positions: ``vectors``, ``bias``, ``rotary``), ``samples`` (it samples its
+weights: hard attention), ``addresses`` (it makes weights from content weights:
+NTM addressing), ``table`` (a lookup table a linear may tie to), ``phrase`` (how a
+traced origin names it), ``site`` (its own attention site) and ``picture`` (the
+attention picture that draws it). :func:`traits_of` gives a node's kind, or a kind
+of no traits for an unknown one.
 """
 
 from __future__ import annotations
 
-import math
 import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Literal, NoReturn, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
 
-from attngraph.errors import AttnGraphError, RegistryError, ShapeError, did_you_mean
-from attngraph.ir.graph import Dim, Edge, Graph, Node, TensorType
+from attngraph.errors import RegistryError
+from attngraph.ir.graph import Graph, Node, TensorType
+from attngraph.kinds.context import NodeCtx, RuleCtx, ShapeRule
+from attngraph.kinds.work import (
+    Bound,
+    MagnitudeCtx,
+    MagnitudeRule,
+    Work,
+    WorkCtx,
+    WorkRule,
+    dense_work,
+    elementwise_work,
+    no_work,
+)
 from attngraph.registry import Registry
 from attngraph.spec.models import Model
 
@@ -55,6 +79,7 @@ __all__ = [
     "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
     "DEFAULT_STYLE", "spec_kinds", "Bound", "Work", "WorkCtx", "WorkRule", "dense_work",
     "elementwise_work", "no_work", "HoistRule", "FIXED_IMAGE", "MagnitudeCtx", "MagnitudeRule",
+    "BodyRun", "Positions", "TableRule", "traits_of",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
@@ -86,295 +111,26 @@ class Style:
 DEFAULT_STYLE = Style()
 
 
-class NodeCtx:
-    """What a rule may read about one node: its spec, its input edges and their types.
-
-    The base of :class:`RuleCtx` (shape rules) and of the lowering's ``LowerCtx``;
-    ``error`` is the error class its located failures raise.
-    """
-
-    error: type[AttnGraphError] = AttnGraphError
-
-    def __init__(self, node: Node[Any], graph: Graph) -> None:
-        self.node = node
-        self.graph = graph
-
-    @property
-    def spec(self) -> Any:
-        """The node's spec model (sizes resolved to integers)."""
-        return self.node.spec
-
-    def edge(self, role: str) -> Edge:
-        """The input edge of ``role`` (a located error if missing)."""
-        e = self.node.edge(role)
-        if e is None:
-            self.fail(f"missing field '{role}'", hint=f"add '{role}: <node>'")
-        return e
-
-    def reads(self, port: str) -> bool:
-        """Whether a node of the graph, or one of its outputs, reads this node's
-        ``port`` (``""``: the default one)."""
-        nid = self.node.id
-        edges = [e for n in self.graph.nodes for e in n.inputs]
-        edges += [e for _, e in self.graph.outputs]
-        return any(e.src == nid and e.port == port for e in edges)
-
-    def has(self, role: str) -> bool:
-        """Whether the node has an input edge for ``role``."""
-        return self.node.edge(role) is not None
-
-    def t(self, role: str) -> TensorType:
-        """Type arriving on the edge of ``role`` (its source node's port)."""
-        return self.type_of(self.edge(role))
-
-    def type_of(self, e: Edge) -> TensorType:
-        """Type arriving on edge ``e``."""
-        return self.graph.node(e.src).types[e.port]
-
-    def fixed(self, dim: Dim, what: str, role: str | None = None, hint: str | None = None,
-              *, field: str | None = None) -> int:
-        """``dim`` as a number: a size that weights or a layout depend on.
-
-        A symbolic length (``N``, ``T``) is known only when a batch arrives, so
-        it cannot size a weight: fail ``"<what> must be a fixed number, found the
-        length N"`` at the edge of ``role`` (or ``field``, or the node).
-        """
-        if isinstance(dim, int):
-            return dim
-        self.fail(
-            f"{what} must be a fixed number, found the length {dim}", role,
-            hint or f"{dim} is a length, known only when a batch arrives, so it cannot size "
-            "a weight: give this node features [..., d] (e.g. the readout of weights over "
-            "items), not the scores or weights themselves",
-            field=field,
-        )
-
-    def features(self, role: str) -> int:
-        """The feature size (last axis) of the input of ``role``, a fixed number."""
-        t = self.t(role)
-        if t.rank == 0:
-            self.fail(f"'{self.edge(role).ref}' is a scalar {t}, with no feature axis", role,
-                      "give it a vector [d] or items [N, d]")
-        return self.fixed(t.dims[-1], f"the feature size of '{role}'", role)
-
-    def body(self) -> Graph:
-        """The instantiated body of a block, repeat or loop node."""
-        if self.node.body is None:
-            self.fail(f"{self.node.kind} has no instantiated body (run shape inference first)")
-        return self.node.body
-
-    def fail(
-        self, msg: str, role: str | None = None, hint: str | None = None, *,
-        field: str | None = None,
-    ) -> NoReturn:
-        """Raise ``error`` at the edge of ``role``, the ``field``'s value, or the node."""
-        e = self.node.edge(role) if role else None
-        loc = e.loc if e is not None else self.node.where(field) if field else self.node.loc
-        msg_0 = f"node '{self.node.id}': {msg}"
-        raise self.error(msg_0, loc, hint)
-
-
-class RuleCtx(NodeCtx):
-    """What a shape rule may read: the node, its inputs' types, dims, blocks.
-
-    ``done`` holds the nodes inferred so far; ``infer`` is the shape inference of a
-    whole graph, given by the pass that runs the rules (block bodies are inferred
-    with it; ``infer(graph, ids=...)``). ``ids`` bounds the token ids a block's
-    inputs are bound to, when known: ids of input ``y`` are below ``ids["y"]``. A
-    rule adds to ``params`` and may set ``body``.
-    """
-
-    error = ShapeError
-
-    def __init__(self, node: Node[Any], graph: Graph, done: dict[str, Node[Any]],
-                 infer: Callable[..., Graph], ids: Mapping[str, int] | None = None) -> None:
-        super().__init__(node, graph)
-        self.done = done
-        self.infer = infer
-        self.ids: Mapping[str, int] = ids or {}
-        self.params = 0
-        self.body_graph: Graph | None = None
-
-    def src(self, role: str) -> Node[Any]:
-        """The node the edge of ``role`` reads."""
-        return self.done[self.edge(role).src]
-
-    def type_of(self, e: Edge) -> TensorType:
-        """Type arriving on edge ``e``; a located error for an unknown port."""
-        src = self.done[e.src]
-        if e.port not in src.types:
-            ports = sorted(p for p in src.types if p)
-            hint = did_you_mean(e.port, ports) if ports else f"'{e.src}' has no named ports"
-            msg = f"node '{self.node.id}': '{e.src}' ({src.kind}) has no port '{e.port}'"
-            raise ShapeError(msg, e.loc, hint)
-        return src.types[e.port]
-
-    def size(self, name: str) -> int | None:
-        """A size field's value as an int, or None."""
-        v = self.node.field(name)
-        return int(v) if v is not None else None
-
-    def need_rank(self, role: str, rank: int, what: str, hint: str | None = None) -> TensorType:
-        """The input's type, which must have ``rank`` axes; else fail with
-        ``"<what>, got <type>"`` at its edge."""
-        t = self.t(role)
-        if t.rank != rank:
-            self.fail(f"{what}, got {t}", role, hint)
-        return t
-
-    def need_items(self, role: str, what: str) -> TensorType:
-        """The input's type, which must be float ``[L, d]`` (a set of items)."""
-        t = self.t(role)
-        if t.dtype != "float" or t.rank != 2:
-            self.fail(f"{what} needs items [N, d], but '{self.edge(role).ref}' is {t}", role,
-                      "make items first, e.g. {kind: items, from: <input>}")
-        return t
-
-    def id_bound(self, e: Edge) -> int | None:
-        """How many ids the value on edge ``e`` may take (ids are below it), if known:
-        a tokens input's ``vocab``, a labels input's ``classes``, or what a block's
-        input was bound to."""
-        src = self.done[e.src]
-        if not src.is_input or e.port:
-            return None
-        if src.spec is not None:
-            # a labels input's ids are below its classes (a vocab written there as well
-            # is ignored, as fields that do not apply to the type are)
-            spec = src.spec
-            bound = (spec.classes or spec.vocab) if spec.type == "labels" else \
-                (spec.vocab or spec.classes)
-            return int(bound) if bound is not None else None
-        return self.ids.get(src.id)
-
-    def infer_block(self, name: str, bound: dict[str, TensorType],
-                    ids: Mapping[str, int] | None = None) -> Graph:
-        """Instantiate block ``name`` with its inputs bound to ``bound`` types (and
-        ``ids``: for inputs bound to token ids, how many ids they may take)."""
-        tmpl = self.graph.blocks[name]
-        missing = [n.id for n in tmpl.inputs if n.id not in bound]
-        extra = sorted(set(bound) - {n.id for n in tmpl.inputs})
-        if missing or extra:
-            want = ", ".join(n.id for n in tmpl.inputs) or "none"
-            self.fail(f"block '{name}' takes inputs ({want}); "
-                      + (f"missing {', '.join(missing)}" if missing else
-                         f"unknown {', '.join(extra)}"),
-                      hint="bind each of its inputs once, under inputs:, carry: or feed:"
-                      if self.node.kind == "loop" else "bind each of its inputs once: from: {"
-                      + ", ".join(f"{n.id}: <node>" for n in tmpl.inputs) + "}")
-        nodes = [replace(n, types={"": bound[n.id]}) if n.is_input else n for n in tmpl.nodes]
-        sub = replace(tmpl, nodes=tuple(nodes), blocks=self.graph.blocks)
-        try:
-            return self.infer(sub, ids=ids or {})
-        except AttnGraphError as exc:
-            d = exc.diagnostics[0]
-            msg = f"in block '{name}' (used by node '{self.node.id}'): {d.message}"
-            raise ShapeError(msg, d.loc, d.hint) from None
-
-
-#: A shape rule: ``rule(ctx) -> {port: type}``.
-ShapeRule = Callable[[RuleCtx], dict[str, TensorType]]
-
-
-@dataclass(frozen=True)
-class Work:
-    """What one run of a node costs for one example: ``macs`` multiply-adds;
-    ``inner``, the elements of the largest tensor it makes besides its outputs
-    (the ``(M, N, hidden)`` sum of an additive scorer over all pairs, an mlp's
-    hidden layer); ``kept``, the elements of all such tensors together (what the
-    backward pass keeps; default ``inner``)."""
-
-    macs: int = 0
-    inner: int = 0
-    kept: int | None = None
-
-
-@dataclass(frozen=True)
-class Bound:
-    """A length that a node caps: ``symbol`` is at most ``most`` (its ``field`` says so)."""
-
-    symbol: str
-    most: int
-    node: Node[Any]
-    field: str
-
-
-class WorkCtx(NodeCtx):
-    """What a work rule may read: an inferred node, its inputs' types, and ``n(dim)``,
-    the size of a dimension at the lengths the guard assumes. A rule whose node
-    holds a table over positions says how long a length may be with :meth:`at_most`."""
-
-    def __init__(self, node: Node[Any], graph: Graph, length: Callable[[str], int]) -> None:
-        super().__init__(node, graph)
-        self.length = length
-        self.bounds: list[Bound] = []
-
-    def at_most(self, dim: Dim, most: int, field: str) -> None:
-        """Record that the length ``dim`` (if symbolic) is at most ``most``."""
-        if isinstance(dim, str):
-            self.bounds.append(Bound(dim, most, self.node, field))
-
-    def n(self, dim: Dim) -> int:
-        """A dimension's size: its number, or the assumed size of its length."""
-        return dim if isinstance(dim, int) else self.length(dim)
-
-    def elements(self, t: TensorType) -> int:
-        """Elements of one example's value of type ``t`` (heads included)."""
-        return (t.heads or 1) * math.prod(self.n(d) for d in t.dims)
-
-    def positions(self, t: TensorType) -> int:
-        """How many feature vectors a value of type ``t`` holds (all but its last axis)."""
-        return (t.heads or 1) * math.prod(self.n(d) for d in t.dims[:-1])
-
-    def out(self) -> TensorType:
-        """The node's default output type."""
-        return self.node.types[""]
-
-
-#: A work rule: ``rule(ctx) -> Work`` for one run of a node.
-WorkRule = Callable[[WorkCtx], Work]
-
-@dataclass(frozen=True)
-class MagnitudeCtx:
-    """What a magnitude rule reads: the node, the magnitudes of its inputs (one per
-    input edge, in order, by role in ``by_role``), their types, and ``n(dim)``, the
-    size of a dimension at the lengths the guard assumes."""
-
-    node: Node[Any]
-    ins: tuple[float, ...]
-    by_role: Mapping[str, float]
-    in_types: tuple[TensorType, ...]
-    n: Callable[[Dim], int]
-
-    def most(self) -> float:
-        """The largest input magnitude (1 for a node without inputs)."""
-        return max(self.ins, default=1.0)
-
-
-#: ``rule(ctx) -> float``: how large the node's output values can grow, given its
-#: inputs' (the numerics guard, :mod:`attngraph.analysis.magnitude`); None: the
-#: largest input's (a node that mixes or selects its inputs without amplifying them).
-MagnitudeRule = Callable[[MagnitudeCtx], float]
-
 #: ``rule(node, graph) -> (role, type) | None``: the input (role) the node can
 #: prepare alone, with its own parameters, and the type of the prepared value.
 HoistRule = Callable[[Node[Any], Graph], "tuple[str, TensorType] | None"]
 
+#: How a structure kind runs its block's body: ``once`` (a block), ``each`` element of
+#: its inputs' first axis alone (a map), ``rounds`` (a repeat: ``times`` rounds, each
+#: feeding the next; its spec says ``times`` and ``share``), ``steps`` (a loop: once
+#: per step, state carried from step to step; its spec says ``carry`` and ``feed``,
+#: its outputs are ``[T, ...]``).
+BodyRun = Literal["once", "each", "rounds", "steps"]
 
-def dense_work(ctx: WorkCtx) -> Work:
-    """Each parameter used once per output position (linear layers, rnn), plus a few
-    operations per output element."""
-    out = ctx.out()
-    return Work(ctx.node.params * ctx.positions(out) + ctx.elements(out))
+#: How a kind brings positions in: ``vectors`` (vectors of the positions of its
+#: ``from``, which it reads only for its length), ``bias`` (a relative position bias
+#: added to the scores it reads; its spec's ``fn`` names it), ``rotary`` (rotates a
+#: query or key by its position, RoPE).
+Positions = Literal["vectors", "bias", "rotary"]
 
-
-def elementwise_work(ctx: WorkCtx) -> Work:
-    """A few operations per output element, whatever the parameters (lookups, sums)."""
-    return Work(ctx.elements(ctx.out()))
-
-
-def no_work(ctx: WorkCtx) -> Work:
-    """Nothing of its own (an input; a block, repeat or loop, whose body the guard counts)."""
-    return Work()
+#: ``rule(node) -> (vocab, d) | None``: the lookup table of ids a linear may tie its
+#: weight to (``tie:``), None when this node holds none.
+TableRule = Callable[[Node[Any]], "tuple[int, int] | None"]
 
 
 @dataclass(frozen=True)
@@ -403,6 +159,31 @@ class Kind(Generic[SpecT]):
     #: ``(EmitCtx) -> bool`` or a lazy ``"module:attribute"``, see
     #: :mod:`attngraph.lower.emit`); None: its lowering class is copied instead
     emit: str | Callable[..., Any] | None = None
+    #: how a structure kind runs its block's body (:data:`BodyRun`); None: no body
+    body: BodyRun | None = None
+    #: its value is its one input's, up to noise the analyses look through (dropout)
+    passthrough: bool = False
+    #: its value is the sum of its inputs: scores reach the weights through it
+    sums: bool = False
+    #: how it brings positions in (:data:`Positions`), or None
+    positions: Positions | None = None
+    #: it samples its weights (hard attention); its spec says ``dist`` and ``estimator``
+    samples: bool = False
+    #: it makes weights over slots from the content weights on its ``content`` edge,
+    #: interpolated with the previous ones, shifted and sharpened (NTM addressing)
+    addresses: bool = False
+    #: the lookup table a linear may tie its weight to (a :data:`TableRule`), or None
+    table: TableRule | None = None
+    #: how a query's or key's origin traced through it names it ("a linear
+    #: projection"); None: it stays silent (queries, keys, values, norms)
+    phrase: str | None = None
+    #: the attention site it is, for ``describe``: ``(Scope, Node) -> Site`` or a lazy
+    #: ``"module:attribute"`` (see :mod:`attngraph.analysis.sensor_sites`); None: its
+    #: role says (a readout, weights no readout reads)
+    site: str | Callable[..., Any] | None = None
+    #: the attention picture (``attend``) that draws it: ``glimpses`` (patches of its
+    #: spec's ``size`` at the locations), ``window`` (its ``weights`` port over time)
+    picture: str | None = None
 
     def is_pure(self, node: Node[Any]) -> bool:
         """Whether this node may run once for many uses (see ``pure``)."""
@@ -428,10 +209,16 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
          transparent: bool = False, internal: bool = False, work: WorkRule | None = None,
          pure: bool | Callable[[Node[Any]], bool] = True, hoist: HoistRule | None = None,
          magnitude: MagnitudeRule | None = None,
-         emit: str | Callable[..., Any] | None = None) -> Callable[[ShapeRule], Kind[SpecT]]:
+         emit: str | Callable[..., Any] | None = None,
+         body: BodyRun | None = None, passthrough: bool = False, sums: bool = False,
+         positions: Positions | None = None, samples: bool = False, addresses: bool = False,
+         table: TableRule | None = None, phrase: str | None = None,
+         site: str | Callable[..., Any] | None = None,
+         picture: str | None = None) -> Callable[[ShapeRule], Kind[SpecT]]:
     """Define and register kind ``name`` whose shape rule is the decorated function.
 
-    Returns the :class:`Kind` (so the module-level name refers to the definition).
+    The keywords are the :class:`Kind`'s fields (see there). Returns the
+    :class:`Kind` (so the module-level name refers to the definition).
     """
 
     tag = spec.model_fields.get("kind")
@@ -440,9 +227,29 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
         raise RegistryError(msg, hint=f'add  kind: Literal["{name}"]  to {spec.__name__}')
 
     def deco(rule: ShapeRule) -> Kind[SpecT]:
-        k = Kind(name, spec, rule, lowering, role, style, transparent, internal, work, pure,
-                 hoist, magnitude, emit)
+        k = Kind(name, spec, rule, lowering=lowering, role=role, style=style,
+                 transparent=transparent, internal=internal, work=work, pure=pure, hoist=hoist,
+                 magnitude=magnitude, emit=emit, body=body, passthrough=passthrough, sums=sums,
+                 positions=positions, samples=samples, addresses=addresses, table=table,
+                 phrase=phrase, site=site, picture=picture)
         KINDS.register(name, k)
         return k
 
     return deco
+
+
+def _no_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """Nothing: the kind of a node no kind defines."""
+    return {}
+
+
+#: What :func:`traits_of` gives for a name no kind has: every trait at its default.
+_UNKNOWN: Kind[Any] = Kind("", Model, _no_shape)
+
+
+def traits_of(node: Node[Any] | str) -> Kind[Any]:
+    """The :class:`Kind` of ``node`` (or of a kind name), whose traits the passes, the
+    analyses and the renderers read; for a name no kind has (an origin's tag such as
+    ``carry``), a kind with every trait at its default."""
+    name = node if isinstance(node, str) else node.kind
+    return KINDS.get(name) or _UNKNOWN

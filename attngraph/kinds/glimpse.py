@@ -41,7 +41,8 @@ def _glimpse_work(ctx: WorkCtx) -> Work:
 
 
 @kind("glimpse", GlimpseSpec, lowering="attngraph.lower.glimpse:GlimpseNode", role="sensor",
-      style=Style("#f9cb9c", "box"), work=_glimpse_work)
+      style=Style("#f9cb9c", "box"), work=_glimpse_work,
+      site="attngraph.analysis.sensor_sites:glimpse_site", picture="glimpses")
 def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Image [C, H, W] at loc [2] in [-1, 1] -> [scales·C·size·size]."""
     img = ctx.need_rank("image", 3, "glimpse reads an image [C, H, W]",
@@ -131,7 +132,8 @@ def _write_shape(ctx: RuleCtx, n: int) -> tuple[int, int, int]:
 
 
 @kind("filterbank", FilterbankSpec, lowering="attngraph.lower.glimpse:Filterbank",
-      role="sensor", style=Style("#f9cb9c", "box"), work=_filterbank_work)
+      role="sensor", style=Style("#f9cb9c", "box"), work=_filterbank_work,
+      site="attngraph.analysis.sensor_sites:filterbank_site")
 def filterbank_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Read: image [C, B, A] and params [5] -> [C, N, N] ([2C, N, N] with a canvas: x, then
     x̂). Write: patch [C·N·N] and params [5] -> [C, H, W]. Ports ``flat`` (the result as

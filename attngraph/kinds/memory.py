@@ -115,7 +115,7 @@ def _vector_hint(ref: str, v: TensorType, width: Dim) -> str:
 
 
 @kind("address", AddressSpec, lowering="attngraph.lower.memory:AddressNode", role="memory",
-      style=Style("#d0e0e3", "box"))
+      style=Style("#d0e0e3", "box"), addresses=True)
 def address_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """NTM location addressing of content weights [S]: gate, shift, sharpen."""
     c, p, ctl = ctx.t("content"), ctx.t("prev"), ctx.t("control")

@@ -17,7 +17,11 @@ from attngraph.ir.graph import TensorType
 from attngraph.kinds.base import RuleCtx, Style, elementwise_work, kind
 from attngraph.spec.models import NodeModel, PosInt, Ref, Scale
 
-__all__ = ["PositionBiasSpec", "RotarySpec", "alibi_slopes"]
+__all__ = ["PositionBiasSpec", "RotarySpec", "alibi_slopes", "BIAS_FORMULAS"]
+
+#: What each ``fn`` of a position bias adds to the scores (``describe`` says it).
+BIAS_FORMULAS = {"alibi": "ALiBi: −m_h·|i − j|, a fixed slope per head",
+                 "t5": "T5: a learned scalar per head and bucket of j − i"}
 
 
 class PositionBiasSpec(NodeModel):
@@ -62,7 +66,8 @@ def alibi_slopes(heads: int) -> list[float]:
 
 
 @kind("position_bias", PositionBiasSpec, lowering="attngraph.lower.relative:PositionBias",
-      role="support", style=Style("#fff2cc", "box"), work=elementwise_work)
+      role="support", style=Style("#fff2cc", "box"), work=elementwise_work, sums=True,
+      positions="bias")
 def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The scores' type; t5 learns ``buckets`` scalars per head."""
     s = ctx.spec
@@ -95,7 +100,8 @@ def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("rotary", RotarySpec, lowering="attngraph.lower.relative:Rotary", role="projection",
-      style=Style("#d9ead3", "box"), transparent=True, work=elementwise_work)
+      style=Style("#d9ead3", "box"), transparent=True, work=elementwise_work,
+      positions="rotary")
 def rotary_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The same type: each pair of features rotated by position · θ_i (per head)."""
     t = ctx.t("from")

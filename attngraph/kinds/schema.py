@@ -211,13 +211,18 @@ def json_schema(tasks: Mapping[str, str] | None = None) -> dict[str, Any]:
         defs[name].pop("description", None)
         defs[name].pop("title", None)
     _described(schema)
-    train = defs.get("TrainSpec")
-    if train is not None and tasks:
-        task = train["properties"]["task"]
-        task["enum"] = list(tasks)
-        # a list, one task a line: kept as lines (markdown renders them as a list)
-        task["description"] = task["markdownDescription"] = (
-            task["description"] + "\n\n"
-            + "\n".join(f"- {n}: {markdown(line)}" if line else f"- {n}"
-                        for n, line in tasks.items()))
+    _tasks(defs.get("TrainSpec"), tasks)
     return schema
+
+
+def _tasks(train: dict[str, Any] | None, tasks: Mapping[str, str] | None) -> None:
+    """List the training ``tasks`` under ``train.task`` (an enum, one task a line)."""
+    if train is None or not tasks:
+        return
+    task = train["properties"]["task"]
+    task["enum"] = list(tasks)
+    # a list, one task a line: kept as lines (markdown renders them as a list)
+    task["description"] = task["markdownDescription"] = (
+        task["description"] + "\n\n"
+        + "\n".join(f"- {n}: {markdown(line)}" if line else f"- {n}"
+                    for n, line in tasks.items()))

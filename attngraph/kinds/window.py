@@ -48,7 +48,8 @@ def _window_work(ctx: WorkCtx) -> Work:
 
 
 @kind("window", WindowSpec, lowering="attngraph.lower.window:WindowNode", role="attention",
-      style=Style("#ead1dc", "box"), work=_window_work)
+      style=Style("#ead1dc", "box"), work=_window_work,
+      site="attngraph.analysis.sensor_sites:window_site", picture="window")
 def window_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Items [U, d], control [h], prev [K] -> the window [d]; ports ``weights`` φ [U]
     (attention weights, not normalised) and ``centres`` κ [K]."""

@@ -18,6 +18,7 @@ from typing import Any
 from attngraph.errors import AttnGraphError, Diagnostic, ShapeError, did_you_mean
 from attngraph.ir.graph import Graph, Node
 from attngraph.kinds import KINDS, RuleCtx
+from attngraph.kinds.base import traits_of
 from attngraph.kinds.hooks import call_hook, count, hook_name, port_types
 from attngraph.passes.base import Pass
 
@@ -114,7 +115,7 @@ def _sharing(graph: Graph, done: dict[str, Node[Any]], diags: list[Diagnostic]) 
                 diags.append(Diagnostic(n.where("tie"), f"node '{nid}': {problem[0]}",
                                         problem[1]))
             else:
-                vocab, d = _table_shape(done[tie])
+                vocab, d = _table_shape(done[tie]) or (0, 0)
                 done[nid] = replace(done[nid], params=done[nid].params - vocab * d)
 
 
@@ -131,7 +132,8 @@ def _share_problem(n: Node[Any], target: str, graph: Graph,
         return (f"share names '{target}', whose shapes did not check", "fix that node first")
     t = done[target]
     if t.kind != n.kind or getattr(t.spec, "block", None) != getattr(n.spec, "block", None):
-        what = f"{t.kind} '{target}'" + (f" (block {t.spec.block})" if t.kind == "block" else "")
+        block = getattr(t.spec, "block", None)
+        what = f"{t.kind} '{target}'" + (f" (block {block})" if block is not None else "")
         return (f"share: {n.kind} '{n.id}' cannot use the parameters of {what}",
                 "share parameters between nodes of one kind (and one block)")
     if isinstance(getattr(t.spec, "share", None), str):
@@ -144,27 +146,23 @@ def _share_problem(n: Node[Any], target: str, graph: Graph,
     return None
 
 
-def _table_shape(t: Node[Any]) -> tuple[int, int]:
-    """``(vocab, d)`` of the lookup table of an embedding, or of items with ``embed``
-    (whose parameters may also hold a ``dim`` projection after the table)."""
-    s = t.spec
-    d = int(s.dim if t.kind == "embedding" else s.embed)
-    extra = 0 if t.kind == "embedding" or s.dim is None else \
-        d * int(s.dim) + (int(s.dim) if s.bias else 0)
-    return (int(t.params) - extra) // d, d
+def _table_shape(t: Node[Any]) -> tuple[int, int] | None:
+    """``(vocab, d)`` of the lookup table ``t`` holds (its kind's ``table`` trait: an
+    embedding, items with ``embed``), or None."""
+    rule = traits_of(t).table
+    return rule(t) if rule is not None else None
 
 
 def _tie_problem(n: Node[Any], target: str, graph: Graph,
                  done: dict[str, Node[Any]]) -> tuple[str, str] | None:
     """Why linear ``n`` cannot take the table of ``target`` as its weight, or None."""
     t = done.get(target)
-    table = t is not None and (t.kind == "embedding" or (t.kind == "items"
-                                                         and t.spec.embed is not None))
-    if t is None or not table:
+    shape = _table_shape(t) if t is not None else None
+    if shape is None:
         return (f"tie names '{target}', which is not an embedding or items with embed",
-                did_you_mean(target, [m.id for m in done.values() if m.kind in
-                                      ("embedding", "items")]) if done else "")
-    vocab, dim = _table_shape(t)
+                did_you_mean(target, [m.id for m in done.values()
+                                      if traits_of(m).table is not None]) if done else "")
+    vocab, dim = shape
     e = n.edge("from")
     d_in = done[e.src].types[e.port].dims[-1] if e is not None and e.src in done else None
     if (int(n.spec.out), d_in) != (vocab, dim):

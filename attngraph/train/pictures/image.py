@@ -71,10 +71,13 @@ def _square(x: float, y: float, side: int, colour: Any) -> Any:
 
 
 def _glimpse_size(graph: Graph) -> int | None:
-    """Side of the finest patch of the spec's glimpse (the first one found)."""
+    """Side of the finest patch of the spec's glimpse (the first node found whose kind
+    the ``glimpses`` picture draws: its ``size``)."""
+    from attngraph.kinds.base import traits_of
+
     for g in (graph, *graph.blocks.values()):
         for n in g.nodes:
-            if n.kind == "glimpse":
+            if traits_of(n).picture == "glimpses":
                 return int(n.spec.size)
     return None
 

@@ -25,19 +25,23 @@ if TYPE_CHECKING:
 __all__ = ["is_window_weights", "draw_window"]
 
 
-def _source(graph: Graph, edge: Edge) -> tuple[str, str]:
-    """``(kind, port)`` of the node an edge reads, through loop and block bodies."""
+def _source(graph: Graph, edge: Edge) -> tuple[str | None, str]:
+    """``(picture, port)`` of the node an edge reads, through loop and block bodies:
+    the picture its kind says draws it (``picture=``), and the port."""
+    from attngraph.kinds.base import traits_of
+
     node = graph.node(edge.src)
-    if node.body is not None and node.kind in ("loop", "block"):
+    if node.body is not None and traits_of(node).body in ("steps", "once"):
         outs = dict(node.body.outputs)
         port = edge.port or next(iter(outs), "")
         if port in outs:
             return _source(node.body, outs[port])
-    return node.kind, edge.port
+    return traits_of(node).picture, edge.port
 
 
 def is_window_weights(graph: Graph, name: str) -> bool:
-    """Whether output ``name`` of ``graph`` is the ``weights`` port of a ``window`` node.
+    """Whether output ``name`` of ``graph`` is the ``weights`` port of a node the
+    ``window`` picture draws (a ``window``).
 
     >>> from attngraph.frontend import load_spec
     >>> from pathlib import Path
