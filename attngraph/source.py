@@ -158,7 +158,6 @@ def _compose(text: str, file: str, loader: Any) -> Node | None:
     keys: list[Node | None] = []  # per open map: the key waiting for its value
     anchors: dict[str, Node] = {}
     count = 0
-    resolve = _RESOLVER.resolve
     for ev in yaml.parse(text, Loader=loader):
         cls = type(ev)
         if cls is SequenceEndEvent or cls is MappingEndEvent:
@@ -178,32 +177,7 @@ def _compose(text: str, file: str, loader: Any) -> Node | None:
         if count > MAX_NODES or depth > MAX_DEPTH or (
                 cls is not AliasEvent and ev.tag is not None):
             raise _event_error(ev, file, text, count, depth)
-        node: Node
-        anchor = ev.anchor
-        if cls is AliasEvent:
-            if anchor not in anchors:
-                msg = f"YAML syntax: found undefined alias '{anchor}'"
-                raise SpecError(msg, _mark_loc(file, text, ev.start_mark),
-                                f"define the anchor (&{anchor}) before its first use, "
-                                "or write the value out")
-            node = anchors[anchor]
-        else:
-            if cls is ScalarEvent:
-                tag = resolve(ScalarNode, ev.value, ev.implicit)
-                node = ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
-            elif cls is SequenceStartEvent:
-                node = SequenceNode(_TAG + "seq", [], ev.start_mark, None,
-                                    flow_style=ev.flow_style)
-            else:
-                node = MappingNode(_TAG + "map", [], ev.start_mark, None,
-                                   flow_style=ev.flow_style)
-            if anchor is not None:
-                if anchor in anchors:
-                    first = anchors[anchor].start_mark.line + 1
-                    msg = f"YAML syntax: anchor '&{anchor}' defined twice (first at line {first})"
-                    raise SpecError(msg, _mark_loc(file, text, ev.start_mark),
-                                    "give each anchor its own name")
-                anchors[anchor] = node
+        node = _event_node(ev, cls, anchors, file, text)
         if not stack:
             root = node
         elif keys[-1] is _IN_LIST:
@@ -213,13 +187,39 @@ def _compose(text: str, file: str, loader: Any) -> Node | None:
         else:
             stack[-1].value.append((keys[-1], node))
             keys[-1] = None
-        if cls is SequenceStartEvent:
+        if cls is SequenceStartEvent or cls is MappingStartEvent:
             stack.append(node)
-            keys.append(_IN_LIST)
-        elif cls is MappingStartEvent:
-            stack.append(node)
-            keys.append(None)
+            keys.append(_IN_LIST if cls is SequenceStartEvent else None)
     return root
+
+
+def _event_node(ev: Any, cls: type, anchors: dict[str, Node], file: str, text: str) -> Node:
+    """The node a node event stands for: an alias's anchored node, else a new one
+    (kept in ``anchors`` under its anchor, which may be defined once)."""
+    anchor = ev.anchor
+    if cls is AliasEvent:
+        if anchor not in anchors:
+            msg = f"YAML syntax: found undefined alias '{anchor}'"
+            raise SpecError(msg, _mark_loc(file, text, ev.start_mark),
+                            f"define the anchor (&{anchor}) before its first use, "
+                            "or write the value out")
+        return anchors[anchor]
+    node: Node
+    if cls is ScalarEvent:
+        tag = _RESOLVER.resolve(ScalarNode, ev.value, ev.implicit)
+        node = ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+    elif cls is SequenceStartEvent:
+        node = SequenceNode(_TAG + "seq", [], ev.start_mark, None, flow_style=ev.flow_style)
+    else:
+        node = MappingNode(_TAG + "map", [], ev.start_mark, None, flow_style=ev.flow_style)
+    if anchor is not None:
+        if anchor in anchors:
+            first = anchors[anchor].start_mark.line + 1
+            msg = f"YAML syntax: anchor '&{anchor}' defined twice (first at line {first})"
+            raise SpecError(msg, _mark_loc(file, text, ev.start_mark),
+                            "give each anchor its own name")
+        anchors[anchor] = node
+    return node
 
 
 _NODE_EVENTS = frozenset((ScalarEvent, SequenceStartEvent, MappingStartEvent, AliasEvent))

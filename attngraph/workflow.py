@@ -92,6 +92,28 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
         ``<records>:N`` / ``<DataFrame>:N`` for the N-th record or row), a run
         already in ``out``.
     """
+    from attngraph.train.trained.reloaded import load_run
+
+    if epochs is not None and steps is not None:
+        msg = "give epochs or steps, not both"
+        raise TrainingError(msg, SourceLoc("epochs"), "epochs sets the steps from the data")
+    folder, temporary = _folder(out)
+    settings = {"steps": steps, "epochs": epochs, "batch": batch, "lr": lr, "seed": seed,
+                "fields": dict(fields or {}), "tokenize": tokenize,
+                "valid_fraction": valid_fraction, "patience": patience, "device": device,
+                "bf16": bf16, "overwrite": overwrite, "quiet": quiet}
+    _train_in(folder, spec, data, valid, temporary=temporary, settings=settings)
+    run = load_run(folder, device=device)
+    if temporary:
+        weakref.finalize(run, shutil.rmtree, str(folder), ignore_errors=True)
+    return run
+
+
+def _train_in(folder: Path, spec: str | Path | Graph, data: Any, valid: Any, *,
+              temporary: bool, settings: dict[str, Any]) -> None:
+    """Train into the run directory ``folder``, the data given in memory written there
+    first (``settings``: the rest of :class:`RunConfig`); on any failure remove what
+    this run wrote, and ``folder`` too when it is temporary or this call made it."""
     from attngraph.train.data.inputs import (
         TRAIN_FILE,
         VALID_FILE,
@@ -103,14 +125,10 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
     from attngraph.train.run.runner import RunConfig
     from attngraph.train.run.runner import run as run_training
     from attngraph.train.store import directory as rundir
-    from attngraph.train.trained.reloaded import load_run
 
-    if epochs is not None and steps is not None:
-        msg = "give epochs or steps, not both"
-        raise TrainingError(msg, SourceLoc("epochs"), "epochs sets the steps from the data")
-    folder, temporary = _folder(out)
     made = not folder.exists()
-    rundir.check(folder, resume=False, overwrite=overwrite)  # before anything is written
+    # before anything is written
+    rundir.check(folder, resume=False, overwrite=settings["overwrite"])
     written = Written()
     try:
         with named_as(written):
@@ -119,9 +137,7 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
                 data=data_path(data, folder / TRAIN_FILE, written),
                 valid=data_path(valid, folder / VALID_FILE, written) if valid is not None
                 else None,
-                out=str(folder), steps=steps, epochs=epochs, batch=batch, lr=lr, seed=seed,
-                fields=dict(fields or {}), tokenize=tokenize, valid_fraction=valid_fraction,
-                patience=patience, device=device, bf16=bf16, overwrite=overwrite, quiet=quiet)
+                out=str(folder), **settings)
             summary = run_training(cfg)
     except BaseException:
         written.remove()
@@ -131,10 +147,6 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
             _rmdir(folder)
         raise
     _bring_back(written.files, folder, summary.moved_aside)
-    run = load_run(folder, device=device)
-    if temporary:
-        weakref.finalize(run, shutil.rmtree, str(folder), ignore_errors=True)
-    return run
 
 
 def _rmdir(folder: Path) -> None:

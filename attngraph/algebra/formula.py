@@ -24,7 +24,8 @@ it never calls Python's ``eval``, never looks up a Python name, and refuses a
 formula longer than :data:`MAX_LENGTH` characters, nested deeper than
 :data:`MAX_DEPTH`, or with a number outside ±:data:`MAX_NUMBER`, each at the
 offending character (:class:`FormulaError` carries the 0-based offset; the kind
-turns it into the spec's line and column).
+turns it into the spec's line and column). The tree's node types and walks are
+:mod:`attngraph.algebra.tree`'s, re-exported here.
 
 >>> str(parse("-x^2 + 3*y"))
 '(-(x ^ 2) + (3 * y))'
@@ -39,6 +40,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from attngraph.algebra.tree import Binary, Call, Expr, Name, Num, Unary, names, walk
 from attngraph.errors import SourceLoc
 
 __all__ = [
@@ -67,68 +69,6 @@ class FormulaError(ValueError):
         self.message = message
         self.offset = offset
         self.hint = hint
-
-
-@dataclass(frozen=True)
-class Expr:
-    """A node of a formula's tree; ``pos`` is its 0-based offset in the text."""
-
-    pos: int
-
-
-@dataclass(frozen=True)
-class Num(Expr):
-    """A number."""
-
-    value: float
-
-    def __str__(self) -> str:
-        return f"{self.value:g}"
-
-
-@dataclass(frozen=True)
-class Name(Expr):
-    """A name: a node or input (``enc`` or ``enc.state``), a dims name, a length,
-    an index (``i``, ``j``) or an axis (``items``); what it is, shape inference says."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
-class Unary(Expr):
-    """``-x`` (op ``-``)."""
-
-    op: str
-    arg: Expr
-
-    def __str__(self) -> str:
-        return f"{self.op}{self.arg}"
-
-
-@dataclass(frozen=True)
-class Binary(Expr):
-    """``a op b`` for op in ``+ - * / ^`` and the comparisons."""
-
-    op: str
-    left: Expr
-    right: Expr
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
-
-
-@dataclass(frozen=True)
-class Call(Expr):
-    """``fn(arg, ...)``: a function of the registry (:mod:`attngraph.algebra.functions`)."""
-
-    fn: str
-    args: tuple[Expr, ...]
-
-    def __str__(self) -> str:
-        return f"{self.fn}({', '.join(str(a) for a in self.args)})"
 
 
 _ALIASES = {"·": "*", "×": "*", "÷": "/", "−": "-", "**": "^", "≤": "<=", "≥": ">=",
@@ -351,31 +291,6 @@ def parse(text: str) -> Expr:
         msg = f"unexpected '{p.tok.text}' after a complete formula"
         raise FormulaError(msg, p.tok.pos, hint)
     return tree
-
-
-def walk(e: Expr) -> list[Expr]:
-    """Every node of a tree, parents before children."""
-    out: list[Expr] = []
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        out.append(x)
-        if isinstance(x, Unary):
-            stack.append(x.arg)
-        elif isinstance(x, Binary):
-            stack += [x.right, x.left]
-        elif isinstance(x, Call):
-            stack += reversed(x.args)
-    return out
-
-
-def names(e: Expr) -> list[Name]:
-    """The names a formula reads, in order of appearance (repeats included).
-
-    >>> [n.name for n in names(parse("exp(s) / sum(exp(s), items)"))]
-    ['s', 's', 'items']
-    """
-    return sorted((x for x in walk(e) if isinstance(x, Name)), key=lambda n: n.pos)
 
 
 def formula_loc(base: SourceLoc, text: str, offset: int) -> SourceLoc:

@@ -41,80 +41,27 @@ Instructions (``r`` registers are indices into the list of results so far):
   ``xdims`` and ``idims`` (:mod:`attngraph.algebra.take`);
 - ``("align", a, shape)``: register ``a`` viewed with singleton axes inserted
   (``shape``: for each result dimension, the source dimension or -1).
+
+The types are :mod:`attngraph.algebra.values`'s (re-exported here), the constant
+folding :mod:`attngraph.algebra.fold`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from attngraph.algebra.axes import AXES, canonical, is_scores
+from attngraph.algebra.fold import FOLD, fold
 from attngraph.algebra.formula import Binary, Call, Expr, FormulaError, Name, Num, Unary, names
-from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF
+from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF, Function
 from attngraph.algebra.take import take_layout
+from attngraph.algebra.values import INDICES, Dim, Env, Program, Val
 from attngraph.errors import did_you_mean
-
-#: A size: a fixed integer, or a symbol known at run time (as the IR's ``Dim``; the
-#: algebra does not import the IR, whose builder reads formulas).
-Dim = int | str
 
 __all__ = ["Val", "Env", "Program", "typecheck", "INDICES"]
 
-#: The position indices a formula may read: ``i`` along the queries, ``j`` along the items.
-INDICES = {"i": "queries", "j": "items"}
-
 _ARITH = ("+", "-", "*", "/", "^")
-
-
-@dataclass(frozen=True)
-class Val:
-    """What a (sub)formula is: named axes (``heads`` included) with their sizes, dtype,
-    and role: ``weights`` (it derives from attention weights), ``simplex`` (a
-    distribution over its items axis), ``const`` (a number known when compiling)."""
-
-    axes: tuple[str, ...] = ()
-    sizes: tuple[Dim, ...] = ()
-    dtype: str = "float"
-    weights: bool = False
-    simplex: bool = False
-    const: float | None = None
-
-    def size(self, axis: str) -> Dim:
-        return self.sizes[self.axes.index(axis)]
-
-    def text(self) -> str:
-        if not self.axes:
-            return "a number" if self.const is not None else "a scalar"
-        return "[" + ", ".join(f"{a} {s}" for a, s in zip(self.axes, self.sizes,
-                                                          strict=True)) + "]"
-
-
-@dataclass(frozen=True)
-class Env:
-    """What a formula may name: ``values`` (reference text -> its :class:`Val`),
-    ``dims`` (name -> number), ``sizes`` (axis -> size, for indices over an axis no value
-    has), ``lengths`` (the symbols a forward knows the size of)."""
-
-    values: Mapping[str, Val]
-    dims: Mapping[str, int] = field(default_factory=dict)
-    #: sizes of the axes the indices run along where no value read has them
-    sizes: Mapping[str, Dim] = field(default_factory=dict)
-    #: the lengths whose size every forward knows (the inputs')
-    lengths: frozenset[str] = frozenset()
-
-
-@dataclass
-class Program:
-    """A typed formula: its instructions, the register of its result, and its type."""
-
-    instrs: list[tuple[Any, ...]]
-    out: int
-    val: Val
-    #: registers by the value they read (reference text)
-    reads: dict[str, int]
-    #: the type of every register
-    vals: list[Val]
 
 
 def _fail(e: Expr, msg: str, hint: str | None = None) -> FormulaError:
@@ -252,7 +199,7 @@ class _Checker:
         a, b = self.expr(e.left), self.expr(e.right)
         va, vb = self.vals[a], self.vals[b]
         if va.const is not None and vb.const is not None:
-            n = _fold(e, e.op, va.const, vb.const)
+            n = fold(e, e.op, va.const, vb.const)
             return self.emit(("num", n), Val(const=n))
         cmp = e.op not in _ARITH
         if e.op == "/" and vb.const == 0:
@@ -265,6 +212,35 @@ class _Checker:
         return self.emit(("bin", e.op, ra, rb), val)
 
     def call(self, e: Call) -> int:
+        name, fn, args, axis_name = self.function(e)
+        if fn.form == "index":
+            assert axis_name is not None
+            if args:
+                raise _fail(e, f"{e.fn} takes only an axis", f"e.g. {e.fn}(heads)")
+            return self.index(e, f"{e.fn}({axis_name})", axis_name)
+        lo, hi = fn.arity
+        if not lo <= len(args) <= hi:
+            want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            raise _fail(e, f"{e.fn} takes {want} value argument(s), found {len(args)}",
+                        f"{fn.name}: {fn.formula}")
+        regs = [self.expr(x) for x in args]
+        if fn.form == "elementwise":
+            return self.elementwise(e, name, regs)
+        if fn.form == "matmul":
+            return self.matmul(e, *regs)
+        assert axis_name is not None
+        if fn.form == "take":
+            lay = take_layout(e, self.vals[regs[0]], self.vals[regs[1]], axis_name)
+            return self.emit(("take", name, *regs, *lay[2:]), Val(lay[0], lay[1], "float"))
+        if fn.form == "project":
+            w, x = regs
+            return self.project(e, w, x, axis_name)
+        (x,) = regs
+        return self.over_axis(e, name, fn.form, x, axis_name)
+
+    def function(self, e: Call) -> tuple[str, Function, list[Expr], str | None]:
+        """The function ``e`` calls (a reduction's name for ``max(x, items)``), its value
+        arguments, and the axis named as its last argument (None if it takes none)."""
         name = REDUCTION_OF.get(e.fn, e.fn) if len(e.args) == 2 and _axis_arg(e) else e.fn
         if name not in FUNCTIONS and e.fn in self.env.values:
             raise _fail(e, f"'{e.fn}' is a node, not a function",
@@ -283,59 +259,49 @@ class _Checker:
             axis_e = args.pop()
             assert isinstance(axis_e, Name)
             axis_name = axis_e.name
-        if fn.form == "index":
-            assert axis_name is not None
-            if args:
-                raise _fail(e, f"{e.fn} takes only an axis", f"e.g. {e.fn}(heads)")
-            return self.index(e, f"{e.fn}({axis_name})", axis_name)
-        lo, hi = fn.arity
-        if not lo <= len(args) <= hi:
-            want = f"{lo}" if lo == hi else f"{lo} to {hi}"
-            raise _fail(e, f"{e.fn} takes {want} value argument(s), found {len(args)}",
-                        f"{fn.name}: {fn.formula}")
-        regs = [self.expr(x) for x in args]
-        if fn.form == "elementwise":
-            if all(self.vals[r].const is not None for r in regs) and name in _FOLD:
-                n = _fold(e, name, *[self.vals[r].const for r in regs])  # type: ignore[arg-type]
-                return self.emit(("num", n), Val(const=n))
-            val, aligned = self.broadcast(e, regs, f"{e.fn}(...)")
-            if name == "where":
-                if self.vals[regs[0]].dtype != "bool":
-                    raise _fail(e.args[0], "where's first argument is a condition",
-                                "compare, e.g. where(j <= i, x, 0)")
-                val = replace(val, dtype="float" if any(self.vals[r].dtype == "float"
-                                                        for r in regs[1:]) else "bool")
-            else:
-                val = replace(val, dtype="float")
-            return self.emit(("call", name, tuple(aligned)), val)
-        if fn.form == "matmul":
-            return self.matmul(e, *regs)
-        assert axis_name is not None
-        if fn.form == "take":
-            lay = take_layout(e, self.vals[regs[0]], self.vals[regs[1]], axis_name)
-            return self.emit(("take", name, *regs, *lay[2:]), Val(lay[0], lay[1], "float"))
-        if fn.form == "project":
-            w, x = regs
-            vw, vx = self.vals[w], self.vals[x]
-            if len(vw.axes) != 2 or "heads" in vw.axes:
-                raise _fail(e.args[0], f"project's first argument is a matrix [out, in], "
-                            f"found {vw.text()}", "declare it as a param with shape: [out, in]")
-            if axis_name not in vx.axes:
-                raise _fail(e.args[1], f"project works along the {axis_name}, which "
-                            f"{vx.text()} does not have", f"name one of {', '.join(vx.axes)}")
-            d = vx.axes.index(axis_name)
-            if vw.sizes[1] != vx.sizes[d]:
-                raise _fail(e, f"project: W maps {vw.sizes[1]} {axis_name} but x has "
-                            f"{vx.sizes[d]}", "make W's second size the axis' size"
-                            + (" (a length must be fixed: give the input a fixed length, or "
-                               "make W [out, N] with max_len)" if isinstance(vx.sizes[d], str)
-                               else ""))
-            new = list(vx.sizes)
-            new[d] = vw.sizes[0]
-            sym = vx.sizes[d] if isinstance(vx.sizes[d], str) else ""
-            return self.emit(("proj", w, x, d + 1, sym), replace(vx, sizes=tuple(new),
-                                                          weights=False, simplex=False))
-        (x,) = regs
+        return name, fn, args, axis_name
+
+    def elementwise(self, e: Call, name: str, regs: list[int]) -> int:
+        """An elementwise function: folded when its arguments are numbers, else
+        broadcast over their axes (``where``'s first argument a condition)."""
+        if all(self.vals[r].const is not None for r in regs) and name in FOLD:
+            n = fold(e, name, *[self.vals[r].const for r in regs])  # type: ignore[arg-type]
+            return self.emit(("num", n), Val(const=n))
+        val, aligned = self.broadcast(e, regs, f"{e.fn}(...)")
+        if name == "where":
+            if self.vals[regs[0]].dtype != "bool":
+                raise _fail(e.args[0], "where's first argument is a condition",
+                            "compare, e.g. where(j <= i, x, 0)")
+            val = replace(val, dtype="float" if any(self.vals[r].dtype == "float"
+                                                    for r in regs[1:]) else "bool")
+        else:
+            val = replace(val, dtype="float")
+        return self.emit(("call", name, tuple(aligned)), val)
+
+    def project(self, e: Call, w: int, x: int, axis_name: str) -> int:
+        """``project(W, x, axis)``: the matrix ``W`` [out, in] applied along ``axis``."""
+        vw, vx = self.vals[w], self.vals[x]
+        if len(vw.axes) != 2 or "heads" in vw.axes:
+            raise _fail(e.args[0], f"project's first argument is a matrix [out, in], "
+                        f"found {vw.text()}", "declare it as a param with shape: [out, in]")
+        if axis_name not in vx.axes:
+            raise _fail(e.args[1], f"project works along the {axis_name}, which "
+                        f"{vx.text()} does not have", f"name one of {', '.join(vx.axes)}")
+        d = vx.axes.index(axis_name)
+        if vw.sizes[1] != vx.sizes[d]:
+            raise _fail(e, f"project: W maps {vw.sizes[1]} {axis_name} but x has "
+                        f"{vx.sizes[d]}", "make W's second size the axis' size"
+                        + (" (a length must be fixed: give the input a fixed length, or "
+                           "make W [out, N] with max_len)" if isinstance(vx.sizes[d], str)
+                           else ""))
+        new = list(vx.sizes)
+        new[d] = vw.sizes[0]
+        sym = vx.sizes[d] if isinstance(vx.sizes[d], str) else ""
+        return self.emit(("proj", w, x, d + 1, sym), replace(vx, sizes=tuple(new),
+                                                      weights=False, simplex=False))
+
+    def over_axis(self, e: Call, name: str, form: str, x: int, axis_name: str) -> int:
+        """A reduce, scan or normalise function of ``x`` along ``axis_name``."""
         vx = self.vals[x]
         if axis_name not in vx.axes:
             have = ", ".join(vx.axes) or "no axis"
@@ -345,14 +311,14 @@ class _Checker:
         d = vx.axes.index(axis_name)
         size = vx.sizes[d]
         sym = size if isinstance(size, str) else ""
-        if fn.form == "reduce":
+        if form == "reduce":
             axes = vx.axes[:d] + vx.axes[d + 1:]
             sizes = vx.sizes[:d] + vx.sizes[d + 1:]
             val = Val(axes, sizes, "float", weights=vx.weights and is_scores(axes))
         else:
-            dist = fn.form == "normalise" and axis_name == "items"
+            dist = form == "normalise" and axis_name == "items"
             val = replace(vx, dtype="float", simplex=dist and vx.axes[-1] == "items",
-                          weights=vx.weights or fn.form == "normalise")
+                          weights=vx.weights or form == "normalise")
         return self.emit(("axis", name, x, d + 1, sym), val)
 
     def matmul(self, e: Call, a: int, b: int) -> int:
@@ -392,33 +358,6 @@ class _Checker:
 def _axis_arg(e: Call) -> bool:
     last = e.args[-1] if e.args else None
     return isinstance(last, Name) and last.name in AXES
-
-
-_FOLD = {"sqrt", "exp", "log", "abs", "sin", "cos", "tanh", "min", "max", "floor"}
-
-
-def _fold(e: Expr, op: str, *xs: float) -> float:
-    """A number computed when compiling (``sqrt(d)``, ``1 - 0.5``)."""
-    import math
-
-    try:
-        table: dict[str, Any] = {
-            "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-            "/": lambda a, b: a / b, "^": lambda a, b: a ** b,
-            "<": lambda a, b: float(a < b), "<=": lambda a, b: float(a <= b),
-            ">": lambda a, b: float(a > b), ">=": lambda a, b: float(a >= b),
-            "==": lambda a, b: float(a == b), "!=": lambda a, b: float(a != b),
-            "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "abs": abs, "sin": math.sin,
-            "cos": math.cos, "tanh": math.tanh, "min": min, "max": max, "floor": math.floor,
-        }
-        n = table[op](*xs)
-    except (ValueError, ZeroDivisionError, OverflowError) as exc:
-        raise _fail(e, f"the constant part {op} of the formula has no value: {exc}",
-                    "check the numbers and dims it uses") from None
-    if isinstance(n, complex) or not float("-inf") < float(n) < float("inf") or abs(n) > 1e30:
-        raise _fail(e, f"the constant part of the formula is out of range ({n})",
-                    "use smaller numbers")
-    return float(n)
 
 
 def typecheck(tree: Expr, env: Env) -> Program:

@@ -108,13 +108,9 @@ def docs(spec_dir: str, out_dir: str) -> None:
     """Render the catalog; rewrite the field reference (see the help)."""
     import sys
 
-    from attngraph.cli import echo_error
-    from attngraph.errors import AttnGraphError, RenderError, SourceLoc
-    from attngraph.frontend import load_spec
-    from renderers import render
+    from attngraph.errors import RenderError, SourceLoc
 
     out = Path(out_dir)
-    img_dir = out / "catalog"
     specs = sorted(Path(spec_dir).glob("*.yaml"))
     if not specs:
         # an empty page would replace the catalog page: refuse instead
@@ -123,26 +119,51 @@ def docs(spec_dir: str, out_dir: str) -> None:
                           "with --specs")
     sections, graphs, bad = [], [], 0
     for spec in specs:
-        try:
-            graph = load_spec(spec)
-            svgs = {view: str(render(graph, view, "svg")) for view in ("architecture",
-                                                                       "unrolled")}
-        except AttnGraphError as exc:
-            echo_error(exc)
+        rendered = _render_entry(spec, out / "catalog")
+        if rendered is None:
             bad += 1
             continue
-        images = {}
-        for view, svg in svgs.items():
-            # a file that cannot be written stops the command (the next would fail too)
-            name = f"{spec.stem}.{view}.svg"
-            write_output(img_dir / name, svg, error=RenderError)
-            images[view] = f"catalog/{name}"
-        # drawn by `python -m attngraph.train.report.results` from the model it trained
-        picture = img_dir / f"{spec.stem}.attention.png"
-        sections.append(catalog_entry(graph, spec, images, f"catalog/{picture.name}"
-                                      if picture.is_file() else None))
+        graph, section = rendered
+        sections.append(section)
         graphs.append(graph)
         click.echo(f"rendered {spec}")
+    write_output(out / "catalog.md", "\n".join([*_catalog_head(graphs), *sections]),
+                 error=RenderError)
+    click.echo(f"wrote {out / 'catalog.md'} ({len(sections)} specs)")
+    _refresh_reference(out / "spec-language.md")
+    if bad:
+        sys.exit(1)
+
+
+def _render_entry(spec: Path, img_dir: Path) -> tuple[Graph, str] | None:
+    """Draw ``spec``'s two views into ``img_dir`` and return its graph and catalog
+    section; None (the error echoed) when the spec does not load or draw."""
+    from attngraph.cli import echo_error
+    from attngraph.errors import AttnGraphError, RenderError
+    from attngraph.frontend import load_spec
+    from renderers import render
+
+    try:
+        graph = load_spec(spec)
+        svgs = {view: str(render(graph, view, "svg")) for view in ("architecture",
+                                                                   "unrolled")}
+    except AttnGraphError as exc:
+        echo_error(exc)
+        return None
+    images = {}
+    for view, svg in svgs.items():
+        # a file that cannot be written stops the command (the next would fail too)
+        name = f"{spec.stem}.{view}.svg"
+        write_output(img_dir / name, svg, error=RenderError)
+        images[view] = f"catalog/{name}"
+    # drawn by `python -m attngraph.train.report.results` from the model it trained
+    picture = img_dir / f"{spec.stem}.attention.png"
+    return graph, catalog_entry(graph, spec, images, f"catalog/{picture.name}"
+                                if picture.is_file() else None)
+
+
+def _catalog_head(graphs: list[Graph]) -> list[str]:
+    """The catalog page's opening lines: the axes table, then the training results."""
     head = ["# Catalog", "",
             "Every spec in `specs/`, drawn by `attngraph render` (architecture view, then",
             "the per-item unrolled view). Regenerate with `attngraph docs` (or `make docs`).",
@@ -158,14 +179,17 @@ def docs(spec_dir: str, out_dir: str) -> None:
                  "the hard attention model must beat by 0.1; "
                  "docs/training-results.md tells how it got there.",
                  "", results.rstrip(), ""]
-    write_output(out / "catalog.md", "\n".join([*head, *sections]), error=RenderError)
-    click.echo(f"wrote {out / 'catalog.md'} ({len(sections)} specs)")
-    page = out / "spec-language.md"
-    if page.is_file():
-        old = read_text(page, Role("page", 16 * 2**20, RenderError))
-        new = reference_page(old, str(page))
-        if new != old:
-            write_output(page, new, error=RenderError)
-        click.echo(f"field reference in {page}: {'rewritten' if new != old else 'up to date'}")
-    if bad:
-        sys.exit(1)
+    return head
+
+
+def _refresh_reference(page: Path) -> None:
+    """Rewrite the field reference and tables of ``page`` when it exists."""
+    from attngraph.errors import RenderError
+
+    if not page.is_file():
+        return
+    old = read_text(page, Role("page", 16 * 2**20, RenderError))
+    new = reference_page(old, str(page))
+    if new != old:
+        write_output(page, new, error=RenderError)
+    click.echo(f"field reference in {page}: {'rewritten' if new != old else 'up to date'}")

@@ -82,6 +82,32 @@ def _sync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _replace_via_temporary(target: Path, raw: bytes, mode: int, keep: int | None) -> None:
+    """Write ``raw`` to a fresh temporary file beside ``target``, flush it, and rename
+    it over ``target``; the new file gets ``mode`` less the umask, or the permission
+    bits ``keep`` of the file it replaces. On any failure the temporary file is
+    removed (only that one: it is made with ``O_EXCL``) and the error raised."""
+    tmp = target.with_name(temporary_name(target.name))
+    fd, made = -1, False
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     mode)
+        made = True
+        if keep is not None and hasattr(os, "fchmod"):
+            os.fchmod(fd, keep)
+        _write_all(fd, raw)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, target)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        if made:  # only the file this call created
+            tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_file(path: str | Path, data: str | bytes, *,
                error: type[AttnGraphError] = AttnGraphError,
                failed: Callable[[Path, OSError], AttnGraphError] | None = None,
@@ -133,26 +159,10 @@ def write_file(path: str | Path, data: str | bytes, *,
     if st is not None and not os.access(p, os.W_OK):  # as an in-place write would refuse
         raise fail(PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
     target = Path(os.path.realpath(p)) if os.path.islink(p) else p
-    tmp = target.with_name(temporary_name(target.name))
-    fd, made = -1, False
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                     mode)
-        made = True
-        if st is not None and hasattr(os, "fchmod"):
-            os.fchmod(fd, stat.S_IMODE(st.st_mode))
-        _write_all(fd, raw)
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, target)
-    except BaseException as exc:
-        if fd >= 0:
-            os.close(fd)
-        if made:  # only the file this call created
-            tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise fail(exc) from None
-        raise
+        _replace_via_temporary(target, raw, mode,
+                               None if st is None else stat.S_IMODE(st.st_mode))
+    except OSError as exc:
+        raise fail(exc) from None
     _sync_dir(target.parent)
     return p

@@ -47,6 +47,56 @@ def _cycle(deps: dict[str, list[str]]) -> list[str] | None:
     return None
 
 
+def _reference_errors(g: Graph) -> list[Diagnostic]:
+    """Duplicate ids, and edges or outputs that name no node of ``g``."""
+    diags: list[Diagnostic] = []
+    seen: set[str] = set()
+    for n in g.nodes:
+        if n.id in seen:
+            diags.append(Diagnostic(n.loc, f"duplicate node id '{n.id}'",
+                                    "each node, input and block input needs its own name; "
+                                    "rename one"))
+        seen.add(n.id)
+    for n in g.nodes:
+        for e in n.inputs:
+            if e.src not in seen:
+                diags.append(Diagnostic(e.loc, f"node '{n.id}': '{e.src}' is not a node",
+                                        did_you_mean(e.src, seen)))
+    for name, e in g.outputs:
+        if e.src not in seen:
+            diags.append(Diagnostic(e.loc, f"output '{name}': '{e.src}' is not a node",
+                                    did_you_mean(e.src, seen)))
+    return diags
+
+
+def _cycle_error(g: Graph) -> Diagnostic | None:
+    """The data-flow cycle of ``g``, located at its first edge, or None."""
+    path = _cycle({n.id: [e.src for e in n.inputs] for n in g.nodes})
+    if path is None:
+        return None
+    first = g.node(path[1])
+    edge = next((e for e in first.inputs if e.src == path[0]), None)
+    return Diagnostic(
+        edge.loc if edge else first.loc, "cycle: " + " -> ".join(path),
+        "attention graphs are acyclic; state that feeds back belongs in a loop's "
+        "carry (kind: loop)",
+    )
+
+
+def _block_cycle_error(graph: Graph) -> Diagnostic | None:
+    """A block that uses itself, directly or through others, or None."""
+    bpath = _cycle({name: sorted(_block_uses(b)) for name, b in graph.blocks.items()})
+    if bpath is None:
+        return None
+    b = graph.blocks[bpath[0]]
+    user = next((n for n in b.nodes if bpath[1] in _blocks_named(n)), None)
+    return Diagnostic(
+        user.loc if user is not None else graph.nodes[0].loc,
+        "block uses itself: " + " -> ".join(bpath),
+        "a block cannot contain itself; use kind: repeat to stack a block",
+    )
+
+
 def verify(graph: Graph) -> Graph:
     """Check the graph's invariants and return it unchanged.
 
@@ -69,43 +119,15 @@ def verify(graph: Graph) -> Graph:
     """
     diags: list[Diagnostic] = []
     for g in (graph, *graph.blocks.values()):
-        seen: set[str] = set()
-        for n in g.nodes:
-            if n.id in seen:
-                diags.append(Diagnostic(n.loc, f"duplicate node id '{n.id}'",
-                                        "each node, input and block input needs its own name; "
-                                        "rename one"))
-            seen.add(n.id)
-        for n in g.nodes:
-            for e in n.inputs:
-                if e.src not in seen:
-                    diags.append(Diagnostic(e.loc, f"node '{n.id}': '{e.src}' is not a node",
-                                            did_you_mean(e.src, seen)))
-        for name, e in g.outputs:
-            if e.src not in seen:
-                diags.append(Diagnostic(e.loc, f"output '{name}': '{e.src}' is not a node",
-                                        did_you_mean(e.src, seen)))
+        diags += _reference_errors(g)
         if diags:
             continue
-        path = _cycle({n.id: [e.src for e in n.inputs] for n in g.nodes})
-        if path is None:
-            continue
-        first = g.node(path[1])
-        edge = next((e for e in first.inputs if e.src == path[0]), None)
-        diags.append(Diagnostic(
-            edge.loc if edge else first.loc, "cycle: " + " -> ".join(path),
-            "attention graphs are acyclic; state that feeds back belongs in a loop's "
-            "carry (kind: loop)",
-        ))
-    bpath = _cycle({name: sorted(_block_uses(b)) for name, b in graph.blocks.items()})
-    if bpath is not None:
-        b = graph.blocks[bpath[0]]
-        user = next((n for n in b.nodes if bpath[1] in _blocks_named(n)), None)
-        diags.append(Diagnostic(
-            user.loc if user is not None else graph.nodes[0].loc,
-            "block uses itself: " + " -> ".join(bpath),
-            "a block cannot contain itself; use kind: repeat to stack a block",
-        ))
+        cycle = _cycle_error(g)
+        if cycle is not None:
+            diags.append(cycle)
+    block_cycle = _block_cycle_error(graph)
+    if block_cycle is not None:
+        diags.append(block_cycle)
     if diags:
         raise GraphError(diags[0].message, diagnostics=diags)
     return graph

@@ -109,34 +109,58 @@ def map_tensors(names: NameMap, dims: Mapping[str, int], tensors: Mapping[str, T
         rule = names.rule(template)
         stack = names.layers_of(template) if "{i}" in template else None
         for i in (range(int(dims[stack])) if stack is not None else [None]):
-            src = _expand(template, i)
             targets = [_expand(t, i) for t in ([rule.to] if isinstance(rule.to, str)
                                                else rule.to)]
-            read = src if src in tensors else (
-                _expand(rule.fallback, i) if rule.fallback is not None else None)
-            if read is None or read not in tensors:
-                want = ", ".join(f"'{t}' {_shape(params[t])}" for t in targets if t in params)
-                msg = f"the checkpoint has no tensor '{src}', which the name map reads into {want}"
-                raise TrainingError(msg, where, _missing_hint(src, tensors))
+            read = _tensor_read(_expand(template, i), rule, i, tensors, targets, params, where)
             used.add(read)
             made = _apply(rule.model_copy(update={"to": targets}), tensors[read], dims, read,
                           where)
             for target, t in zip(targets, made, strict=True):
-                if target not in params:
-                    msg = (f"the name map reads tensor '{read}' {_shape(t)} into '{target}', "
-                           "which is not a parameter of the spec")
-                    raise TrainingError(msg, where, "parameters: "
-                                        + _few(sorted(params)))
-                if tuple(t.shape) != tuple(params[target]) and _leading_ones(
-                        tuple(params[target])) == tuple(t.shape):
-                    t = t.reshape(params[target])  # a param node's leading axis of one
-                if tuple(t.shape) != tuple(params[target]):
-                    msg = (f"tensor '{read}' has shape {_shape(t)}"
-                           f"{' after its transforms' if _transforms(rule) else ''}, but "
-                           f"parameter '{target}' has {_shape(params[target])}")
-                    raise TrainingError(msg, where, "the spec's dims do not fit this model: "
-                                        "import reads them from its config.json")
-                out[target] = t
+                out[target] = _fitted(t, read, target, rule, params, where)
+    _check_complete(names, tensors, used, params, out, where)
+    return out
+
+
+def _tensor_read(src: str, rule: TensorRule, i: int | None, tensors: Mapping[str, Tensor],
+                 targets: list[str], params: Mapping[str, tuple[int, ...]],
+                 where: SourceLoc) -> str:
+    """The checkpoint tensor a rule reads for ``src``: ``src`` or its fallback; a
+    :class:`TrainingError` when the checkpoint has neither."""
+    read = src if src in tensors else (
+        _expand(rule.fallback, i) if rule.fallback is not None else None)
+    if read is None or read not in tensors:
+        want = ", ".join(f"'{t}' {_shape(params[t])}" for t in targets if t in params)
+        msg = f"the checkpoint has no tensor '{src}', which the name map reads into {want}"
+        raise TrainingError(msg, where, _missing_hint(src, tensors))
+    return read
+
+
+def _fitted(t: Tensor, read: str, target: str, rule: TensorRule,
+            params: Mapping[str, tuple[int, ...]], where: SourceLoc) -> Tensor:
+    """``t`` as parameter ``target`` takes it (a param node's leading axes of one
+    added); a :class:`TrainingError` when ``target`` is no parameter or the shapes
+    differ."""
+    if target not in params:
+        msg = (f"the name map reads tensor '{read}' {_shape(t)} into '{target}', "
+               "which is not a parameter of the spec")
+        raise TrainingError(msg, where, "parameters: " + _few(sorted(params)))
+    if tuple(t.shape) != tuple(params[target]) and _leading_ones(
+            tuple(params[target])) == tuple(t.shape):
+        t = t.reshape(params[target])  # a param node's leading axis of one
+    if tuple(t.shape) != tuple(params[target]):
+        msg = (f"tensor '{read}' has shape {_shape(t)}"
+               f"{' after its transforms' if _transforms(rule) else ''}, but "
+               f"parameter '{target}' has {_shape(params[target])}")
+        raise TrainingError(msg, where, "the spec's dims do not fit this model: "
+                            "import reads them from its config.json")
+    return t
+
+
+def _check_complete(names: NameMap, tensors: Mapping[str, Tensor], used: set[str],
+                    params: Mapping[str, tuple[int, ...]], out: Mapping[str, Tensor],
+                    where: SourceLoc) -> None:
+    """Refuse a checkpoint tensor nothing read (unless ignored) and a parameter
+    nothing filled."""
     ignored = [pattern(n) for n in names.ignore]
     extra = [n for n in tensors if n not in used and not any(p.match(n) for p in ignored)]
     if extra:
@@ -149,7 +173,6 @@ def map_tensors(names: NameMap, dims: Mapping[str, int], tensors: Mapping[str, T
         msg = (f"no tensor of the checkpoint fills parameter '{unfilled[0]}' "
                f"{_shape(params[unfilled[0]])}{_more(unfilled)}")
         raise TrainingError(msg, where, "add a rule for it to the spec's name map")
-    return out
 
 
 def _leading_ones(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -79,7 +79,6 @@ def import_model(source: str | Path, out: str | Path, *, spec: str | Path | None
     TrainingError
         Besides load_model's errors: ``out`` holds a run already, or cannot be written.
     """
-    from attngraph.train.engine.step import TrainSettings, make_optimizer
     from attngraph.train.store import checkpoints as ck
 
     run = Path(out)
@@ -88,6 +87,22 @@ def import_model(source: str | Path, out: str | Path, *, spec: str | Path | None
         raise TrainingError(msg, SourceLoc(str(run)), "import into a new directory")
     check_memory(_weights_files(Path(source)), source)
     imp = load_model(source, spec=spec, config=config, seed=seed)
+    _write_checkpoint(run, imp, seed=seed, lr=lr, batch=batch)
+    tok = _copy_tokenizer(imp, run)
+    info = {"format": 1, "source": str(source), "config": imp.source.config_file,
+            "weights": imp.source.weights_file, "spec": imp.spec_file,
+            "model_type": imp.source.config.get("model_type"), "dims": imp.dims,
+            "tokenizer": TOKENIZER_DIR if tok is not None else None}
+    write_file(run / IMPORT_FILE, json.dumps(info, indent=1) + "\n", error=TrainingError)
+    return imp
+
+
+def _write_checkpoint(run: Path, imp: Imported, *, seed: int, lr: float, batch: int) -> None:
+    """Write ``run``'s spec file and its step-0 checkpoint: the imported parameters,
+    a fresh optimiser state, and the settings for training on."""
+    from attngraph.train.engine.step import TrainSettings, make_optimizer
+    from attngraph.train.store import checkpoints as ck
+
     task, options = _task(imp)
     settings = TrainSettings.of(imp.graph, lr=lr, batch=batch)
     opt = make_optimizer(imp.model, settings)
@@ -100,17 +115,17 @@ def import_model(source: str | Path, out: str | Path, *, spec: str | Path | None
         step=0, model=state, optimizer=opt.state_dict(), rng=ck.rng_state(),
         spec_hash=ck.spec_hash(imp.graph), spec_text=imp.spec_text, spec_file=spec_file,
         config=cfg))
-    tok = None
-    if imp.source.tokenizer is not None:
-        tok = run / TOKENIZER_DIR
-        tok.mkdir(parents=True, exist_ok=True)
-        for name in TOKENIZER_FILES:
-            f = imp.source.tokenizer / name
-            if f.is_file():
-                shutil.copyfile(f, tok / name)
-    info = {"format": 1, "source": str(source), "config": imp.source.config_file,
-            "weights": imp.source.weights_file, "spec": imp.spec_file,
-            "model_type": imp.source.config.get("model_type"), "dims": imp.dims,
-            "tokenizer": TOKENIZER_DIR if tok is not None else None}
-    write_file(run / IMPORT_FILE, json.dumps(info, indent=1) + "\n", error=TrainingError)
-    return imp
+
+
+def _copy_tokenizer(imp: Imported, run: Path) -> Path | None:
+    """Copy the model directory's tokenizer files into ``run``; their folder, or None
+    when the source has no tokenizer."""
+    if imp.source.tokenizer is None:
+        return None
+    tok = run / TOKENIZER_DIR
+    tok.mkdir(parents=True, exist_ok=True)
+    for name in TOKENIZER_FILES:
+        f = imp.source.tokenizer / name
+        if f.is_file():
+            shutil.copyfile(f, tok / name)
+    return tok

@@ -209,10 +209,6 @@ def save(model: nn.Module, out: str | Path, *, data: Any, spec: str | Path | Gra
         A model that is not the spec's, data that does not fit it, ``out`` holding a
         run or not writable.
     """
-    from attngraph.train.data.batches import save_encoding
-    from attngraph.train.data.inputs import SPEC_FILE, TRAIN_FILE, Written, data_path
-    from attngraph.train.engine.step import TrainSettings, make_optimizer
-    from attngraph.train.store import checkpoints as ck
     from attngraph.train.store import directory as rundir
 
     graph = _model_graph(model, spec, data)
@@ -226,6 +222,20 @@ def save(model: nn.Module, out: str | Path, *, data: Any, spec: str | Path | Gra
                                                              tokenize=tokenize)
     folder = Path(out)
     rundir.check(folder, resume=False, overwrite=False)
+    _write_run(folder, graph, text, ds, state, fresh, seed=seed, step=step)
+    return folder
+
+
+def _write_run(folder: Path, graph: Graph, text: str, ds: TrainingData,
+               state: dict[str, Any], fresh: nn.Module, *, seed: int, step: int) -> None:
+    """Write the run directory's files: the spec's text, the training records (unless
+    ``ds`` came from a file), the encoding and the checkpoint; on any failure remove
+    what was written."""
+    from attngraph.train.data.batches import save_encoding
+    from attngraph.train.data.inputs import SPEC_FILE, TRAIN_FILE, Written, data_path
+    from attngraph.train.engine.step import TrainSettings, make_optimizer
+    from attngraph.train.store import checkpoints as ck
+
     written = Written()
     try:
         spec_file = written.write(folder / SPEC_FILE, text)
@@ -242,4 +252,3 @@ def save(model: nn.Module, out: str | Path, *, data: Any, spec: str | Path | Gra
         written.remove()
         (folder / "data.json").unlink(missing_ok=True)
         raise
-    return folder

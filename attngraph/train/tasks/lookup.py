@@ -126,13 +126,7 @@ def task_for(graph: Graph, name: str | None, seed: int,
     spec_opts = dict(ts.options) if own and ts is not None else {}
     opts = {**spec_opts, **(options or {})}
     from_spec = {k for k, v in spec_opts.items() if opts[k] == v}
-    for k, v in opts.items():
-        try:
-            cls.option(k, v)
-        except TrainingError as exc:
-            loc = (graph.where("train", "options", k, key=k not in cls.defaults)
-                   if k in from_spec else file)
-            raise TrainingError(exc.message, loc, exc.hint) from None
+    _check_options(graph, cls, opts, from_spec, file)
     _check_metrics(graph, cls, at_task, own)
     try:
         return cls(seed=seed, **opts)
@@ -143,9 +137,26 @@ def task_for(graph: Graph, name: str | None, seed: int,
             loc = graph.where("train", "options")
         else:
             loc = at_task
-        defaults = ", ".join(f"{k}: {v!r}" for k, v in cls.defaults.items())
-        hint = exc.hint or f"choose options that fit together (defaults: {defaults})"
-        raise TrainingError(exc.message, loc, hint) from None
+        raise TrainingError(exc.message, loc, exc.hint or _fit_hint(cls)) from None
+
+
+def _check_options(graph: Graph, cls: type[Task], opts: Mapping[str, Any],
+                   from_spec: set[str], file: SourceLoc) -> None:
+    """Refuse an option ``cls`` does not take or a value it refuses: at the spec's
+    entry when the spec gave it (``from_spec``), else at the file."""
+    for k, v in opts.items():
+        try:
+            cls.option(k, v)
+        except TrainingError as exc:
+            loc = (graph.where("train", "options", k, key=k not in cls.defaults)
+                   if k in from_spec else file)
+            raise TrainingError(exc.message, loc, exc.hint) from None
+
+
+def _fit_hint(cls: type[Task]) -> str:
+    """The hint of options that do not fit together: the task's defaults."""
+    defaults = ", ".join(f"{k}: {v!r}" for k, v in cls.defaults.items())
+    return f"choose options that fit together (defaults: {defaults})"
 
 
 def _check_metrics(graph: Graph, cls: type[Task], at_task: SourceLoc, own: bool) -> None:

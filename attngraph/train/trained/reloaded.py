@@ -8,7 +8,8 @@ trained with ``--data``, its vocabularies and labels from ``data.json``. The
 :class:`Run` it returns reads raw records the way training did:
 
 - :meth:`Run.predict` -> one dict per example: the prediction decoded back to a
-  label name or to text, and on request the attention weights;
+  label name or to text, and on request the attention weights
+  (:mod:`attngraph.train.trained.rows`);
 - :meth:`Run.evaluate` -> the run's metrics on labelled data;
 - :meth:`Run.batch_of` -> the model's inputs for raw records (for pictures).
 
@@ -47,10 +48,6 @@ if TYPE_CHECKING:
     from attngraph.train.trained.evaluation import Report
 
 __all__ = ["Run", "load_run"]
-
-#: Outputs read as attention weights, in order of preference (as ``attend`` does).
-_WEIGHTS = ("pooling", "attention", "weights")
-
 
 @dataclass
 class Run:
@@ -186,15 +183,19 @@ class Run:
         """
         from torch.utils.data import DataLoader
 
+        from attngraph.train.trained.rows import prediction_row
+
         recs = self.records(data)
         ds = self._dataset(recs, need_label=False)
+        enc = self._enc()
         out: list[dict[str, Any]] = []
         for lo, b in zip(range(0, len(ds), batch),
                          DataLoader(ds, batch_size=batch, collate_fn=ds.collate), strict=True):
             b = self._complete(b, ds, max_length)
             res = self.outputs(b, beam=beam, bf16=bf16, cache=cache)
             for i in range(next(iter(b.values())).shape[0]):
-                row = self._decode(lo + i, recs[lo + i], b, res, i, attention)
+                row = prediction_row(self, enc, lo + i, recs[lo + i], b, res, i,
+                                     attention=attention)
                 bad = nonfinite_at(row)
                 if bad is not None:
                     raise self._nonfinite(recs[lo + i].loc, f"its {bad}")
@@ -240,59 +241,6 @@ class Run:
             else:
                 res = self.model(**inputs)
         return {k: v.cpu() for k, v in float_outputs(res).items()}
-
-    def _decode(self, index: int, rec: Record, b: dict[str, Tensor], res: dict[str, Tensor],
-                i: int, attention: bool) -> dict[str, Any]:
-        enc = self._enc()
-        row: dict[str, Any] = {"index": index}
-        if rec.loc.line:
-            row["line"] = rec.loc.line
-        tgt = enc.seq_target
-        n_out = None
-        if tgt is not None:
-            n_out = int(res["lengths"][i])  # steps up to and including <eos>
-            ids = res["tokens"][i].tolist()[:n_out]
-            row["prediction"] = enc.vocabs[tgt].decode(ids)
-            row["score"] = round(float(res["scores"][i]), 6)  # summed log-probability
-            if enc.fields[tgt] in rec.values:
-                row["target"] = rec.values[enc.fields[tgt]]
-        elif enc.labels is not None:
-            logits = res["logits"][i].reshape(-1)
-            probs = logits.softmax(-1).tolist()
-            # every class of the spec, each once: one the data never named shows as
-            # <class K>, which no label can be (a label "3" is not class 3)
-            names = enc.labels.names_for(len(probs))
-            row["prediction"] = names[int(logits.argmax())]
-            row["probabilities"] = dict(zip(names, (round(p, 6) for p in probs),
-                                            strict=True))
-            if enc.label is not None and enc.label in rec.values:
-                row["label"] = str(rec.values[enc.label])
-        if attention:
-            row.update(self._attention(rec, b, res, i, n_out))
-        return row
-
-    def _attention(self, rec: Record, b: dict[str, Tensor], res: dict[str, Tensor], i: int,
-                   n_out: int | None) -> dict[str, Any]:
-        name = next((k for k in _WEIGHTS if k in res), None)
-        if name is None:
-            return {}
-        w = res[name][i].float()
-        while w.dim() > 2:  # (h, T, N): heads averaged
-            w = w.mean(0)
-        enc = self._enc()
-        src = next((k for k, t in enc.types.items() if t == "tokens"), None)
-        row: dict[str, Any] = {}
-        if src is not None and f"{src}_mask" in b:
-            n = int(b[f"{src}_mask"][i].sum())
-            w = w[..., :n]
-            row["tokens"] = self.words(rec)[src]  # the example's own tokens, not <unk>
-        if n_out is not None and w.dim() == 2:
-            w = w[:n_out]
-        if w.dim() == 2 and w.shape[0] == 1:
-            w = w[0]
-        row["attention"] = [[round(x, 6) for x in r] for r in w.tolist()] if w.dim() == 2 \
-            else [round(x, 6) for x in w.tolist()]
-        return row
 
     def export(self, path: str | Path, *, format: str = "pt2") -> Path:  # noqa: A002
         """Write the trained model to ``path`` as ``pt2``, ``onnx`` or ``python``, as
@@ -374,15 +322,12 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
         ``attngraph import`` (allowed past the parameter limit of specs) too large
         for this machine's memory.
     """
-    from attngraph.frontend import loads_spec
-    from attngraph.guard import check_resources
     from attngraph.lower import compile as lower
     from attngraph.train.data.batches import DataTask, EncodedDataset, load_encoding
     from attngraph.train.engine.device import pick_device
     from attngraph.train.store import checkpoints as ck
     from attngraph.train.store.directory import check_own as own_files
     from attngraph.train.store.imported import check_memory, is_imported
-    from attngraph.train.tasks.lookup import task_for
 
     run_dir = Path(path)
     dev = pick_device(device)
@@ -394,12 +339,7 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
     if imported:
         check_memory([run_dir / ck.CHECKPOINT], run_dir / ck.CHECKPOINT)
     ckpt = ck.load_checkpoint(run_dir)
-    # errors name the spec it came from
-    graph = loads_spec(ckpt.spec_text, ckpt.spec_file, allow_large=imported)
-    if ck.spec_hash(graph) != ckpt.spec_hash:
-        msg = "the spec text stored in this checkpoint does not match its hash"
-        raise TrainingError(msg, SourceLoc(file=str(run_dir / ck.CHECKPOINT)),
-                            "the checkpoint is damaged; train again")
+    graph = _stored_graph(ckpt, run_dir, imported=imported)
     cfg = ckpt.config
     enc = None
     task: Task
@@ -408,18 +348,43 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
         empty = EncodedDataset(graph, enc, [])
         task = DataTask(enc, empty, empty, seed=int(cfg["seed"]))
     else:
-        try:  # the task, its options and its test batch's size are the checkpoint's
-            task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
-            n = task.opts.get("length")
-            check_resources(graph, batch=cfg["eval_size"], allow_large=imported,
-                            length=n if isinstance(n, int) and n > 0 else None)
-        except AttnGraphError as exc:
-            msg = ("this checkpoint's stored settings do not make a run: "
-                   f"{exc.diagnostics[0].message}")
-            raise TrainingError(msg, SourceLoc(file=str(run_dir / ck.CHECKPOINT)),
-                                "the checkpoint is damaged; train again") from None
+        task = _stored_task(graph, cfg, run_dir, imported=imported)
     model = lower(graph, seed=cfg["seed"])
     ck.restore(ckpt, run_dir, model)
     model.eval()
     model.to(dev)
     return Run(run_dir, graph, model, task, ckpt, enc, dev)
+
+
+def _stored_graph(ckpt: Checkpoint, run_dir: Path, *, imported: bool) -> Graph:
+    """The spec stored in the checkpoint, refused when it does not match its hash."""
+    from attngraph.frontend import loads_spec
+    from attngraph.train.store import checkpoints as ck
+
+    # errors name the spec it came from
+    graph = loads_spec(ckpt.spec_text, ckpt.spec_file, allow_large=imported)
+    if ck.spec_hash(graph) != ckpt.spec_hash:
+        msg = "the spec text stored in this checkpoint does not match its hash"
+        raise TrainingError(msg, SourceLoc(file=str(run_dir / ck.CHECKPOINT)),
+                            "the checkpoint is damaged; train again")
+    return graph
+
+
+def _stored_task(graph: Graph, cfg: dict[str, Any], run_dir: Path, *, imported: bool) -> Task:
+    """The built-in task of the checkpoint's settings (its task, options and test
+    batch's size), checked to fit; settings that do not are a damaged checkpoint."""
+    from attngraph.guard import check_resources
+    from attngraph.train.store import checkpoints as ck
+    from attngraph.train.tasks.lookup import task_for
+
+    try:
+        task = task_for(graph, cfg["task"], cfg["seed"], cfg["options"])
+        n = task.opts.get("length")
+        check_resources(graph, batch=cfg["eval_size"], allow_large=imported,
+                        length=n if isinstance(n, int) and n > 0 else None)
+    except AttnGraphError as exc:
+        msg = ("this checkpoint's stored settings do not make a run: "
+               f"{exc.diagnostics[0].message}")
+        raise TrainingError(msg, SourceLoc(file=str(run_dir / ck.CHECKPOINT)),
+                            "the checkpoint is damaged; train again") from None
+    return task
