@@ -1,7 +1,8 @@
 """A trained run, reloaded: predict, evaluate and export.
 
 - :mod:`~attngraph.train.trained.reloaded`: :func:`load_run` and its
-  :class:`Run` (public as ``attngraph.load_run``).
+  :class:`Run` (public as ``attngraph.load_run``); :mod:`~attngraph.train.trained.rows`
+  makes the rows of its ``predict``.
 - :mod:`~attngraph.train.trained.evaluation`: the evaluation report of a model on
   labelled data; :mod:`~attngraph.train.trained.evaluation_text` prints it.
 - :mod:`~attngraph.train.trained.evaluate_run`: a reloaded run's report on records.
