@@ -8,6 +8,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,6 +84,57 @@ def shared_exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     export_support.SHARED = folder
     return folder
+
+
+@pytest.fixture(scope="session")
+def cli() -> Callable[..., Any]:
+    """``cli(*args, input=None, code=None, **kw)``: attngraph's command line run in this
+    process (click's ``CliRunner``), returning click's ``Result``.
+
+    Arguments may be paths or numbers (each is passed as ``str``); ``code=N`` asserts
+    the command exited with status N, showing its output (and the traceback of an
+    exception it raised) if not; other keywords (``env``, ``catch_exceptions``) go to
+    ``CliRunner.invoke``. Session-wide, so module fixtures may run commands too.
+    """
+    from click.testing import CliRunner, Result
+
+    from attngraph.cli import main
+
+    def invoke(*args: object, input: str | bytes | None = None, code: int | None = None,
+               **kw: Any) -> Result:
+        res = CliRunner().invoke(main, [str(a) for a in args], input=input, **kw)
+        if code is not None:
+            assert res.exit_code == code, _shown(res)
+        return res
+
+    return invoke
+
+
+def _shown(res: Any) -> str:
+    """A failed command's output, with the traceback of an exception it raised."""
+    import traceback
+
+    text = res.output
+    if res.exc_info is not None and not isinstance(res.exception, SystemExit):
+        text += "".join(traceback.format_exception(*res.exc_info))
+    return text
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Path]:
+    """``repo_copy(*names)``: ``tmp_path`` made the working folder, seeing each named
+    folder of the repository (``"specs"``, ``"examples"``) as it is there (a link), so
+    that a doc's commands run as written and the files they write land in the test's
+    folder; the old working folder comes back after the test."""
+    root = Path(__file__).resolve().parent.parent
+
+    def make(*names: str) -> Path:
+        for name in names:
+            (tmp_path / name).symlink_to(root / name)
+        monkeypatch.chdir(tmp_path)
+        return tmp_path
+
+    return make
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 matplotlib = pytest.importorskip("matplotlib")
 
 import attngraph  # noqa: E402
-from attngraph.cli import main  # noqa: E402
 from attngraph.frontend import load_spec, loads_spec  # noqa: E402
 from attngraph.train.pictures.attend import draw_model  # noqa: E402
 from attngraph.train.pictures.matrix import heatmap_axes, matrix  # noqa: E402
@@ -86,7 +84,7 @@ def test_the_speech_picture_has_a_frames_axis_with_padding_cut(tmp_path: Path) -
     assert "frames: item (index)" in _svg_text(path)
 
 
-def test_a_data_run_over_vectors_shows_its_items_not_steps(tmp_path: Path) -> None:
+def test_a_data_run_over_vectors_shows_its_items_not_steps(tmp_path: Path, cli) -> None:
     """A run trained on a JSONL of vectors draws its pooling weights [N] over the
     example's frames by index, its one row named by the output: no "step" axis."""
     spec = tmp_path / "pooled.yaml"
@@ -99,13 +97,12 @@ def test_a_data_run_over_vectors_shows_its_items_not_steps(tmp_path: Path) -> No
             f.write(json.dumps({"frames": torch.rand(n, 4, generator=g).tolist(),
                                 "label": "ab"[i % 2]}) + "\n")
     run = tmp_path / "run"
-    res = CliRunner().invoke(main, ["train", str(spec), "--data", str(data), "--steps", "2",
-                                    "--out", str(run), "--quiet"])
-    assert res.exit_code == 0, res.output
+    res = cli("train", spec, "--data", data, "--steps", "2",
+              "--out", run, "--quiet", code=0)
     pic = tmp_path / "a.svg"
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        res = CliRunner().invoke(main, ["attend", str(run), "--data", str(data),
-                                        "--example", "1", "-o", str(pic)])
+        res = cli("attend", run, "--data", data,
+                  "--example", "1", "-o", pic)
     assert res.exit_code == 0, res.output
     assert res.output.strip() == f"{pic} (matrix)"
     text = _svg_text(pic)

@@ -5,25 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from attngraph.cli import main
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
 
 def test_catalog_lists_builtin_specs_outside_the_repo(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
 ) -> None:
     """Run from a folder with no specs/, the command lists every spec of the catalog."""
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(main, ["catalog"])
-    assert r.exit_code == 0, r.output
+    r = cli("catalog", code=0)
     names = {line.split()[0] for line in r.output.splitlines() if line.strip()}
     assert names == {p.stem for p in SPECS.glob("*.yaml")}
 
 
-def test_bad_specs_do_not_stop_the_listing(tmp_path: Path) -> None:
+def test_bad_specs_do_not_stop_the_listing(tmp_path: Path, cli) -> None:
     """With broken files beside good ones (a tagged scalar that once crashed the loader,
     a deep nesting, a Latin-1 file, a named pipe), every good spec is listed and each
     bad one is reported with its located error; nothing hangs or tracebacks."""
@@ -37,8 +33,7 @@ def test_bad_specs_do_not_stop_the_listing(tmp_path: Path) -> None:
     (tmp_path / "c_latin1.yaml").write_bytes(b"attngraph: 1\nname: caf\xe9\n")
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "d_pipe.yaml")
-    r = CliRunner().invoke(main, ["catalog", "--dir", str(tmp_path)])
-    assert r.exit_code == 1, r.output
+    r = cli("catalog", "--dir", tmp_path, code=1)
     out = r.output
     listed = {line.split()[0] for line in out.splitlines() if line[:1].isalpha()}
     assert {"global_attention", "multihead_attention"} <= listed
@@ -59,7 +54,7 @@ AREAS = {"algorithm learning", "caption generation", "graph modeling", "handwrit
          "speech recognition", "text translation", "multiple object recognition"}
 
 
-def test_catalog_names_each_specs_task_and_application_area() -> None:
+def test_catalog_names_each_specs_task_and_application_area(cli) -> None:
     """Every line ends with the task's application area, then the spec's task, and
     the catalog covers every area the attention posts name."""
     import re
@@ -67,8 +62,7 @@ def test_catalog_names_each_specs_task_and_application_area() -> None:
     from attngraph.frontend import load_spec
     from attngraph.train.tasks.lookup import TASKS
 
-    r = CliRunner().invoke(main, ["catalog", "--dir", str(SPECS)])
-    assert r.exit_code == 0, r.output
+    r = cli("catalog", "--dir", SPECS, code=0)
     lines = {line.split()[0]: line for line in r.output.splitlines() if line.strip()}
     areas = set()
     for path in SPECS.glob("*.yaml"):

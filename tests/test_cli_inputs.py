@@ -10,17 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 from attngraph import source
-from attngraph.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "specs" / "global_attention.yaml"
-
-
-def _run(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -59,22 +53,22 @@ COMMANDS = [["validate"], ["describe"], ["render"], ["diff", str(GOOD)]]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: c[0])
-def test_every_command_locates_each_bad_file(cmd: list[str], tmp_path: Path) -> None:
+def test_every_command_locates_each_bad_file(cmd: list[str], tmp_path: Path, cli) -> None:
     """validate, describe, render and diff, given a tagged scalar, a deep nesting, an
     empty, binary, Latin-1 or NUL-holding file or a 5000-digit number, each print one
     located error and exit 1."""
     for name, (path, said) in _bad_inputs(tmp_path).items():
-        r = _run(*cmd, str(path))
+        r = cli(*cmd, path)
         assert r.exit_code == 1, (name, r.output)
         assert r.exception is None or isinstance(r.exception, SystemExit), (name, r.exception)
         assert r.output.startswith(f"{path}:{said}"), (name, r.output)
         assert "Traceback" not in r.output
 
 
-def test_compile_locates_a_bad_file(tmp_path: Path) -> None:
+def test_compile_locates_a_bad_file(tmp_path: Path, cli) -> None:
     """compile (which imports torch) gives the same located error as validate."""
     path, said = _bad_inputs(tmp_path)["tag_int"]
-    r = _run("compile", str(path))
+    r = cli("compile", path)
     assert r.exit_code == 1 and r.output.startswith(f"{path}:{said}"), r.output
 
 
@@ -102,37 +96,34 @@ def test_fifo_and_devices_are_refused_at_once(tmp_path: Path) -> None:
     assert "2 of 2 specs have errors" in r.stderr
 
 
-def test_oversized_file_is_located_with_both_figures(tmp_path: Path) -> None:
+def test_oversized_file_is_located_with_both_figures(tmp_path: Path, cli) -> None:
     """A file one byte over the limit is refused at FILE:1:1 with its size, the limit
     and a hint."""
     path = tmp_path / "big.yaml"
     path.write_bytes(b"#" * (source.MAX_BYTES + 1))
-    r = _run("validate", str(path))
-    assert r.exit_code == 1
+    r = cli("validate", path, code=1)
     assert r.output.splitlines()[:2] == [
         f"{path}:1:1: error: spec is 2,000,001 bytes, more than the limit of 2,000,000",
         "hint: a spec is a few kilobytes of YAML; check that this is the file you meant",
     ]
 
 
-def test_missing_file_and_directory(tmp_path: Path) -> None:
+def test_missing_file_and_directory(tmp_path: Path, cli) -> None:
     """A missing spec is one error naming the path (exit 1); a directory is refused by
     the argument check (a usage error, exit 2), as before."""
-    r = _run("describe", str(tmp_path / "nope.yaml"))
-    assert r.exit_code == 1
+    r = cli("describe", tmp_path / "nope.yaml", code=1)
     assert r.output.startswith(f"{tmp_path / 'nope.yaml'}: error: no such file:")
-    r = _run("render", str(tmp_path))
+    r = cli("render", tmp_path)
     assert r.exit_code == 2 and "is a directory" in r.output
 
 
 @pytest.mark.parametrize("name", ["odd name ü $x;'.yaml", "-dash.yaml", "new\nline.yaml"])
-def test_odd_characters_in_a_spec_path(name: str, tmp_path: Path) -> None:
+def test_odd_characters_in_a_spec_path(name: str, tmp_path: Path, cli) -> None:
     """A spec path with spaces, quotes, non-ASCII letters, a leading dash or a newline
     reads like any other (a leading dash after `--`)."""
     path = tmp_path / name
     path.write_bytes(GOOD.read_bytes())
-    r = _run("validate", "--", str(path))
-    assert r.exit_code == 0, r.output
+    r = cli("validate", "--", path, code=0)
     assert "ok — global_attention" in r.output
 
 
@@ -145,11 +136,10 @@ def test_odd_characters_in_a_spec_path(name: str, tmp_path: Path) -> None:
      ("--length", "100000000000000000000"), ("--batch", "-1"), ("--batch", "0"),
      ("--batch", "257"), ("--seed", "-1"), ("--seed", str(2**63))],
 )
-def test_compile_options_out_of_range(option: str, value: str) -> None:
+def test_compile_options_out_of_range(option: str, value: str, cli) -> None:
     """compile refuses a negative, zero or huge --length/--batch and a seed torch cannot
     take as a usage error naming the range (once a traceback from torch)."""
-    r = _run("compile", str(GOOD), option, value)
-    assert r.exit_code == 2, r.output
+    r = cli("compile", GOOD, option, value, code=2)
     assert f"Invalid value for '{option}': {value} is not in the range" in r.output
 
 
@@ -158,13 +148,13 @@ def test_compile_options_out_of_range(option: str, value: str) -> None:
     [("--items", "0"), ("--items", "10"), ("--query", "0"), ("--query", "-1"),
      ("--query", "100")],
 )
-def test_render_options_out_of_range(option: str, value: str) -> None:
+def test_render_options_out_of_range(option: str, value: str, cli) -> None:
     """render's --items and --query are bounded the same way."""
-    r = _run("render", str(GOOD), "--view", "unrolled", option, value)
+    r = cli("render", GOOD, "--view", "unrolled", option, value)
     assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output
 
 
-def test_compile_inputs_that_cannot_be_made(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compile_inputs_that_cannot_be_made(monkeypatch: pytest.MonkeyPatch, cli) -> None:
     """If the test inputs cannot be allocated, compile says so at the spec, with a
     hint, instead of a traceback."""
     import attngraph.lower.examples as examples
@@ -174,8 +164,7 @@ def test_compile_inputs_that_cannot_be_made(monkeypatch: pytest.MonkeyPatch) -> 
         raise RuntimeError(msg)
 
     monkeypatch.setattr(examples, "random_inputs", no_memory)
-    r = _run("compile", str(GOOD), "--batch", "256", "--length", "4096")
-    assert r.exit_code == 1
+    r = cli("compile", GOOD, "--batch", "256", "--length", "4096", code=1)
     lines = r.output.splitlines()
     assert f"{GOOD}: error: cannot make test inputs of batch 256 and length 4096: " \
         "DefaultCPUAllocator: can't allocate memory: you tried ..." in lines

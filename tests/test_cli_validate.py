@@ -7,32 +7,26 @@ import subprocess
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from attngraph.cli import main
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_valid_spec_prints_summary_with_shapes() -> None:
+def test_valid_spec_prints_summary_with_shapes(cli) -> None:
     """A correct spec prints nodes with inferred shapes, outputs and the parameter count."""
-    r = CliRunner().invoke(main, ["validate", str(ROOT / "specs/global_attention.yaml")])
-    assert r.exit_code == 0, r.output
+    r = cli("validate", ROOT / "specs/global_attention.yaml", code=0)
     out = r.output
     assert "ok — global_attention" in out
     assert "inputs:" in out and "outputs:" in out and "parameters:" in out
     assert "softmax" in out and "[N]" in out
 
 
-def test_bad_spec_prints_every_error_and_exits_1(spec_file) -> None:
+def test_bad_spec_prints_every_error_and_exits_1(spec_file, cli) -> None:
     """Each problem is one located line with the caret; two problems, two errors; exit 1."""
     path = spec_file(
         "attngraph: 1\nname: t\ninputs:\n  v: {type: vectors, dim: 8}\nnodes:\n"
         "  a: {kind: linear, from: v, out: 2, bais: 1}\n"
         "  b: {kind: sofmax, scores: a}\noutputs: {a: a}\n"
     )
-    r = CliRunner().invoke(main, ["validate", str(path)])
-    assert r.exit_code == 1
+    r = cli("validate", path, code=1)
     text = r.output
     assert f"{path}:6:38: error: node 'a': unknown field 'bais'" in text
     assert f"{path}:7:13: error: node 'b': unknown kind 'sofmax'" in text
@@ -61,26 +55,24 @@ def test_validate_never_imports_torch_and_never_tracebacks(tmp_path: Path) -> No
     assert f"{bad}:3:1: error: YAML syntax:" in r.stderr
 
 
-def test_schema_lists_and_describes_the_training_tasks() -> None:
+def test_schema_lists_and_describes_the_training_tasks(cli) -> None:
     """train.task enumerates the registered tasks, and its description names each with
     what it is (hover text in an editor)."""
     from attngraph.train.tasks.lookup import TASKS
 
-    r = CliRunner().invoke(main, ["schema"])
-    assert r.exit_code == 0, r.output
+    r = cli("schema", code=0)
     task = json.loads(r.output)["$defs"]["TrainSpec"]["properties"]["task"]
     assert task["enum"] == TASKS.names() and "reversal" in task["enum"]
     for name in TASKS.names():
         assert f"- {name}: " in task["description"], name
 
 
-def test_schema_is_json_schema_of_every_kind(tmp_path: Path) -> None:
+def test_schema_is_json_schema_of_every_kind(tmp_path: Path, cli) -> None:
     """`attngraph schema -o` writes a JSON Schema whose node union covers every kind."""
     from attngraph.kinds import spec_kinds
 
     out = tmp_path / "s.json"
-    r = CliRunner().invoke(main, ["schema", "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    cli("schema", "-o", out, code=0)
     schema = json.loads(out.read_text())
     kinds = {d["properties"]["kind"]["const"] for d in schema["$defs"].values()
              if "kind" in d.get("properties", {}) and "const" in d["properties"]["kind"]}

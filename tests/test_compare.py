@@ -7,9 +7,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import main
 from attngraph.errors import SpecError
 from attngraph.train.report.variants import apply, parse_set, parse_vary, split_values
 
@@ -44,10 +42,6 @@ def _spec(tmp: Path, name: str, fn: str = "dot", task: str = "needle") -> str:
     return str(path)
 
 
-def _compare(*args: str) -> object:
-    return CliRunner().invoke(main, ["compare", *args])
-
-
 def _final(run: Path) -> dict[str, float]:
     """The last test line of a run's metrics.jsonl, without step and split."""
     lines = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
@@ -55,14 +49,13 @@ def _final(run: Path) -> dict[str, float]:
     return {k: v for k, v in last.items() if k not in ("step", "split")}
 
 
-def test_two_specs_two_seeds_end_to_end(tmp_path: Path) -> None:
+def test_two_specs_two_seeds_end_to_end(tmp_path: Path, cli) -> None:
     """Two tiny specs over seeds 0,1: every run is an ordinary run directory, the
     table's mean and sd of every metric equal those computed from the runs' own
     metrics files, and the learning curves and attention pictures are PNG files."""
     a, b = _spec(tmp_path, "tiny_dot", "dot"), _spec(tmp_path, "tiny_add", "additive")
     out = tmp_path / "cmp"
-    res = _compare(a, b, "--seeds", "0,1", "--out", str(out))
-    assert res.exit_code == 0, res.output
+    res = cli("compare", a, b, "--seeds", "0,1", "--out", out, code=0)
     data = json.loads((out / "compare.json").read_text())
     assert [r["variant"] for r in data["variants"]] == ["tiny_dot", "tiny_add"]
     for row in data["variants"]:
@@ -85,28 +78,25 @@ def test_two_specs_two_seeds_end_to_end(tmp_path: Path) -> None:
     assert f"{mean:.3f} ± {sd:.3f}" in res.stdout
 
 
-def test_vary_trains_a_variant_that_differs_and_prints_its_diff(tmp_path: Path) -> None:
+def test_vary_trains_a_variant_that_differs_and_prints_its_diff(tmp_path: Path, cli) -> None:
     """--vary makes one variant per value from one spec: its spec file carries the
     override, `attngraph diff` of the two is printed, and the runs differ."""
     a = _spec(tmp_path, "tiny", "dot")
     out = tmp_path / "cmp"
-    res = _compare(a, "--vary", "fn:nodes.score.fn=dot,additive", "--seeds", "0,1",
-                   "--out", str(out))
-    assert res.exit_code == 0, res.output
+    res = cli("compare", a, "--vary", "fn:nodes.score.fn=dot,additive", "--seeds", "0,1",
+              "--out", out, code=0)
     assert "# diff: fn=dot -> fn=additive" in res.stdout
     assert "score ↔ score: fn dot vs additive" in res.stdout
     assert "fn: additive" in (out / "fn=additive" / "spec.yaml").read_text()
     assert _final(out / "fn=dot" / "seed0") != _final(out / "fn=additive" / "seed0")
     # a second call reuses the finished runs and gives the same table
-    again = _compare(a, "--vary", "fn:nodes.score.fn=dot,additive", "--seeds", "0,1",
-                     "--out", str(out))
-    assert again.exit_code == 0, again.output
+    again = cli("compare", a, "--vary", "fn:nodes.score.fn=dot,additive", "--seeds", "0,1",
+                "--out", out, code=0)
     assert "seed 1: reused" in again.stderr
     assert again.stdout.split("task needle")[1] == res.stdout.split("task needle")[1]
     # finer evaluation than the finished runs had: trained again, the old runs moved aside
-    finer = _compare(a, "--vary", "fn:nodes.score.fn=dot,additive", "--seeds", "0",
-                     "--eval-every", "2", "--out", str(out))
-    assert finer.exit_code == 0, finer.output
+    finer = cli("compare", a, "--vary", "fn:nodes.score.fn=dot,additive", "--seeds", "0",
+                "--eval-every", "2", "--out", out, code=0)
     assert "reused" not in finer.stderr
     tests = [json.loads(ln)["step"] for ln in (out / "fn=dot" / "seed0" / "metrics.jsonl")
              .read_text().splitlines() if '"valid"' in ln]
@@ -114,45 +104,42 @@ def test_vary_trains_a_variant_that_differs_and_prints_its_diff(tmp_path: Path) 
     assert list((out / "fn=dot").glob("seed0.old-*"))
 
 
-def test_bad_override_path_is_located_in_its_text(tmp_path: Path) -> None:
+def test_bad_override_path_is_located_in_its_text(tmp_path: Path, cli) -> None:
     """A key the spec lacks is one error at its column of the --set text, with the
     keys there and a "did you mean"; no traceback, nothing trained."""
     a = _spec(tmp_path, "tiny")
     out = tmp_path / "cmp"
-    res = _compare(a, "--set", "nodes.scor.fn=dot", "--seeds", "0", "--out", str(out))
-    assert res.exit_code == 1
+    res = cli("compare", a, "--set", "nodes.scor.fn=dot", "--seeds", "0", "--out", out, code=1)
     assert "--set:1:7: error: nodes has no key 'scor'" in res.stderr
     assert "did you mean 'score'" in res.stderr and "Traceback" not in res.output
     assert not (out / "tiny" / "seed0").exists()
 
 
-def test_override_that_breaks_the_spec_names_the_variant(tmp_path: Path) -> None:
+def test_override_that_breaks_the_spec_names_the_variant(tmp_path: Path, cli) -> None:
     """An override the spec's validation refuses is reported in the variant's spec
     and, next to it, at the override that made it."""
     a = _spec(tmp_path, "tiny")
-    res = _compare(a, "--vary", "fn:nodes.score.fn=dot,nonsense", "--seeds", "0",
-                   "--out", str(tmp_path / "cmp"))
-    assert res.exit_code == 1
+    res = cli("compare", a, "--vary", "fn:nodes.score.fn=dot,nonsense", "--seeds", "0",
+              "--out", tmp_path / "cmp", code=1)
     assert "nonsense" in res.stderr and "fn=nonsense" in res.stderr
     assert "variant 'fn=nonsense' sets nodes.score.fn=nonsense here" in res.stderr
     assert "Traceback" not in res.output
 
 
-def test_specs_of_different_tasks_are_refused(tmp_path: Path) -> None:
+def test_specs_of_different_tasks_are_refused(tmp_path: Path, cli) -> None:
     """Two specs trained on different tasks do not compare: one error at the second
     spec's train.task, with the --set that would align them."""
     a, b = _spec(tmp_path, "one"), _spec(tmp_path, "two", task="copy")
-    res = _compare(a, b, "--seeds", "0", "--out", str(tmp_path / "cmp"))
-    assert res.exit_code == 1
+    res = cli("compare", a, b, "--seeds", "0", "--out", tmp_path / "cmp", code=1)
     assert f"{b}:14:9: error: variant 'two' trains on the task 'copy'" in res.stderr
     assert "--set train.task=needle" in res.stderr
 
 
-def test_unknown_spec_and_bad_seeds(tmp_path: Path) -> None:
+def test_unknown_spec_and_bad_seeds(tmp_path: Path, cli) -> None:
     """A missing spec file and a bad --seeds list each give one clear error."""
-    res = _compare(str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "cmp"))
+    res = cli("compare", tmp_path / "nope.yaml", "--out", tmp_path / "cmp")
     assert res.exit_code == 1 and "nope.yaml" in res.stderr and "Traceback" not in res.output
-    res = _compare(_spec(tmp_path, "tiny"), "--seeds", "0,x")
+    res = cli("compare", _spec(tmp_path, "tiny"), "--seeds", "0,x")
     assert res.exit_code == 2 and "not a comma-separated list of integers" in res.output
 
 

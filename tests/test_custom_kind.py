@@ -31,11 +31,9 @@ def example() -> Iterator[dict[str, Any]]:
     assert "scale" not in KINDS
 
 
-def test_validates_with_its_shape(example: dict[str, Any]) -> None:
+def test_validates_with_its_shape(example: dict[str, Any], cli) -> None:
     """The scaled node has its input's type; ``attngraph validate`` lists it."""
-    from click.testing import CliRunner
 
-    from attngraph.cli import main
 
     g = attngraph.loads_spec(example["SPEC"])
     assert g.node("xs").kind == "scale"
@@ -44,7 +42,7 @@ def test_validates_with_its_shape(example: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.yaml"
         path.write_text(example["SPEC"])
-        r = CliRunner().invoke(main, ["validate", str(path)])
+        r = cli("validate", path)
     assert r.exit_code == 0, r.output
     assert "scale" in r.output
 

@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import main
 from attngraph.errors import TrainingError
 from attngraph.frontend import load_spec
 from attngraph.train.data.batches import data_task
@@ -131,13 +129,12 @@ def test_seq2seq_pairs_encode_source_and_target(tmp_path: Path) -> None:
                                         t.encode(["b"]) + [3, -100, -100]]
 
 
-def test_cli_errors_are_located_lines_not_tracebacks(tmp_path: Path) -> None:
+def test_cli_errors_are_located_lines_not_tracebacks(tmp_path: Path, cli) -> None:
     """attngraph train --data on a bad file exits 1 with FILE:LINE:COL and a hint."""
     p = tmp_path / "d.jsonl"
     p.write_bytes(b'{"text": "a", "label": "x"}\n{"text": "\xff", "label": "y"}\n')
-    res = CliRunner().invoke(main, ["train", str(GA), "--data", str(p), "--out",
-                                    str(tmp_path / "run")])
-    assert res.exit_code == 1
+    res = cli("train", GA, "--data", p, "--out",
+              tmp_path / "run", code=1)
     assert f"{p}:2:" in res.stderr and "not UTF-8" in res.stderr and "hint:" in res.stderr
     assert "Traceback" not in res.output
     assert not (tmp_path / "run").exists()

@@ -9,13 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from attngraph import load_spec, loads_spec
 from attngraph.analysis.axes import AXES
 from attngraph.analysis.describe import describe, to_dict
 from attngraph.analysis.formats import axes_table, render
-from attngraph.cli import main
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 
@@ -230,12 +228,11 @@ def test_axes_table_has_a_row_per_site() -> None:
     assert "| local |" in lines[3]
 
 
-def test_cli_describe_json(tmp_path: Path) -> None:
+def test_cli_describe_json(tmp_path: Path, cli) -> None:
     """`attngraph describe --format json` prints the description as JSON."""
     p = tmp_path / "s.yaml"
     p.write_text(spec(INTRA % ""), encoding="utf-8")
-    res = CliRunner().invoke(main, ["describe", str(p), "--format", "json"])
-    assert res.exit_code == 0, res.output
+    res = cli("describe", p, "--format", "json", code=0)
     assert json.loads(res.output)["sites"][0]["cost"]["expr"] == "O(N²·d)"
 
 

@@ -6,11 +6,8 @@ import json
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
-
 from attngraph import loads_spec
 from attngraph.analysis.diff import diff, render_diff, to_dict
-from attngraph.cli import main
 
 HEAD = """
 attngraph: 1
@@ -192,13 +189,12 @@ def test_identical_specs_have_no_differences() -> None:
     assert d.sites[0].details == ()
 
 
-def test_formats_and_cli(tmp_path: Path) -> None:
+def test_formats_and_cli(tmp_path: Path, cli) -> None:
     """diff renders as text, markdown and JSON; the CLI prints the JSON form."""
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text(items(QK % ("", "x"), "intra"), encoding="utf-8")
     b.write_text(items(QK % (", mask: {window: 2}", "x"), "local"), encoding="utf-8")
-    res = CliRunner().invoke(main, ["diff", str(a), str(b), "--format", "json"])
-    assert res.exit_code == 0, res.output
+    res = cli("diff", a, b, "--format", "json", code=0)
     data = json.loads(res.output)
     assert data["sites"][0]["axes"]["reach"] == {"a": "global", "b": "local", "same": False}
     d = diff(loads_spec(a.read_text()), loads_spec(b.read_text()))

@@ -23,7 +23,6 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from attngraph.errors import AttnGraphError
 from attngraph.frontend import loads_spec
@@ -122,10 +121,9 @@ def test_shape_notes_are_checked() -> None:
 
 
 def test_error_examples_print_what_the_doc_shows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
 ) -> None:
     """The error output shown in the reference is what `attngraph validate` prints."""
-    from attngraph.cli import main
 
     marked = [b for b in SPECS if b.marker.startswith("error:")]
     assert marked, "the reference shows at least one real error"
@@ -135,8 +133,7 @@ def test_error_examples_print_what_the_doc_shows(
         (tmp_path / name).write_text(b.text, encoding="utf-8")
         i = DOC_BLOCKS.index(b)
         shown = next(x for x in DOC_BLOCKS[i + 1:] if x.lang == "text")
-        res = CliRunner().invoke(main, ["validate", name])
-        assert res.exit_code == 1
+        res = cli("validate", name, code=1)
         assert res.stderr.strip() == shown.text.strip()
 
 
@@ -213,14 +210,12 @@ def test_editor_setup_examples() -> None:
         loads_spec(b.text, f"docs/editor-setup.md:{b.line}")
 
 
-def test_schema_command_names_every_kind_and_scorer(tmp_path: Path) -> None:
+def test_schema_command_names_every_kind_and_scorer(tmp_path: Path, cli) -> None:
     """`attngraph schema -o FILE` (what the editor page tells users to run) writes a schema
     that knows every kind and scorer, so the editor completes them."""
-    from attngraph.cli import main
 
     out = tmp_path / "attngraph.schema.json"
-    res = CliRunner().invoke(main, ["schema", "-o", str(out)])
-    assert res.exit_code == 0, res.output
+    cli("schema", "-o", out, code=0)
     schema = json.loads(out.read_text(encoding="utf-8"))
     text = json.dumps(schema)
     for kind in spec_kinds():

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from click.testing import CliRunner
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 from test_runs import SPECS, TEACHER_ONLY, make_texts, write_jsonl, write_pairs
 
-from attngraph.cli import main
 from attngraph.train.data.vocab import tokenize
 from attngraph.train.tasks.base import IGNORE, Task
 from attngraph.train.trained.evaluation import (
@@ -34,11 +33,17 @@ from attngraph.train.trained.evaluation import (
 )
 
 
-def _cli(*args: str, code: int = 0) -> Any:
-    res = CliRunner().invoke(main, list(args))
-    assert res.exit_code == code, res.output
-    assert "Traceback" not in res.output
-    return res
+@pytest.fixture(scope="module")
+def clean_cli(cli) -> Callable[..., Any]:
+    """``clean_cli(*args, code=0)``: the command run, asserting its exit status and
+    that it prints no traceback."""
+
+    def run(*args: object, code: int = 0) -> Any:
+        res = cli(*args, code=code)
+        assert "Traceback" not in res.output
+        return res
+
+    return run
 
 
 def _strict(text: str) -> Any:
@@ -50,23 +55,23 @@ def _strict(text: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def texts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def texts(tmp_path_factory: pytest.TempPathFactory, clean_cli) -> tuple[Path, Path]:
     """(run, held-out data): a keyword classifier trained briefly, so it errs a little."""
     tmp = tmp_path_factory.mktemp("texts")
     data = write_jsonl(tmp / "t.jsonl", make_texts(120))
     held = write_jsonl(tmp / "h.jsonl", make_texts(60, seed=5))
-    _cli("train", str(SPECS / "global_attention.yaml"), "--data", str(data), "--out",
-         str(tmp / "run"), "--quiet", "--steps", "12", "--batch", "16")
+    clean_cli("train", SPECS / "global_attention.yaml", "--data", data, "--out",
+              tmp / "run", "--quiet", "--steps", "12", "--batch", "16")
     return tmp / "run", held
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def pairs(tmp_path_factory: pytest.TempPathFactory, clean_cli) -> tuple[Path, Path]:
     """(run, data): a colour-reversal decoder trained briefly."""
     tmp = tmp_path_factory.mktemp("pairs")
     data = write_pairs(tmp / "p.tsv", 96)
-    _cli("train", str(SPECS / "bahdanau_translation.yaml"), "--data", str(data), "--out",
-         str(tmp / "run"), "--quiet", "--steps", "80", "--batch", "32")
+    clean_cli("train", SPECS / "bahdanau_translation.yaml", "--data", data, "--out",
+              tmp / "run", "--quiet", "--steps", "80", "--batch", "32")
     return tmp / "run", data
 
 
@@ -118,7 +123,7 @@ def test_the_loss_is_torch_cross_entropy_of_the_model_on_the_data(
 
 
 def test_the_cli_prints_the_table_and_writes_json_and_the_picture(
-        texts: tuple[Path, Path], tmp_path: Path) -> None:
+        texts: tuple[Path, Path], tmp_path: Path, clean_cli) -> None:
     """evaluate prints one row per class, both averages and the confusion matrix;
     -o writes the same JSON --json prints, with the old keys and no NaN; --picture
     draws the matrix as png or svg with the class names on the axes."""
@@ -126,15 +131,15 @@ def test_the_cli_prints_the_table_and_writes_json_and_the_picture(
 
     run_dir, held = texts
     out, png = tmp_path / "r" / "report.json", tmp_path / "cm.png"
-    res = _cli("evaluate", str(run_dir), "--data", str(held), "-o", str(out),
-               "--picture", str(png))
+    res = clean_cli("evaluate", run_dir, "--data", held, "-o", out,
+                    "--picture", png)
     report = _strict(out.read_text(encoding="utf-8"))
     for name in report["per_class"]:
         assert any(line.split()[:1] == [name] for line in res.stdout.splitlines())
     assert "macro avg" in res.stdout and "weighted avg" in res.stdout
     assert "confusion matrix (rows: true, columns: predicted)" in res.stdout
     assert ["loss", f"{report['loss']:.4f}"] in [ln.split() for ln in res.stdout.splitlines()]
-    printed = _strict(_cli("evaluate", str(run_dir), "--data", str(held), "--json").stdout)
+    printed = _strict(clean_cli("evaluate", run_dir, "--data", held, "--json").stdout)
     assert printed == report
     assert {"examples", "accuracy", "loss", "macro_f1", "confusion_matrix"} <= set(report)
     assert report["confusion_matrix"]["labels"] == list(report["per_class"])
@@ -150,16 +155,16 @@ def test_the_cli_prints_the_table_and_writes_json_and_the_picture(
 
 
 def test_bad_pictures_are_one_error(texts: tuple[Path, Path], pairs: tuple[Path, Path],
-                                    tmp_path: Path) -> None:
+                                    tmp_path: Path, clean_cli) -> None:
     """A suffix matplotlib cannot write, or --picture for a decoder run, is one error at
     the file with a hint, before anything is evaluated; nothing is written."""
     run_dir, held = texts
-    res = _cli("evaluate", str(run_dir), "--data", str(held), "--picture",
-               str(tmp_path / "cm.xyz"), code=1)
+    res = clean_cli("evaluate", run_dir, "--data", held, "--picture",
+                    tmp_path / "cm.xyz", code=1)
     assert "cannot draw a picture as '.xyz'" in res.stderr and "hint:" in res.stderr
     run_dir, data = pairs
-    res = _cli("evaluate", str(run_dir), "--data", str(data), "--picture",
-               str(tmp_path / "cm.png"), code=1)
+    res = clean_cli("evaluate", run_dir, "--data", data, "--picture",
+                    tmp_path / "cm.png", code=1)
     assert "not one" in res.stderr and "hint:" in res.stderr
     assert not list(tmp_path.iterdir())
 
@@ -296,18 +301,18 @@ def test_a_decoder_gets_token_and_sequence_accuracy_bleu_and_exact_match(
     assert report["loss"] > 0 and report["examples"] == 96
 
 
-def test_a_decoder_that_cannot_generate_says_why_it_has_no_bleu(tmp_path: Path) -> None:
+def test_a_decoder_that_cannot_generate_says_why_it_has_no_bleu(tmp_path: Path, clean_cli) -> None:
     """A decoder reading its target only by teacher forcing is scored, and its report
     (table and JSON) says why it has no BLEU instead of failing or inventing one."""
     spec = tmp_path / "t.yaml"
     spec.write_text(TEACHER_ONLY, encoding="utf-8")
     data = write_pairs(tmp_path / "p.tsv", 32)
     run = tmp_path / "run"
-    _cli("train", str(spec), "--data", str(data), "--out", str(run), "--quiet", "--steps", "2")
-    got = _strict(_cli("evaluate", str(run), "--data", str(data), "--json").stdout)
+    clean_cli("train", spec, "--data", data, "--out", run, "--quiet", "--steps", "2")
+    got = _strict(clean_cli("evaluate", run, "--data", data, "--json").stdout)
     assert "bleu" not in got and "token_accuracy" in got
     assert any("cannot generate" in n for n in got["notes"])
-    assert "note: bleu, exact_match" in _cli("evaluate", str(run), "--data", str(data)).stdout
+    assert "note: bleu, exact_match" in clean_cli("evaluate", run, "--data", data).stdout
 
 
 # --- BLEU ----------------------------------------------------------------------------
@@ -335,7 +340,7 @@ def test_bleu_equals_hand_computed_values() -> None:
 # --- docs/data.md --------------------------------------------------------------------
 
 def test_the_pages_evaluate_example_prints_what_it_shows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        repo_copy, clean_cli) -> None:
     """docs/data.md, after its first training command: the evaluate command of "The
     evaluation report" prints the lines the page shows (digits aside, which depend on
     the machine's arithmetic) with the numbers of the JSON it writes, and draws the
@@ -354,12 +359,10 @@ def test_the_pages_evaluate_example_prints_what_it_shows(
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert first is not None and cmd is not None and shown is not None and code is not None
     train = shlex.split(first.group(1).split("\nattngraph evaluate")[0].replace("\\\n", " "))
-    for name in ("examples", "specs"):
-        (tmp_path / name).symlink_to(root / name)
-    monkeypatch.chdir(tmp_path)
-    _cli(*train[1:], "--quiet")
+    repo_copy("examples", "specs")
+    clean_cli(*train[1:], "--quiet")
     argv = shlex.split(cmd.group(1))
-    printed = _cli(*argv[1:]).stdout.splitlines()
+    printed = clean_cli(*argv[1:]).stdout.splitlines()
 
     def digits(lines: list[str]) -> list[str]:
         return [re.sub(r"\d", "0", ln) for ln in lines]

@@ -232,13 +232,11 @@ def test_an_mlp_hidden_layer_is_a_tensor_of_its_own() -> None:
         f"shrink the sizes it multiplies (hidden, heads, lengths), {LARGE}")
 
 
-def test_train_checks_the_spec_at_the_batch_and_length_it_trains_at(tmp_path: Path) -> None:
+def test_train_checks_the_spec_at_the_batch_and_length_it_trains_at(tmp_path: Path, cli) -> None:
     """`attngraph train` runs the guard at its own batch and the task's length: an
     additive score over all pairs with hidden 600 is refused at the assumed length 256
     (1.26e9 elements) but trains at the needle task's length 12."""
-    from click.testing import CliRunner
 
-    from attngraph.cli import main
 
     root = Path(__file__).resolve().parent.parent
     text = (root / "specs" / "intra_attention.yaml").read_text(encoding="utf-8")
@@ -248,24 +246,19 @@ def test_train_checks_the_spec_at_the_batch_and_length_it_trains_at(tmp_path: Pa
     spec.write_text(text, encoding="utf-8")
     with pytest.raises(SpecError, match="1,258,291,200 elements"):
         load_spec(spec)
-    res = CliRunner().invoke(main, ["train", str(spec), "--steps", "1", "--quiet",
-                                    "--out", str(tmp_path / "run")])
-    assert res.exit_code == 0, res.output
+    cli("train", spec, "--steps", "1", "--quiet", "--out", tmp_path / "run", code=0)
 
 
-def test_compile_checks_the_spec_at_its_batch_and_length() -> None:
+def test_compile_checks_the_spec_at_its_batch_and_length(cli) -> None:
     """`attngraph compile --batch --length` runs the guard at those sizes: all-pairs
     scores of intra_attention at batch 256 and N = 4,096 are refused before any tensor
     exists, and pass at the defaults."""
-    from click.testing import CliRunner
 
-    from attngraph.cli import main
 
     spec = str(Path(__file__).resolve().parent.parent / "specs" / "intra_attention.yaml")
-    res = CliRunner().invoke(main, ["compile", spec, "--batch", "256", "--length", "4096"])
-    assert res.exit_code == 1
+    res = cli("compile", spec, "--batch", "256", "--length", "4096", code=1)
     assert "4,294,967,296 elements (17.2 GB of float32) at batch 256, N = 4,096" in res.output
-    assert CliRunner().invoke(main, ["compile", spec]).exit_code == 0
+    cli("compile", spec, code=0)
 
 
 def test_kernel_attention_is_measured_as_it_runs() -> None:

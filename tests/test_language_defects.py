@@ -11,11 +11,9 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from click.testing import CliRunner  # noqa: E402
 
 import attngraph  # noqa: E402
 from attngraph.analysis.describe import describe  # noqa: E402
-from attngraph.cli import main  # noqa: E402
 from attngraph.errors import AttnGraphError  # noqa: E402
 from attngraph.frontend import load_spec, loads_spec  # noqa: E402
 
@@ -176,13 +174,12 @@ def test_named_parameters_name_the_owner(text: str, names: list[str]) -> None:
         assert torch.equal(p, model.get_parameter(k)), k
 
 
-def test_compile_says_the_user_shares_the_owners_parameters(tmp_path: Path) -> None:
+def test_compile_says_the_user_shares_the_owners_parameters(tmp_path: Path, cli) -> None:
     """`attngraph compile` counts the parameters at the owner and says the user shares
     those of the owner, as validate and the docs do."""
     path = tmp_path / "t.yaml"
     path.write_text(SHARED, encoding="utf-8")
-    r = CliRunner().invoke(main, ["compile", str(path)])
-    assert r.exit_code == 0, r.output
+    r = cli("compile", path, code=0)
     rows = {line.split()[0]: line for line in r.output.splitlines() if line.startswith("  ")}
     assert rows["owner"].split()[2] == "72" and "weight (8, 8), bias (8,)" in rows["owner"]
     assert rows["user"].split()[2] == "0" and rows["user"].endswith("shares those of owner")

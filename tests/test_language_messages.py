@@ -6,9 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import main
 from attngraph.errors import AttnGraphError
 from attngraph.frontend import loads_spec
 
@@ -114,13 +112,13 @@ outputs: {z: l.z, z2: z2}
 """
 
 
-def test_loop_without_carry_is_not_recurrent(spec_file) -> None:
+def test_loop_without_carry_is_not_recurrent(spec_file, cli) -> None:
     """describe: steps that pass nothing on are not recurrent; the unrolled view draws no
     visible arrow between them; a linear query is named as such."""
     path = spec_file(NO_CARRY)
-    out = CliRunner().invoke(main, ["describe", str(path)]).output
+    out = cli("describe", path).output
     assert "not recurrent  run once per step of loop 'l'" in out
     assert "a linear projection 'lq' of input 'h' (vector)" in out
-    dot = CliRunner().invoke(main, ["render", str(path), "--view", "unrolled"]).output
+    dot = cli("render", path, "--view", "unrolled").output
     steps = [ln for ln in dot.splitlines() if re.match(r'\s*"l\[[^]]*\]" -> "l\[', ln)]
     assert steps and all("invis" in ln for ln in steps)

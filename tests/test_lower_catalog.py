@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from click.testing import CliRunner  # noqa: E402
 
 import attngraph  # noqa: E402
-from attngraph.cli import main  # noqa: E402
 from attngraph.kinds import KINDS  # noqa: E402
 from attngraph.lower.examples import random_inputs  # noqa: E402
 
@@ -177,20 +175,18 @@ def test_loop_attention_respects_source_padding() -> None:
     torch.testing.assert_close(out["attention"].sum(-1), torch.ones(2, 3))
 
 
-def test_compile_command_prints_parameters_and_output_shapes(tmp_path: Path) -> None:
+def test_compile_command_prints_parameters_and_output_shapes(tmp_path: Path, cli) -> None:
     """`attngraph compile SPEC` lists parameters per node and the output shapes."""
     spec = tmp_path / "dec.yaml"
     spec.write_text(DECODER)
-    res = CliRunner().invoke(main, ["compile", str(spec), "--batch", "3", "--length", "4"])
-    assert res.exit_code == 0, res.output
+    res = cli("compile", spec, "--batch", "3", "--length", "4", code=0)
     assert "nodes.h.cell.weight_ih (24, 8)" in res.output
     assert "logits (3, 4, 9)" in res.output
 
 
-def test_compile_command_reports_errors_located(tmp_path: Path) -> None:
+def test_compile_command_reports_errors_located(tmp_path: Path, cli) -> None:
     """`attngraph compile` on a broken spec prints FILE:LINE:COL and exits 1."""
     spec = tmp_path / "bad.yaml"
     spec.write_text(DECODER.replace("fn: dot", "fn: dott"))
-    res = CliRunner().invoke(main, ["compile", str(spec)])
-    assert res.exit_code == 1
+    res = cli("compile", spec, code=1)
     assert f"{spec}:" in res.output and "did you mean 'dot'" in res.output

@@ -11,22 +11,25 @@ positions. The comparison with a hand-written reference is in each mechanism's o
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from mechanism_support import MECHANISMS, ROOT, TOL, relative
-
-from attngraph.cli import main
 
 SPECS = sorted(MECHANISMS.glob("*.yaml"))
 
 
-def _run(*args: str) -> str:
-    r = CliRunner().invoke(main, list(args))
-    assert r.exit_code == 0, r.output
-    assert "Traceback" not in r.output
-    return r.output
+@pytest.fixture(scope="session")
+def output_of(cli) -> Callable[..., str]:
+    """``output_of(*args)``: what the command prints; it exits 0 without a traceback."""
+
+    def run(*args: object) -> str:
+        r = cli(*args, code=0)
+        assert "Traceback" not in r.output
+        return r.output
+
+    return run
 
 
 def test_every_mechanism_has_a_reference_test() -> None:
@@ -36,27 +39,27 @@ def test_every_mechanism_has_a_reference_test() -> None:
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
-def test_mechanism_passes_every_command(path: Path, tmp_path: Path) -> None:
+def test_mechanism_passes_every_command(path: Path, tmp_path: Path, output_of) -> None:
     """validate, both render views, describe, and diff against its catalog relative."""
-    out = _run("validate", str(path))
+    out = output_of("validate", path)
     assert "ok —" in out
     for view in ("architecture", "unrolled"):
         dot = tmp_path / f"{view}.dot"
-        _run("render", str(path), "--view", view, "-o", str(dot))
+        output_of("render", path, "--view", view, "-o", dot)
         assert dot.read_text(encoding="utf-8").startswith("digraph")
-    assert "site" in _run("describe", str(path))
+    assert "site" in output_of("describe", path)
     rel = ROOT / "specs" / f"{relative(path)}.yaml"
     assert rel.is_file(), f"{path.name} names a relative that is not in the catalog: {rel.name}"
-    _run("diff", str(rel), str(path))
+    output_of("diff", rel, path)
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
-def test_mechanism_parameter_count_is_the_modules(path: Path) -> None:
+def test_mechanism_parameter_count_is_the_modules(path: Path, output_of) -> None:
     """The count validate prints equals the module's parameters (shared ones once)."""
     torch = pytest.importorskip("torch")
     import attngraph
 
-    out = _run("validate", str(path))
+    out = output_of("validate", path)
     printed = int(re.search(r"^parameters: ([\d,]+)$", out, re.M).group(1).replace(",", ""))
     model = attngraph.compile(path, seed=0)
     assert printed == sum(p.numel() for p in model.parameters())

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import main
 from attngraph.train.run.modelcard import MARK
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,10 +16,14 @@ GA = ROOT / "specs" / "global_attention.yaml"
 DATA = ROOT / "examples" / "data"
 
 
-def _train(*args: str) -> str:
-    res = CliRunner().invoke(main, ["train", *args, "--quiet"])
-    assert res.exit_code == 0, res.output
-    return res.stdout
+@pytest.fixture(scope="session")
+def train_quiet(cli) -> Callable[..., str]:
+    """``train_quiet(*args)``: what ``attngraph train *args --quiet`` prints; it exits 0."""
+
+    def run(*args: object) -> str:
+        return cli("train", *args, "--quiet", code=0).stdout
+
+    return run
 
 
 def _block(card: str, lang: str) -> str:
@@ -29,7 +32,8 @@ def _block(card: str, lang: str) -> str:
     return found.group(1)
 
 
-def test_a_builtin_task_run_has_a_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_builtin_task_run_has_a_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       train_quiet) -> None:
     """The card of a run on a built-in task names the spec (name, title, summary), the
     task and its split sizes, the settings, the validation metrics as summary.json has
     them against the target, links the attention picture the run drew, and its Python
@@ -37,7 +41,7 @@ def test_a_builtin_task_run_has_a_card(tmp_path: Path, monkeypatch: pytest.Monke
     from attngraph.frontend import load_spec
 
     out = tmp_path / "ga"
-    _train(str(GA), "--steps", "4", "--batch", "8", "--out", str(out))
+    train_quiet(GA, "--steps", "4", "--batch", "8", "--out", out)
     card = (out / "README.md").read_text(encoding="utf-8")
     graph = load_spec(GA)
     assert card.startswith(MARK + "\n")
@@ -57,7 +61,8 @@ def test_a_builtin_task_run_has_a_card(tmp_path: Path, monkeypatch: pytest.Monke
     assert sum(p.numel() for p in scope["run"].model.parameters()) > 0  # type: ignore[attr-defined]
 
 
-def test_a_data_run_card_tells_the_split_labels_and_the_best_step(tmp_path: Path) -> None:
+def test_a_data_run_card_tells_the_split_labels_and_the_best_step(tmp_path: Path,
+                                                                   train_quiet) -> None:
     """A data run's card gives the data file, the sizes of the training and validation
     splits, the labels, the step early stopping kept; its picture is example 0 of the
     validation file."""
@@ -65,8 +70,8 @@ def test_a_data_run_card_tells_the_split_labels_and_the_best_step(tmp_path: Path
 
     out = tmp_path / "topics"
     train, valid = DATA / "topics.jsonl", DATA / "topics-valid.jsonl"
-    _train(str(GA), "--data", str(train), "--valid", str(valid), "--steps", "6",
-           "--batch", "16", "--eval-every", "1", "--patience", "1", "--out", str(out))
+    train_quiet(GA, "--data", train, "--valid", valid, "--steps", "6",
+                "--batch", "16", "--eval-every", "1", "--patience", "1", "--out", out)
     card = (out / "README.md").read_text(encoding="utf-8")
     n_train = sum(1 for ln in train.read_text().splitlines() if ln.strip())
     n_valid = sum(1 for ln in valid.read_text().splitlines() if ln.strip())
@@ -81,45 +86,45 @@ def test_a_data_run_card_tells_the_split_labels_and_the_best_step(tmp_path: Path
     assert f"attngraph predict {out} --data new.jsonl" in _block(card, "sh")
 
 
-def test_a_spec_without_attention_output_says_so(tmp_path: Path) -> None:
+def test_a_spec_without_attention_output_says_so(tmp_path: Path, train_quiet) -> None:
     """A spec that declares no attention output gets no picture; the card says why."""
     spec = tmp_path / "plain.yaml"
     spec.write_text(GA.read_text().replace("outputs: {logits: logits, attention: p}",
                                            "outputs: {logits: logits}"))
     assert "attention: p}" not in spec.read_text()
     out = tmp_path / "r"
-    _train(str(spec), "--steps", "2", "--batch", "8", "--out", str(out))
+    train_quiet(spec, "--steps", "2", "--batch", "8", "--out", out)
     card = (out / "README.md").read_text(encoding="utf-8")
     assert not (out / "attention.png").exists()
     assert "No attention picture: global_attention declares no attention output" in card
 
 
-def test_the_users_own_readme_is_left_alone(tmp_path: Path) -> None:
+def test_the_users_own_readme_is_left_alone(tmp_path: Path, cli, train_quiet) -> None:
     """Training into a folder holding the user's own README.md leaves it as it was,
     with a note; a resume rewrites the run's own card."""
     out = tmp_path / "r"
     out.mkdir()
     (out / "README.md").write_text("my notes\n")
-    res = CliRunner().invoke(main, ["train", str(GA), "--steps", "2", "--batch", "8",
-                                    "--out", str(out), "--quiet"])
-    assert res.exit_code == 0, res.output
+    res = cli("train", GA, "--steps", "2", "--batch", "8",
+              "--out", out, "--quiet", code=0)
     assert (out / "README.md").read_text() == "my notes\n"
     assert "left this README.md as it is" in res.stderr
     other = tmp_path / "o"
-    _train(str(GA), "--steps", "2", "--batch", "8", "--out", str(other))
-    _train(str(GA), "--steps", "4", "--out", str(other), "--resume")
+    train_quiet(GA, "--steps", "2", "--batch", "8", "--out", other)
+    train_quiet(GA, "--steps", "4", "--out", other, "--resume")
     assert "| steps | 4 |" in (other / "README.md").read_text(encoding="utf-8")
 
 
 def test_the_runs_doc_example_reads_a_real_run(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               train_quiet) -> None:
     """docs/runs.md's Python example runs on a run trained with early stopping: the
     table's valid rows and the checkpoint's best step are there."""
     pytest.importorskip("pandas")
     doc = (ROOT / "docs" / "runs.md").read_text(encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    _train(str(GA), "--steps", "6", "--batch", "8", "--eval-every", "2", "--patience", "2",
-           "--out", "runs/ga")
+    train_quiet(GA, "--steps", "6", "--batch", "8", "--eval-every", "2", "--patience", "2",
+                "--out", "runs/ga")
     scope: dict[str, object] = {}
     exec(_block(doc, "python"), scope)
     assert list(scope["valid"]["step"]) == [2, 4, 6]  # type: ignore[index]

@@ -197,15 +197,12 @@ outputs: {states: dec.state, attention: dec.attention}
         torch.testing.assert_close(a[name], b[name], atol=1e-6, rtol=1e-5)
 
 
-def test_print_after_shows_the_stages(tmp_path: Path) -> None:
-    from click.testing import CliRunner
+def test_print_after_shows_the_stages(tmp_path: Path, cli) -> None:
 
-    from attngraph.cli import main
 
     spec = tmp_path / "decoder.yaml"
     spec.write_text(DECODER, encoding="utf-8")
-    res = CliRunner().invoke(main, ["compile", str(spec), "--print-after", "hoist_invariants"])
-    assert res.exit_code == 0, res.output
+    res = cli("compile", spec, "--print-after", "hoist_invariants", code=0)
     assert "// IR after hoist_invariants" in res.output
     assert "%score:key = prepare(" in res.output and "  after  @" in res.output
 

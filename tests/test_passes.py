@@ -6,9 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import main
 from attngraph.errors import GraphError, RegistryError
 from attngraph.frontend import load_spec
 from attngraph.ir.graph import Edge, Graph, Role
@@ -63,14 +61,12 @@ def test_front_is_shape_inference() -> None:
     assert [p.name for p in FRONT.passes] == ["infer_shapes"]
 
 
-def test_cli_print_after(tmp_path: Path) -> None:
+def test_cli_print_after(tmp_path: Path, cli) -> None:
     """``attngraph compile --print-after fuse_attention`` shows the fused IR."""
-    r = CliRunner().invoke(main, ["compile", str(ROOT / "specs" / "transformer_encoder.yaml"),
-                                  "--print-after", "fuse_attention"])
-    assert r.exit_code == 0, r.output
+    r = cli("compile", ROOT / "specs" / "transformer_encoder.yaml",
+            "--print-after", "fuse_attention", code=0)
     assert r.output.startswith("// IR after fuse_attention\ngraph transformer_encoder:")
     assert "= attention(fused=" in r.output
-    r = CliRunner().invoke(main, ["compile", str(ROOT / "specs" / "multihead_attention.yaml"),
-                                  "--print-after", "fuse"])
-    assert r.exit_code == 1
+    r = cli("compile", ROOT / "specs" / "multihead_attention.yaml",
+            "--print-after", "fuse", code=1)
     assert "unknown pass 'fuse'" in r.output

@@ -4,18 +4,15 @@ error example is what the workflow prints."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 pytest.importorskip("torch")
 pytest.importorskip("pandas")
 
-from attngraph.cli import main  # noqa: E402
 from fuzz.seeds import blocks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,18 +21,14 @@ BLOCKS = blocks(DOC)
 
 
 @pytest.fixture
-def in_a_copy(tmp_path: Path) -> Path:
+def in_a_copy(repo_copy) -> Path:
     """A working folder that sees the catalog and the example data as in the repository,
     holding the files the doc says to save (``<!-- file: NAME -->`` before a block)."""
-    (tmp_path / "specs").symlink_to(ROOT / "specs")
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    folder = repo_copy("specs", "examples")
     for b in BLOCKS:
         if b.marker.startswith("file:"):
-            (tmp_path / b.marker.split(":", 1)[1].strip()).write_text(b.text, encoding="utf-8")
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
+            (folder / b.marker.split(":", 1)[1].strip()).write_text(b.text, encoding="utf-8")
+    return folder
 
 
 def test_the_walk_through_is_ten_lines_at_most() -> None:
@@ -84,7 +77,7 @@ def test_the_python_examples_run_in_order(in_a_copy: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_shell_commands_run(in_a_copy: Path) -> None:
+def test_the_shell_commands_run(in_a_copy: Path, cli) -> None:
     """Each command of the page's sh block exits 0 (the CSV it trains on is made first, as
     the Python walk-through makes it); train states the sizes it chose."""
     import pandas as pd
@@ -94,7 +87,7 @@ def test_the_shell_commands_run(in_a_copy: Path) -> None:
     for line in sh.text.splitlines():
         argv = shlex.split(line)
         assert argv[0] == "attngraph"
-        res = CliRunner().invoke(main, argv[1:])
+        res = cli(*argv[1:])
         assert res.exit_code == 0, f"{line}\n{res.output}"
         if argv[1] == "train":
             assert "sizes from the data in topics.csv: vocab = 33" in res.stderr

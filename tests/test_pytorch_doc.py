@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
-from attngraph.cli import main  # noqa: E402
 from fuzz.seeds import blocks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,14 +20,10 @@ BLOCKS = blocks(DOC)
 
 
 @pytest.fixture
-def in_a_copy(tmp_path: Path) -> Path:
+def in_a_copy(repo_copy) -> Path:
     """A working folder that sees the catalog as ``specs/`` (the files the examples
     write land there)."""
-    (tmp_path / "specs").symlink_to(ROOT / "specs")
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
+    return repo_copy("specs")
 
 
 def test_the_doc_has_examples_of_each_topic() -> None:
@@ -54,7 +47,7 @@ def test_the_python_examples_run_in_order(in_a_copy: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_shell_commands_print_what_the_doc_quotes(in_a_copy: Path) -> None:
+def test_the_shell_commands_print_what_the_doc_quotes(in_a_copy: Path, cli) -> None:
     """Each ``attngraph`` command of the sh blocks exits 0; a ``# wrote ...`` comment
     under it is the first line it prints."""
     for block in (b for b in BLOCKS if b.lang == "sh"):
@@ -62,7 +55,7 @@ def test_the_shell_commands_print_what_the_doc_quotes(in_a_copy: Path) -> None:
         for i, line in enumerate(lines):
             if not line.startswith("attngraph "):
                 continue
-            res = CliRunner().invoke(main, shlex.split(line)[1:])
+            res = cli(*shlex.split(line)[1:])
             assert res.exit_code == 0, f"docs/pytorch.md:{block.line + i}: {res.output}"
             quoted = lines[i + 1].lstrip("# ") if i + 1 < len(lines) else ""
             if quoted.startswith("wrote "):

@@ -152,12 +152,10 @@ def test_unknown_without_registration_and_with_a_did_you_mean() -> None:
     assert "node 'z': act: 'softsign2' is not an activation" in messages
 
 
-def test_validates_and_a_typo_names_it(registered: None, tmp_path: Path) -> None:
+def test_validates_and_a_typo_names_it(registered: None, tmp_path: Path, cli) -> None:
     """The spec validates (CLI too) with each name in the IR dump; a typo of a
     registered name gets a did-you-mean that names it."""
-    from click.testing import CliRunner
 
-    from attngraph.cli import main
 
     g = loads_spec(SPEC)
     dump = str(g)
@@ -165,8 +163,7 @@ def test_validates_and_a_typo_names_it(registered: None, tmp_path: Path) -> None
         assert text in dump, text
     path = tmp_path / "s.yaml"
     path.write_text(SPEC, encoding="utf-8")
-    r = CliRunner().invoke(main, ["validate", str(path)])
-    assert r.exit_code == 0, r.output
+    cli("validate", path, code=0)
     with pytest.raises(SpecError) as e:
         loads_spec(SPEC.replace("fn: sqratio", "fn: sqratoi"))
     d = e.value.diagnostics[0]
@@ -301,21 +298,18 @@ def test_exports_to_a_standalone_file(registered: None) -> None:
         del sys.modules[mod.__name__]
 
 
-def test_a_fusable_dot_product_scorer_is_fused(registered: None, tmp_path: Path) -> None:
+def test_a_fusable_dot_product_scorer_is_fused(registered: None, tmp_path: Path, cli) -> None:
     """The registered fusable scorer -> softmax -> readout becomes one attention node
     (``compile --print-after fuse_attention`` shows it) equal to the explicit chain; a
     scorer without the trait is not fused."""
-    from click.testing import CliRunner
 
-    from attngraph.cli import main
     from attngraph.passes.fuse_attention import fuse_attention
 
     g = loads_spec(FUSABLE)
     assert [n.kind for n in fuse_attention(g).nodes if n.id == "z"] == ["attention"]
     path = tmp_path / "f.yaml"
     path.write_text(FUSABLE, encoding="utf-8")
-    r = CliRunner().invoke(main, ["compile", str(path), "--print-after", "fuse_attention"])
-    assert r.exit_code == 0, r.output
+    r = cli("compile", path, "--print-after", "fuse_attention", code=0)
     assert "%z = attention(fused=s+p+z" in r.output
     fused = attngraph.compile(FUSABLE, seed=3).eval()
     plain = attngraph.compile(FUSABLE, seed=3, fuse=False).eval()

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import main
 from attngraph.errors import RenderError
 from attngraph.frontend import load_spec
 from renderers import render
@@ -22,14 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FIG = ROOT / "examples" / "figures" / "intra-attention.yaml"
 
 
-def test_stdout_text_formats() -> None:
+def test_stdout_text_formats(cli) -> None:
     """Without -o, text formats print: dot by default, mermaid and json on request."""
-    r = CliRunner()
-    out = r.invoke(main, ["render", str(FIG), "--view", "unrolled"])
+    out = cli("render", FIG, "--view", "unrolled")
     assert out.exit_code == 0 and out.output.startswith("digraph intra_attention")
-    mm = r.invoke(main, ["render", str(FIG), "--view", "unrolled", "--format", "mermaid"])
+    mm = cli("render", FIG, "--view", "unrolled", "--format", "mermaid")
     assert mm.output.startswith("flowchart BT")
-    js = r.invoke(main, ["render", str(FIG), "--format", "json"])
+    js = cli("render", FIG, "--format", "json")
     assert json.loads(js.output)["graph"]["view"] == "architecture"
 
 
@@ -41,12 +38,11 @@ def test_json_is_networkx_node_link_data() -> None:
     assert g.number_of_edges() == len(data["edges"]) == 12
 
 
-def test_suffix_picks_format(tmp_path: Path) -> None:
+def test_suffix_picks_format(tmp_path: Path, cli) -> None:
     """-o x.mmd writes mermaid, -o x.json json; an unknown suffix is a located error."""
-    r = CliRunner()
-    assert r.invoke(main, ["render", str(FIG), "-o", str(tmp_path / "a.mmd")]).exit_code == 0
+    cli("render", FIG, "-o", tmp_path / "a.mmd", code=0)
     assert (tmp_path / "a.mmd").read_text().startswith("flowchart")
-    bad = r.invoke(main, ["render", str(FIG), "-o", str(tmp_path / "a.xyz")])
+    bad = cli("render", FIG, "-o", tmp_path / "a.xyz")
     assert bad.exit_code == 1 and "cannot tell the format" in bad.output
 
 
@@ -60,11 +56,11 @@ def test_missing_dot_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
     assert render(g, "unrolled", "dot").startswith("digraph")
 
 
-def test_bad_spec_error_is_located(tmp_path: Path) -> None:
+def test_bad_spec_error_is_located(tmp_path: Path, cli) -> None:
     """A broken spec prints FILE:LINE:COL and exits 1 (the front end's diagnostics)."""
     p = tmp_path / "bad.yaml"
     p.write_text(FIG.read_text().replace("values: value", "values: valu"))
-    out = CliRunner().invoke(main, ["render", str(p)])
+    out = cli("render", p)
     assert out.exit_code == 1 and f"{p}:" in out.output and "did you mean" in out.output
 
 
@@ -83,11 +79,10 @@ def test_output_ids_with_colons_stay_nodes() -> None:
 @pytest.mark.dot
 @pytest.mark.parametrize(("fmt", "magic"), [("svg", b"<svg"), ("png", b"\x89PNG"),
                                              ("pdf", b"%PDF")])
-def test_dot_formats(tmp_path: Path, fmt: str, magic: bytes) -> None:
+def test_dot_formats(tmp_path: Path, fmt: str, magic: bytes, cli) -> None:
     """svg/png/pdf files come out of dot with their format's signature."""
     out = tmp_path / f"fig.{fmt}"
-    r = CliRunner().invoke(main, ["render", str(FIG), "--view", "unrolled", "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    cli("render", FIG, "--view", "unrolled", "-o", out, code=0)
     assert magic in out.read_bytes()[:600]
 
 
@@ -120,67 +115,64 @@ def test_notebook_helper_offers_svg_or_mermaid(monkeypatch: pytest.MonkeyPatch) 
     assert bundle["text/plain"].startswith("flowchart BT")
 
 
-def test_cli_offers_a_format_registered_later(tmp_path: Path) -> None:
+def test_cli_offers_a_format_registered_later(tmp_path: Path, cli) -> None:
     """--format reads the format registry when used: a user's format is accepted."""
     from renderers import FORMATS
 
     with FORMATS.scoped():
         FORMATS.register("count", lambda dg: f"{len(dg.nodes)} nodes\n")
-        r = CliRunner().invoke(main, ["render", str(ROOT / "specs" / "global_attention.yaml"),
-                                      "--format", "count"])
+        r = cli("render", ROOT / "specs" / "global_attention.yaml",
+                "--format", "count")
     assert r.exit_code == 0, r.output
     assert r.output.endswith(" nodes\n")
-    r = CliRunner().invoke(main, ["render", str(ROOT / "specs" / "global_attention.yaml"),
-                                  "--format", "count"])
+    r = cli("render", ROOT / "specs" / "global_attention.yaml",
+            "--format", "count")
     assert r.exit_code == 2 and "'count' is not one of" in r.output
 
 
 # --- where -o writes ----------------------------------------------------------
 
 
-def test_output_into_missing_folders_makes_them(tmp_path: Path) -> None:
+def test_output_into_missing_folders_makes_them(tmp_path: Path, cli) -> None:
     """-o into folders that do not exist yet makes them (as --help says), then writes."""
     out = tmp_path / "a" / "b" / "fig.mmd"
-    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    cli("render", FIG, "-o", out, code=0)
     assert out.read_text().startswith("flowchart")
-    help_text = CliRunner().invoke(main, ["render", "--help"]).output
+    help_text = cli("render", "--help").output
     assert "missing folders are made" in help_text
 
 
-def test_output_under_a_file_is_one_error(tmp_path: Path) -> None:
+def test_output_under_a_file_is_one_error(tmp_path: Path, cli) -> None:
     """-o below a path that is a file (no folder can be made there) is one error at the
     output path, exit 1, no traceback."""
     (tmp_path / "f").write_text("x")
     out = tmp_path / "f" / "fig.dot"
-    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(out)])
-    assert r.exit_code == 1
+    r = cli("render", FIG, "-o", out, code=1)
     assert r.output.splitlines()[0] == (
         f"{out}: error: cannot write {out}: {tmp_path / 'f'} is a file, not a folder"
     )
     assert "Traceback" not in r.output
 
 
-def test_output_naming_a_folder(tmp_path: Path) -> None:
+def test_output_naming_a_folder(tmp_path: Path, cli) -> None:
     """-o naming an existing folder is a usage error (exit 2); a path ending in '/' is
     one error saying to give a file name."""
-    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(tmp_path)])
+    r = cli("render", FIG, "-o", tmp_path)
     assert r.exit_code == 2 and "is a directory" in r.output
     slash = f"{tmp_path / 'new'}/"
-    r = CliRunner().invoke(main, ["render", str(FIG), "--format", "dot", "-o", slash])
-    assert r.exit_code == 1
+    r = cli("render", FIG, "--format", "dot", "-o", slash, code=1)
     assert r.output.startswith(f"{slash}: error: {slash} names a folder, not a file")
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
                     reason="needs a user that permissions apply to")
-def test_output_into_a_read_only_folder(tmp_path: Path) -> None:
+def test_output_into_a_read_only_folder(tmp_path: Path, cli) -> None:
     """-o into a folder without write permission is one error naming the reason."""
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(ro / "fig.dot")])
+        r = cli("render", FIG, "-o", ro / "fig.dot")
     finally:
         ro.chmod(0o755)
     assert r.exit_code == 1
@@ -189,26 +181,24 @@ def test_output_into_a_read_only_folder(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_output_to_a_full_disk() -> None:
+def test_output_to_a_full_disk(cli) -> None:
     """A write that fails (no space left) is one error with the system's reason."""
-    r = CliRunner().invoke(main, ["render", str(FIG), "--format", "dot", "-o", "/dev/full"])
-    assert r.exit_code == 1
+    r = cli("render", FIG, "--format", "dot", "-o", "/dev/full", code=1)
     assert r.output.startswith("/dev/full: error: cannot write /dev/full: No space left")
 
 
-def test_unknown_suffix_is_located_at_the_output(tmp_path: Path) -> None:
+def test_unknown_suffix_is_located_at_the_output(tmp_path: Path, cli) -> None:
     """An output suffix that names no format is an error at that output path."""
     out = tmp_path / "a.xyz"
-    r = CliRunner().invoke(main, ["render", str(FIG), "-o", str(out)])
-    assert r.exit_code == 1
+    r = cli("render", FIG, "-o", out, code=1)
     assert r.output.startswith(f"{out}: error: cannot tell the format from '{out}'")
 
 
-def test_schema_output_into_missing_folders(tmp_path: Path) -> None:
+def test_schema_output_into_missing_folders(tmp_path: Path, cli) -> None:
     """`attngraph schema -o` makes missing folders too; under a file it is one error."""
     out = tmp_path / "x" / "schema.json"
-    r = CliRunner().invoke(main, ["schema", "-o", str(out)])
+    r = cli("schema", "-o", out)
     assert r.exit_code == 0 and json.loads(out.read_text())["$defs"]
     (tmp_path / "f").write_text("x")
-    r = CliRunner().invoke(main, ["schema", "-o", str(tmp_path / "f" / "s.json")])
+    r = cli("schema", "-o", tmp_path / "f" / "s.json")
     assert r.exit_code == 1 and "is a file, not a folder" in r.output

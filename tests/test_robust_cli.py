@@ -11,12 +11,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import EXIT_CODES, PLUGIN_MODULES, main
+from attngraph.cli import EXIT_CODES, PLUGIN_MODULES
 from attngraph.kinds import KINDS, SCORERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,11 +88,7 @@ def spec(tmp_path: Path, fn: str = "dot", text: str = GOOD) -> str:
     return str(p)
 
 
-def run(*args: str) -> Any:
-    return CliRunner().invoke(main, list(args))
-
-
-def test_each_exit_code(tmp_path: Path, plugdir: Path) -> None:
+def test_each_exit_code(tmp_path: Path, plugdir: Path, cli) -> None:
     """0 success; 1 a located error in the input; 2 a usage error; 130 Ctrl-C."""
     cases = [
         (0, ["validate", spec(tmp_path)]),
@@ -108,7 +102,7 @@ def test_each_exit_code(tmp_path: Path, plugdir: Path) -> None:
         (130, ["--plugin", "robust_plug", "validate", spec(tmp_path, "ctrl_c_fn")]),
     ]
     for code, args in cases:
-        r = run(*args)
+        r = cli(*args)
         assert r.exit_code == code, (args, r.exit_code, r.output)
         assert r.exc_info is None or r.exc_info[0] is SystemExit, (args, r.exc_info)
         assert "Traceback" not in r.output
@@ -132,22 +126,21 @@ def test_the_docs_table_matches_the_codes_the_cli_uses() -> None:
     ("genexit", "--plugin genexit failed to load: GeneratorExit"),
 ])
 def test_a_plugin_raising_a_base_exception_is_one_error(module: str, said: str,
-                                                        plugdir: Path, tmp_path: Path) -> None:
+                                                        plugdir: Path, tmp_path: Path, cli) -> None:
     """--plugin whose import raises a BaseException: an error naming it, exit 1."""
-    r = run("--plugin", module, "validate", spec(tmp_path))
-    assert r.exit_code == 1, r.output
+    r = cli("--plugin", module, "validate", spec(tmp_path), code=1)
     assert f"attngraph: error: {said}" in r.output and "hint:" in r.output
 
 
-def test_ctrl_c_while_loading_a_plugin_exits_130(plugdir: Path, tmp_path: Path) -> None:
+def test_ctrl_c_while_loading_a_plugin_exits_130(plugdir: Path, tmp_path: Path, cli) -> None:
     """KeyboardInterrupt is the user's: 130, as anywhere else."""
-    r = run("--plugin", "interrupted", "validate", spec(tmp_path))
+    r = cli("--plugin", "interrupted", "validate", spec(tmp_path))
     assert r.exit_code == 130 and "interrupted" in r.output
 
 
 @pytest.mark.parametrize("target", ["exit4", "boom", "genexit"])
 def test_an_installed_plugin_that_exits_is_skipped_with_a_warning(
-        target: str, plugdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        target: str, plugdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     """An entry point raising SystemExit(4) (or a BaseException) no longer makes every
     command exit 4: it is skipped with a warning and the command runs."""
     import importlib
@@ -156,14 +149,13 @@ def test_an_installed_plugin_that_exits_is_skipped_with_a_warning(
     ep = SimpleNamespace(name="demo", value=target,
                          load=lambda: importlib.import_module(target))
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [ep])
-    r = run("validate", spec(tmp_path))
-    assert r.exit_code == 0, r.output
+    r = cli("validate", spec(tmp_path), code=0)
     assert f"attngraph: warning: plugin 'demo' ({target}) failed to load" in r.output
     assert "; skipped" in r.output
 
 
 def test_a_base_exception_from_plugin_code_at_run_time_names_the_plugin(
-        plugdir: Path, tmp_path: Path) -> None:
+        plugdir: Path, tmp_path: Path, cli) -> None:
     """A BaseException a plugin's code raises past its hooks (here a normaliser called
     at run time) is one error naming the plugin, exit 1."""
     (plugdir / "late_plug.py").write_text(
@@ -173,8 +165,7 @@ def test_a_base_exception_from_plugin_code_at_run_time_names_the_plugin(
         "register_normaliser(NormaliserInfo('late', 'never', impl=late))\n",
         encoding="utf-8")
     text = GOOD.replace("{kind: softmax, scores: s}", "{kind: softmax, scores: s, fn: late}")
-    r = run("--plugin", "late_plug", "compile", spec(tmp_path, "dot", text))
-    assert r.exit_code == 1, r.output
+    r = cli("--plugin", "late_plug", "compile", spec(tmp_path, "dot", text), code=1)
     assert "Late: at run time" in r.output and "late_plug" in r.output, r.output
     assert "Traceback" not in r.output
 

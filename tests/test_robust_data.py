@@ -17,10 +17,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from robust_support import refused as _refused
 
-from attngraph.cli import main
 from attngraph.errors import TrainingError
 from attngraph.frontend import load_spec, loads_spec
 from attngraph.train.data.batches import data_task
@@ -96,54 +94,52 @@ def test_non_finite_json_numbers_are_located(tmp_path: Path, value: str, col: in
     ("1 2 -1e39", "column 'x' holds -1e+39, which is too large for float32"),
 ])
 def test_non_finite_csv_cells_are_located_and_never_trained(tmp_path: Path, cell: str,
-                                                            start: str) -> None:
+                                                            start: str, cli) -> None:
     """nan, inf and 1e39 in a CSV vector cell are refused at the cell's line and column
     before training: the CLI exits 1 with the located error and writes no run."""
     spec = _write(tmp_path / "vec.yaml", VECTOR)
     p = _write(tmp_path / "d.csv", f"label,x\na,1 2 3\nb,{cell}\na,3 2 1\n")
     exc = _refused(lambda: data_task(loads_spec(VECTOR, str(spec)), str(p), valid=str(p)))
     _located(exc, p, 3, 3, start, "finite numbers")
-    res = CliRunner().invoke(main, ["train", str(spec), "--data", str(p), "--valid", str(p),
-                                    "--steps", "2", "--out", str(tmp_path / "run")])
+    res = cli("train", spec, "--data", p, "--valid", p,
+              "--steps", "2", "--out", tmp_path / "run")
     assert res.exit_code == 1 and f"{p}:3:3: error: {start}" in res.stderr
     assert "Traceback" not in res.output and not (tmp_path / "run").exists()
 
 
-def test_a_nan_in_jsonl_is_never_trained_on(tmp_path: Path) -> None:
+def test_a_nan_in_jsonl_is_never_trained_on(tmp_path: Path, cli) -> None:
     """`train --data` on a JSONL with NaN exits 1 at the value, and writes no run."""
     p = _write(tmp_path / "d.jsonl", '{"text": "a b", "label": "x"}\n'
                '{"text": "b", "label": "y", "w": NaN}\n')
-    res = CliRunner().invoke(main, ["train", str(GA), "--data", str(p), "--steps", "2",
-                                    "--out", str(tmp_path / "run")])
-    assert res.exit_code == 1
+    res = cli("train", GA, "--data", p, "--steps", "2",
+              "--out", tmp_path / "run", code=1)
     assert f"{p}:2:34: error: NaN is not a finite number" in res.stderr
     assert "Traceback" not in res.output and not (tmp_path / "run").exists()
 
 
-def test_a_5000_digit_integer_is_located(tmp_path: Path) -> None:
-    """A JSON integer of 5,000 digits is refused at its column, shown shortened (Python
-    itself refuses int() of more than 4,300 digits with a ValueError)."""
-    p = _write(tmp_path / "d.jsonl", '{"text": "a", "label": "x"}\n'
-               '{"text": "a", "label": ' + "7" * 5000 + "}\n")
-    _located(_refused(lambda: read_records(p)), p, 2, 24,
-             "integer 777777777777...7777 (5000 characters) is out of range", "64 bits")
-
-
-def test_a_line_nested_5000_deep_is_located(tmp_path: Path) -> None:
-    """A JSON line nested 5,000 deep is refused at the 65th bracket, without recursing."""
-    p = _write(tmp_path / "d.jsonl", '{"text": "a", "label": "x"}\n'
-               '{"x": ' + "[" * 5000 + "]" * 5000 + "}\n")
-    _located(_refused(lambda: read_records(p)), p, 2, 70,
-             "this line nests deeper than 64 levels", "brackets never closed")
-
-
-def test_a_lone_surrogate_escape_is_located(tmp_path: Path) -> None:
-    r"""A "\ud800" escape (not Unicode text, and it could not be written to data.json)
-    is refused at the escape; an escaped pair reads as its character."""
-    p = _write(tmp_path / "d.jsonl", '{"text": "\\ud83d\\ude00", "label": "x"}\n'
-               '{"text": "ab\\ud800", "label": "x"}\n')
-    _located(_refused(lambda: read_records(p)), p, 2, 13,
-             "this string escapes a lone surrogate", "in pairs")
+@pytest.mark.parametrize(("text", "col", "start", "hint"), [
+    # a JSON integer of 5,000 digits, shown shortened (Python itself refuses int() of
+    # more than 4,300 digits with a ValueError)
+    pytest.param('{"text": "a", "label": "x"}\n{"text": "a", "label": ' + "7" * 5000 + "}\n",
+                 24, "integer 777777777777...7777 (5000 characters) is out of range",
+                 "64 bits", id="5000_digit_integer"),
+    # a line nested 5,000 deep, refused at the 65th bracket, without recursing
+    pytest.param('{"text": "a", "label": "x"}\n{"x": ' + "[" * 5000 + "]" * 5000 + "}\n",
+                 70, "this line nests deeper than 64 levels", "brackets never closed",
+                 id="nested_5000_deep"),
+    # a "\ud800" escape (not Unicode text, and it could not be written to data.json);
+    # an escaped pair (the first line) reads as its character
+    pytest.param('{"text": "\\ud83d\\ude00", "label": "x"}\n'
+                 '{"text": "ab\\ud800", "label": "x"}\n',
+                 13, "this string escapes a lone surrogate", "in pairs",
+                 id="lone_surrogate_escape"),
+])
+def test_a_hostile_json_line_is_located(tmp_path: Path, text: str, col: int, start: str,
+                                        hint: str) -> None:
+    """A JSON line Python's reader would choke on is refused at its place on line 2,
+    with a hint."""
+    p = _write(tmp_path / "d.jsonl", text)
+    _located(_refused(lambda: read_records(p)), p, 2, col, start, hint)
 
 
 # --- labels --------------------------------------------------------------------------

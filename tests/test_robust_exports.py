@@ -14,17 +14,16 @@ import keyword
 import random
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
-from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.lower.examples import random_inputs  # noqa: E402
@@ -114,40 +113,50 @@ def same_outputs(model: Any, run: Any, *, positional: bool = False) -> None:
         torch.testing.assert_close(got[k], v, atol=1e-5, rtol=1e-5)
 
 
-def export_python(tmp_path: Path, text: str) -> tuple[Path, str]:
-    """``attngraph export --format python`` of ``text``: the file and the class the
-    command says to import."""
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(text, encoding="utf-8")
-    out = tmp_path / "model.py"
-    res = CliRunner().invoke(main, ["export", str(spec), "--format", "python", "-o", str(out)])
-    assert res.exit_code == 0, res.output
-    assert "Traceback" not in res.output
-    cls = res.output.split(" import ", 1)[1].split(";", 1)[0]
-    ast.parse(out.read_text(encoding="utf-8"))
-    return out, cls
+@pytest.fixture(scope="session")
+def export_python(cli) -> Callable[..., tuple[Path, str]]:
+    """``export_python(tmp_path, text)``: ``attngraph export --format python`` of
+    ``text`` in ``tmp_path``; the file and the class the command says to import."""
+
+    def run(tmp_path: Path, text: str) -> tuple[Path, str]:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(text, encoding="utf-8")
+        out = tmp_path / "model.py"
+        res = cli("export", spec, "--format", "python", "-o", out, code=0)
+        assert "Traceback" not in res.output
+        cls = res.output.split(" import ", 1)[1].split(";", 1)[0]
+        ast.parse(out.read_text(encoding="utf-8"))
+        return out, cls
+
+    return run
 
 
-def check_python(tmp_path: Path, text: str) -> str:
-    """Export ``text`` as Python, import the file, and compare it with the compiled
-    model (eval mode, the compiled model's state dict); the class name."""
-    out, cls = export_python(tmp_path, text)
-    model = attngraph.compile(loads_spec(text), seed=0).eval()
-    gen = load_class(out, cls)()
-    gen.load_state_dict(model.state_dict())
-    same_outputs(model, gen.eval())
-    return cls
+@pytest.fixture(scope="session")
+def check_python(export_python) -> Callable[..., str]:
+    """``check_python(tmp_path, text)``: export ``text`` as Python, import the file, and
+    compare it with the compiled model (eval mode, the compiled model's state dict);
+    the class name."""
+
+    def run(tmp_path: Path, text: str) -> str:
+        out, cls = export_python(tmp_path, text)
+        model = attngraph.compile(loads_spec(text), seed=0).eval()
+        gen = load_class(out, cls)()
+        gen.load_state_dict(model.state_dict())
+        same_outputs(model, gen.eval())
+        return cls
+
+    return run
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_python_export_of_an_odd_spec_name(tmp_path: Path, name: str) -> None:
+def test_python_export_of_an_odd_spec_name(tmp_path: Path, name: str, check_python) -> None:
     """A spec named like a keyword, a builtin or a name of the file's own exports as a
     file that parses and computes what the compiled model computes."""
     cls = check_python(tmp_path, spec_text(name=name))
     assert cls.isidentifier() and not keyword.iskeyword(cls)
 
 
-def test_the_issue_names_give_readable_classes(tmp_path: Path) -> None:
+def test_the_issue_names_give_readable_classes(tmp_path: Path, export_python) -> None:
     """``none`` is a keyword as a class (``NoneModel``); ``runtime`` and ``tensor_type``
     keep their names, the file's helpers of those names being renamed around them."""
     from attngraph.lower.codegen import class_name
@@ -177,21 +186,21 @@ def test_python_export_of_a_graph_name_outside_the_grammar(tmp_path: Path, name:
 
 
 @pytest.mark.parametrize("summary", SUMMARIES, ids=ascii)
-def test_python_export_of_an_odd_summary(tmp_path: Path, summary: str) -> None:
+def test_python_export_of_an_odd_summary(tmp_path: Path, summary: str, check_python) -> None:
     """A summary and title ending in a quote or backslash, holding triple quotes,
     newlines, ``*/`` or control characters stay inside their docstrings."""
     check_python(tmp_path, spec_text(name="kvq", summary=summary))
 
 
 @pytest.mark.parametrize("nid", NODE_IDS)
-def test_python_export_of_odd_node_ids(tmp_path: Path, nid: str) -> None:
+def test_python_export_of_odd_node_ids(tmp_path: Path, nid: str, check_python) -> None:
     """Node ids that are keywords, builtins or names forward uses itself (``rt``,
     ``grouped``, a helper) become distinct variables; the outputs are the same."""
     check_python(tmp_path, spec_text(rename={"x": nid, "k": f"{nid}2", "q": "q_"}))
 
 
 @pytest.mark.parametrize("iid", INPUT_IDS)
-def test_python_export_of_odd_input_ids(tmp_path: Path, iid: str) -> None:
+def test_python_export_of_odd_input_ids(tmp_path: Path, iid: str, check_python) -> None:
     """An input named like a helper of the file or a builtin keeps its name (it is a
     parameter of forward); the file's own names go around it."""
     check_python(tmp_path, spec_text(rename={"tokens": iid}))
@@ -213,7 +222,7 @@ def test_an_input_forward_cannot_take_is_a_located_error(base: str, iid: str) ->
     assert f"input '{iid}'" in d.message and "rename the input" in (d.hint or "")
 
 
-def test_formula_nodes_named_like_builtins(tmp_path: Path) -> None:
+def test_formula_nodes_named_like_builtins(tmp_path: Path, check_python) -> None:
     """Formula nodes (one line of torch each) named ``len``, ``print`` and ``self``
     become variables that hide no builtin, helper or ``self``."""
     check_python(tmp_path, spec_text(FORMULAS, name="len", rename={"s": "len", "m": "print",
@@ -221,7 +230,7 @@ def test_formula_nodes_named_like_builtins(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["runtime", "none", "match", "step_loop"])
-def test_python_export_of_odd_body_names(tmp_path: Path, name: str) -> None:
+def test_python_export_of_odd_body_names(tmp_path: Path, name: str, check_python) -> None:
     """A loop whose block and node are named like keywords or the file's helpers writes
     its body class (``<Block>Loop``) apart from them and computes the same."""
     check_python(tmp_path, spec_text(LOOP, name=name, rename={"step": name, "dec": name,
@@ -242,14 +251,14 @@ def _cases(fmt: str) -> list[Any]:
 
 
 @pytest.mark.parametrize(("fmt", "case"), [*_cases("pt2"), *_cases("onnx")])
-def test_binary_formats_of_odd_specs(tmp_path: Path, fmt: str, case: dict[str, str]) -> None:
+def test_binary_formats_of_odd_specs(tmp_path: Path, fmt: str, case: dict[str, str], cli) -> None:
     """The pt2 program (``torch.export.load``) and the ONNX model (onnxruntime) of a
     spec with an odd name or summary load and compute what the compiled model does."""
     text = spec_text(**case)
     spec = tmp_path / "spec.yaml"
     spec.write_text(text, encoding="utf-8")
     out = tmp_path / f"model.{fmt}"
-    res = CliRunner().invoke(main, ["export", str(spec), "--format", fmt, "-o", str(out)])
+    res = cli("export", spec, "--format", fmt, "-o", out)
     if fmt == "onnx" and "needs the" in res.output:
         pytest.skip("onnx is not installed")
     assert res.exit_code == 0, res.output
@@ -287,7 +296,7 @@ def test_export_text_gives_every_format_in_process() -> None:
 
 
 def test_generated_code_that_does_not_compile_is_an_internal_error(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     """A generated file that would not compile (a bug of ours, simulated) is a
     LoweringError at the spec saying to report it; the command prints it without a
     traceback and leaves the existing file as it was."""
@@ -298,7 +307,7 @@ def test_generated_code_that_does_not_compile_is_an_internal_error(
     spec.write_text(BASE, encoding="utf-8")
     out = tmp_path / "model.py"
     out.write_text("earlier\n", encoding="utf-8")
-    res = CliRunner().invoke(main, ["export", str(spec), "--format", "python", "-o", str(out)])
+    res = cli("export", spec, "--format", "python", "-o", out)
     assert res.exit_code == 1 and "Traceback" not in res.output
     assert "does not compile" in res.output and "report" in res.output
     assert str(spec) in res.output

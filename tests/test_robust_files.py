@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from robust_support import refused as _refused
 
-from attngraph.cli import main
 from attngraph.errors import AttnGraphError
 from attngraph.fileio import write_file
 from attngraph.train.run.runner import RunConfig, run
@@ -89,7 +87,7 @@ def _copy(run_dir: Path, tmp_path: Path) -> Path:
     ('{"format": 1,, "kind": 2}\n', 14, "this run's data.json is not JSON"),
 ], ids=["5000-digits", "5000-deep", "nan", "syntax"])
 def test_a_damaged_data_json_is_one_located_error(data_run: tuple[Path, Path], tmp_path: Path,
-                                                  text: str, col: int, start: str) -> None:
+                                                  text: str, col: int, start: str, cli) -> None:
     """A run's data.json holding a 5,000-digit integer, 5,000 brackets, NaN or a syntax
     error is one TrainingError at its line and column (load_run, and predict exits 1)."""
     from attngraph import load_run
@@ -97,7 +95,7 @@ def test_a_damaged_data_json_is_one_located_error(data_run: tuple[Path, Path], t
     run_dir = _copy(data_run[0], tmp_path)
     (run_dir / "data.json").write_text(text, encoding="utf-8")
     _located(_refused(lambda: load_run(run_dir)), run_dir / "data.json", 1, col, start)
-    res = CliRunner().invoke(main, ["predict", str(run_dir), "--data", str(data_run[1])])
+    res = cli("predict", run_dir, "--data", data_run[1])
     assert res.exit_code == 1 and f"{run_dir / 'data.json'}:1:{col}: error: " in res.stderr
     assert "Traceback" not in res.output
 
@@ -229,7 +227,7 @@ def _outputs(tmp_path: Path, data_run: tuple[Path, Path]) -> dict[str, list[str]
 @pytest.mark.parametrize("command", ["schema", "render", "export", "predict"])
 def test_a_full_disk_leaves_the_previous_output_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_run: tuple[Path, Path],
-        command: str) -> None:
+        command: str, cli) -> None:
     """predict -o, export -o, render -o and schema -o over a previous output: when the
     disk fills up mid-write the command exits 1 with one error at the file, the previous
     file keeps its bytes and no temporary file is left; with room, the file is replaced."""
@@ -239,13 +237,12 @@ def test_a_full_disk_leaves_the_previous_output_whole(
     out.write_text("the previous good output\n")
     with monkeypatch.context() as m:
         _disk_fills_up(m, out)
-        res = CliRunner().invoke(main, [*args, "-o", str(out)])
+        res = cli(*args, "-o", out)
     assert res.exit_code == 1, res.output
     assert f"{out}: error: cannot write" in res.stderr and "Traceback" not in res.output
     assert out.read_text() == "the previous good output\n"
     assert sorted(p.name for p in out.parent.iterdir()) == ["result.txt"]
-    res = CliRunner().invoke(main, [*args, "-o", str(out)])
-    assert res.exit_code == 0, res.output
+    res = cli(*args, "-o", out, code=0)
     assert out.read_text() != "the previous good output\n"
 
 

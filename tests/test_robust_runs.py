@@ -29,10 +29,9 @@ from typing import Any
 
 import pytest
 import torch
-from click.testing import CliRunner, Result
+from click.testing import Result
 from robust_support import refused
 
-from attngraph.cli import main
 from attngraph.train.data.vocab import LabelMap
 from attngraph.train.run.runner import RunConfig, run
 from attngraph.train.store import checkpoints as ck
@@ -43,10 +42,6 @@ GA = ROOT / "specs" / "global_attention.yaml"
 PER_ITEM = GA.read_text(encoding="utf-8").replace(
     "logits: {kind: linear, from: z, out: classes}",
     "logits: {kind: linear, from: x, out: classes}")
-
-
-def _cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
 
 
 def _files(d: Path) -> dict[str, bytes]:
@@ -90,7 +85,7 @@ def _copy(run_dir: Path, tmp_path: Path) -> Path:
 # --- 1. a misfit is found before the run directory is touched ---------------------------
 
 def test_a_per_item_output_on_per_example_labels_writes_nothing(
-        tmp_path: Path, data: Path) -> None:
+        tmp_path: Path, data: Path, cli) -> None:
     """A spec whose logits are per word, trained on one label per text, is one error at
     the spec's output (the dry step, before step 1), and no run directory is made."""
     spec = tmp_path / "per_item.yaml"
@@ -100,21 +95,21 @@ def test_a_per_item_output_on_per_example_labels_writes_nothing(
     assert exc.loc.file == str(spec) and exc.loc.line > 0 and exc.hint
     assert "output 'logits' has shape" in exc.message
     assert not out.exists()
-    res = _cli("train", str(spec), "--data", str(data), "--out", str(out), "--steps", "2")
+    res = cli("train", spec, "--data", data, "--out", out, "--steps", "2")
     assert f"{spec}:{exc.loc.line}:{exc.loc.col}: error: " in _failed(res)
     assert not out.exists()
 
 
 def test_overwrite_keeps_the_old_run_when_the_new_one_cannot_start(
-        tmp_path: Path, data: Path, one_epoch: Path) -> None:
+        tmp_path: Path, data: Path, one_epoch: Path, cli) -> None:
     """--overwrite with a spec that does not fit the data leaves the earlier run exactly
     as it was, where it was: nothing is moved aside."""
     run_dir = _copy(one_epoch, tmp_path)
     before = _files(run_dir)
     spec = tmp_path / "per_item.yaml"
     spec.write_text(PER_ITEM, encoding="utf-8")
-    res = _cli("train", str(spec), "--data", str(data), "--out", str(run_dir), "--steps",
-               "2", "--overwrite")
+    res = cli("train", spec, "--data", data, "--out", run_dir, "--steps",
+              "2", "--overwrite")
     assert "output 'logits' has shape" in _failed(res)
     assert _files(run_dir) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["per_item.yaml", "run"]
@@ -142,18 +137,16 @@ def _steps(run_dir: Path) -> list[int]:
     return [json.loads(ln)["step"] for ln in lines if '"train"' in ln]
 
 
-def test_resume_with_more_epochs_trains_on_to_them(tmp_path: Path, one_epoch: Path) -> None:
+def test_resume_with_more_epochs_trains_on_to_them(tmp_path: Path, one_epoch: Path, cli) -> None:
     """--resume --epochs 2 on a finished one-epoch run trains epoch 2: steps 4-6 in the
     log, the checkpoint and the summary; then --steps 8 trains on to step 8."""
     run_dir = _copy(one_epoch, tmp_path)
     assert _steps(run_dir) == [1, 2, 3]
-    res = _cli("train", str(GA), "--out", str(run_dir), "--resume", "--epochs", "2", "--quiet")
-    assert res.exit_code == 0, res.output
+    cli("train", GA, "--out", run_dir, "--resume", "--epochs", "2", "--quiet", code=0)
     assert _steps(run_dir) == [1, 2, 3, 4, 5, 6]
     assert ck.load_checkpoint(run_dir).step == 6
     assert json.loads((run_dir / "summary.json").read_text())["steps"] == 6
-    res = _cli("train", str(GA), "--out", str(run_dir), "--resume", "--steps", "8", "--quiet")
-    assert res.exit_code == 0, res.output
+    cli("train", GA, "--out", run_dir, "--resume", "--steps", "8", "--quiet", code=0)
     assert _steps(run_dir) == list(range(1, 9)) and ck.load_checkpoint(run_dir).step == 8
 
 
@@ -164,12 +157,12 @@ def test_resume_with_more_epochs_trains_on_to_them(tmp_path: Path, one_epoch: Pa
     ([], "checkpoint.pt", "its own total of 3 steps is no more than that"),
 ], ids=["epochs-done", "steps-done", "steps-fewer", "finished"])
 def test_resume_to_a_total_already_reached_is_refused(
-        tmp_path: Path, one_epoch: Path, args: list[str], at: str, says: str) -> None:
+        tmp_path: Path, one_epoch: Path, args: list[str], at: str, says: str, cli) -> None:
     """--resume with a total at or below the steps done (or none, on a finished run) is
     one error with a hint giving a larger total; the run's files keep their bytes."""
     run_dir = _copy(one_epoch, tmp_path)
     before = _files(run_dir)
-    text = _failed(_cli("train", str(GA), "--out", str(run_dir), "--resume", *args))
+    text = _failed(cli("train", GA, "--out", run_dir, "--resume", *args))
     first = text.strip().splitlines()[0]
     assert first.split(": error: ")[0].endswith(at), text
     assert "already trained 3 steps" in first and says in first
@@ -190,12 +183,12 @@ def test_resume_without_a_total_finishes_the_run_as_asked(tmp_path: Path) -> Non
     assert summary.steps == 4 and _steps(out) == [1, 2, 3, 4]
 
 
-def test_epochs_on_a_builtin_task_resume_is_refused(tmp_path: Path) -> None:
+def test_epochs_on_a_builtin_task_resume_is_refused(tmp_path: Path, cli) -> None:
     """--resume --epochs on a run of a built-in task (no data to count passes over) is
     one error at --epochs, not ignored."""
     out = tmp_path / "run"
     run(RunConfig(spec=str(GA), steps=2, batch=8, eval_size=8, out=str(out), quiet=True))
-    text = _failed(_cli("train", str(GA), "--out", str(out), "--resume", "--epochs", "3"))
+    text = _failed(cli("train", GA, "--out", out, "--resume", "--epochs", "3"))
     assert text.startswith("--epochs: error: --epochs counts passes over --data")
 
 
@@ -255,7 +248,7 @@ def _rng_zeros(d: dict[str, Any]) -> None:
 ], ids=["scalar-moment", "nan-moment", "lr-text", "no-betas", "beta-range", "moment-shape",
         "step-dtype", "missing-moment", "rng-state"])
 def test_a_damaged_optimizer_or_rng_state_is_refused_on_resume(
-        tmp_path: Path, damage: Callable[[dict[str, Any]], None], says: str) -> None:
+        tmp_path: Path, damage: Callable[[dict[str, Any]], None], says: str, cli) -> None:
     """A checkpoint whose optimiser state (or torch RNG state) loads but cannot train on
     is one error naming the checkpoint and what is wrong, with a hint; nothing is
     trained and the run's files keep their bytes (also through the CLI, exit 1)."""
@@ -270,7 +263,7 @@ def test_a_damaged_optimizer_or_rng_state_is_refused_on_resume(
                                         quiet=True)))
     assert exc.loc.file == str(path) and says in exc.message, exc.message
     assert exc.hint and ("--resume" in exc.hint or "--overwrite" in exc.hint)
-    text = _failed(_cli("train", str(GA), "--steps", "4", "--out", str(out), "--resume"))
+    text = _failed(cli("train", GA, "--steps", "4", "--out", out, "--resume"))
     assert text.startswith(f"{path}: error: ")
     assert _files(out) == before
 
@@ -324,7 +317,7 @@ def _both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]]
         "extra-key", "other-type", "too-many-labels", "vocab-too-large"])
 def test_a_data_json_that_does_not_fit_is_one_located_error(
         tmp_path: Path, data: Path, one_epoch: Path,
-        edit: Callable[[dict[str, Any]], None], says: str) -> None:
+        edit: Callable[[dict[str, Any]], None], says: str, cli) -> None:
     """A data.json that parses but has a wrong structure, or does not fit the run's spec,
     is one error at data.json (at its key's line when there is one) with a hint, from
     load_run and from predict and evaluate (exit 1), never a KeyError or ValueError."""
@@ -339,7 +332,7 @@ def test_a_data_json_that_does_not_fit_is_one_located_error(
     assert exc.loc.file == str(path) and says in exc.message, exc.message
     assert exc.hint and "train the run again" in exc.hint
     for cmd in ("predict", "evaluate"):
-        text = _failed(_cli(cmd, str(run_dir), "--data", str(data)))
+        text = _failed(cli(cmd, run_dir, "--data", data))
         assert text.startswith(f"{exc.loc}: error: this run's data.json")
 
 
@@ -360,13 +353,13 @@ def test_a_data_json_error_points_at_its_key(tmp_path: Path, one_epoch: Path) ->
 # --- 5. the seed's range --------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", ["-1", "99999999999999999999"])
-def test_a_seed_out_of_range_is_refused_by_the_option(seed: str, tmp_path: Path) -> None:
+def test_a_seed_out_of_range_is_refused_by_the_option(seed: str, tmp_path: Path, cli) -> None:
     """train --seed and compare --seeds outside 0..2**32-1 exit 2 with the range (click's
     usage error), before anything is loaded or written."""
-    text = _failed(_cli("train", str(GA), "--seed", seed, "--out", str(tmp_path / "r")), 2)
+    text = _failed(cli("train", GA, "--seed", seed, "--out", tmp_path / "r"), 2)
     assert "Invalid value for '--seed'" in text and "4294967295" in text
-    text = _failed(_cli("compare", str(GA), "--seeds", f"0,{seed}", "--out",
-                        str(tmp_path / "c")), 2)
+    text = _failed(cli("compare", GA, "--seeds", f"0,{seed}", "--out",
+                       tmp_path / "c"), 2)
     assert "Invalid value for '--seeds'" in text and "4294967295" in text
     assert not any(tmp_path.iterdir())
 
@@ -384,7 +377,7 @@ def test_a_seed_out_of_range_through_the_api_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("seed", [-1, 2**64, "0"], ids=["negative", "huge", "text"])
 def test_a_stored_seed_out_of_range_is_one_error_naming_the_checkpoint(
-        tmp_path: Path, data: Path, one_epoch: Path, seed: Any) -> None:
+        tmp_path: Path, data: Path, one_epoch: Path, seed: Any, cli) -> None:
     """A checkpoint whose stored seed is out of range (or not a number) is one error
     naming it, from predict, evaluate, export and --resume alike."""
     run_dir = _copy(one_epoch, tmp_path)
@@ -396,7 +389,7 @@ def test_a_stored_seed_out_of_range_is_one_error_naming_the_checkpoint(
                  ["evaluate", str(run_dir), "--data", str(data)],
                  ["export", str(run_dir), "-o", str(tmp_path / "m.py"), "--format", "python"],
                  ["train", str(GA), "--out", str(run_dir), "--resume", "--epochs", "2"]):
-        text = _failed(_cli(*args))
+        text = _failed(cli(*args))
         assert text.startswith(f"{path}: error: this checkpoint's"), text
         assert "seed" in text.splitlines()[0]
 
@@ -412,7 +405,7 @@ def test_labels_map_never_collides_with_an_unlabelled_class() -> None:
     assert names[2] == "<<<class 2>>>" and len(set(names)) == 4
 
 
-def test_predict_shows_every_class_once(tmp_path: Path, data: Path, one_epoch: Path) -> None:
+def test_predict_shows_every_class_once(tmp_path: Path, data: Path, one_epoch: Path, cli) -> None:
     """A run trained on labels 1, 2, 3 of a 4-class spec predicts with probabilities for
     1, 2, 3 and <class 3>: four entries, each class's own softmax figure, summing to 1;
     label "3"'s figure is not overwritten by class 3's."""
@@ -429,8 +422,7 @@ def test_predict_shows_every_class_once(tmp_path: Path, data: Path, one_epoch: P
         assert [probs[k] for k in ("1", "2", "3", "<class 3>")] == pytest.approx(want, abs=2e-6)
         assert math.isclose(sum(probs.values()), 1.0, abs_tol=1e-5)
         assert row["prediction"] == max(probs, key=probs.__getitem__)
-    res = _cli("predict", str(one_epoch), "--data", str(data))
-    assert res.exit_code == 0, res.output
+    res = cli("predict", one_epoch, "--data", data, code=0)
     first = json.loads(res.output.splitlines()[0])
     assert len(first["probabilities"]) == 4 and first["label"] == "1"
 
@@ -491,7 +483,7 @@ def test_a_checkpoint_entry_of_another_type_is_one_error_naming_it(
 
 @pytest.mark.parametrize("fill", [float("nan"), float("inf")], ids=["nan", "inf"])
 def test_a_non_finite_parameter_is_refused_naming_it(
-        tmp_path: Path, data: Path, one_epoch: Path, fill: float) -> None:
+        tmp_path: Path, data: Path, one_epoch: Path, fill: float, cli) -> None:
     """A checkpoint parameter holding NaN or infinity is one error at checkpoint.pt
     naming the tensor, from load_run and predict (exit 1, no prediction printed)."""
     from attngraph import load_run
@@ -505,7 +497,7 @@ def test_a_non_finite_parameter_is_refused_naming_it(
     assert exc.loc.file == str(path) and exc.hint and "--lr" in exc.hint
     assert "parameter nodes.score.query holds " + ("NaN" if fill != fill else "infinity") \
         in exc.message
-    text = _failed(_cli("predict", str(run_dir), "--data", str(data)))
+    text = _failed(cli("predict", run_dir, "--data", data))
     assert text.startswith(f"{path}: error: ") and "probabilities" not in text
 
 
@@ -518,7 +510,7 @@ def _huge(run_dir: Path) -> None:
 
 
 def test_an_overflowing_prediction_is_an_error_at_its_example(
-        tmp_path: Path, data: Path, one_epoch: Path) -> None:
+        tmp_path: Path, data: Path, one_epoch: Path, cli) -> None:
     """Finite parameters whose predictions overflow to NaN give one error at the
     example's line of the data file, never a NaN: predict -o leaves the earlier output
     file as it was (no invalid JSON is written), and nothing is printed."""
@@ -532,13 +524,13 @@ def test_an_overflowing_prediction_is_an_error_at_its_example(
     assert exc.hint and "train it again" in exc.hint
     out = tmp_path / "preds.jsonl"
     out.write_text("an earlier file\n", encoding="utf-8")
-    text = _failed(_cli("predict", str(run_dir), "--data", str(data), "-o", str(out)))
+    text = _failed(cli("predict", run_dir, "--data", data, "-o", out))
     assert text.startswith(f"{data}:1:1: error: ")
     assert out.read_text(encoding="utf-8") == "an earlier file\n"
 
 
 def test_a_non_finite_metric_is_an_error_naming_the_example(
-        tmp_path: Path, data: Path, one_epoch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, data: Path, one_epoch: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     """evaluate never returns (or prints, with --json) a NaN metric: it is an error at
     the first example whose outputs are not finite, else at the data file."""
     from attngraph import load_run
@@ -552,7 +544,7 @@ def test_a_non_finite_metric_is_an_error_naming_the_example(
     _huge(run_dir)
     exc = refused(lambda: load_run(run_dir).evaluate(data))
     assert (exc.loc.file, exc.loc.line) == (str(data), 1)
-    text = _failed(_cli("evaluate", str(run_dir), "--data", str(data), "--json"))
+    text = _failed(cli("evaluate", run_dir, "--data", data, "--json"))
     assert "NaN" not in text.replace("NaN or infinity", "") and "error:" in text
 
 
@@ -572,7 +564,7 @@ def _special(path: Path, kind: str, outside: Path) -> None:
 @pytest.mark.parametrize("name", ["summary.json", "metrics.jsonl", "checkpoint.pt",
                                   "data.json"])
 def test_a_run_file_that_is_not_its_own_is_refused_before_anything(
-        tmp_path: Path, data: Path, one_epoch: Path, name: str, kind: str) -> None:
+        tmp_path: Path, data: Path, one_epoch: Path, name: str, kind: str, cli) -> None:
     """A run whose summary.json (or other file) is a link (here to a good copy outside
     the run), a FIFO or a folder is refused at that file with a hint by --resume,
     predict, evaluate and export, before anything is read or written: the run's files
@@ -595,7 +587,7 @@ def test_a_run_file_that_is_not_its_own_is_refused_before_anything(
     for args in (["predict", str(run_dir), "--data", str(data)],
                  ["evaluate", str(run_dir), "--data", str(data)],
                  ["export", str(run_dir), "-o", str(tmp_path / "m.py"), "--format", "python"]):
-        assert _failed(_cli(*args)).startswith(f"{run_dir / name}: error: ")
+        assert _failed(cli(*args)).startswith(f"{run_dir / name}: error: ")
     assert _files(run_dir) == before and outside.read_bytes() == kept
     assert not (tmp_path / "m.py").exists()
 

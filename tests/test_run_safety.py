@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from attngraph.cli import main
 from attngraph.errors import TrainingError
 from attngraph.train.run.runner import RunConfig, run
 from attngraph.train.store import checkpoints as ck
@@ -52,10 +51,6 @@ def _other_spec(tmp_path: Path) -> Path:
     return other
 
 
-def _cli(*args: str) -> Result:
-    return CliRunner().invoke(main, ["train", *args])
-
-
 def _failed_cleanly(res: Result, where: Path) -> str:
     """Assert the CLI printed one located error (no traceback) and exited 1; its text."""
     assert res.exit_code == 1, res.output
@@ -85,17 +80,17 @@ def test_another_spec_into_an_existing_run_is_refused_and_touches_nothing(
         assert _files(out) == before
 
 
-def test_the_cli_refuses_an_existing_run_with_one_error(tmp_path: Path) -> None:
+def test_the_cli_refuses_an_existing_run_with_one_error(tmp_path: Path, cli) -> None:
     """`attngraph train OTHER --out RUN` over a run exits 1 with one located error."""
     out = tmp_path / "run"
     run(_cfg(out, 2))
     before = _files(out)
-    res = _cli(str(_other_spec(tmp_path)), "--steps", "2", "--out", str(out))
+    res = cli("train", _other_spec(tmp_path), "--steps", "2", "--out", out)
     assert "already holds a run" in _failed_cleanly(res, out)
     assert _files(out) == before
 
 
-def test_overwrite_moves_the_earlier_run_aside_and_says_where(tmp_path: Path) -> None:
+def test_overwrite_moves_the_earlier_run_aside_and_says_where(tmp_path: Path, cli) -> None:
     """--overwrite renames the earlier run's directory to OUT.old-<time> with every file
     as it was (a picture drawn from it too), trains afresh in OUT, and prints where the
     earlier run went; a second --overwrite picks another free name."""
@@ -103,9 +98,8 @@ def test_overwrite_moves_the_earlier_run_aside_and_says_where(tmp_path: Path) ->
     run(_cfg(out, 2))
     (out / "attention_0.png").write_bytes(b"a picture of the earlier run")
     before = _files(out)
-    res = _cli(str(_other_spec(tmp_path)), "--steps", "2", "--batch", "8", "--out",
-               str(out), "--overwrite", "--quiet")
-    assert res.exit_code == 0, res.output
+    res = cli("train", _other_spec(tmp_path), "--steps", "2", "--batch", "8", "--out",
+              out, "--overwrite", "--quiet", code=0)
     moved = [p for p in tmp_path.iterdir() if p.name.startswith("run.old-")]
     assert len(moved) == 1 and _files(moved[0]) == before
     assert f"moved to {moved[0]}" in res.stdout
@@ -114,18 +108,17 @@ def test_overwrite_moves_the_earlier_run_aside_and_says_where(tmp_path: Path) ->
     assert not (out / "attention_0.png").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["moved_aside"] == str(moved[0])
-    res = _cli(str(GA), "--steps", "2", "--batch", "8", "--out", str(out), "--overwrite",
-               "--quiet")
-    assert res.exit_code == 0, res.output
+    res = cli("train", GA, "--steps", "2", "--batch", "8", "--out", out, "--overwrite",
+              "--quiet", code=0)
     assert len([p for p in tmp_path.iterdir() if p.name.startswith("run.old-")]) == 2
 
 
-def test_resume_and_overwrite_together_are_refused(tmp_path: Path) -> None:
+def test_resume_and_overwrite_together_are_refused(tmp_path: Path, cli) -> None:
     """--resume continues a run, --overwrite moves it aside: both at once is an error."""
     out = tmp_path / "run"
     run(_cfg(out, 2))
     before = _files(out)
-    res = _cli(str(GA), "--out", str(out), "--resume", "--overwrite")
+    res = cli("train", GA, "--out", out, "--resume", "--overwrite")
     assert "--resume" in _failed_cleanly(res, out)
     assert _files(out) == before
 
@@ -145,12 +138,12 @@ def test_overwrite_never_moves_the_current_directory(tmp_path: Path,
 # --- a read-only or full directory -----------------------------------------------------
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
-def test_a_read_only_directory_is_refused_before_training(tmp_path: Path) -> None:
+def test_a_read_only_directory_is_refused_before_training(tmp_path: Path, cli) -> None:
     """An --out under a directory without write permission is refused up front."""
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)
     try:
-        res = _cli(str(GA), "--steps", "2", "--out", str(locked / "run"))
+        res = cli("train", GA, "--steps", "2", "--out", locked / "run")
         assert "cannot write in this directory" in _failed_cleanly(res, locked)
         assert list(locked.iterdir()) == []
     finally:
@@ -180,7 +173,7 @@ def _refuse_under(monkeypatch: pytest.MonkeyPatch, where: Path, err: int) -> Non
 
 @pytest.mark.parametrize("err", [errno.EROFS, errno.EACCES], ids=["read-only-fs", "denied"])
 def test_an_unwritable_directory_is_refused_before_training(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int, cli) -> None:
     """A directory where no file can be created (read-only file system, no permission;
     simulated, as root writes anywhere) is one error at the directory, before any
     training; nothing is left in it, for a fresh run and for a resume."""
@@ -188,11 +181,11 @@ def test_an_unwritable_directory_is_refused_before_training(
     run(_cfg(out, 2))
     before = _files(out)
     _refuse_under(monkeypatch, tmp_path, err)
-    res = _cli(str(GA), "--steps", "2", "--out", str(tmp_path / "new"))
+    res = cli("train", GA, "--steps", "2", "--out", tmp_path / "new")
     text = _failed_cleanly(res, tmp_path)
     assert os.strerror(err).lower() in text.lower() or "read-only" in text
     assert not (tmp_path / "new").exists()
-    res = _cli(str(GA), "--steps", "4", "--out", str(out), "--resume")
+    res = cli("train", GA, "--steps", "4", "--out", out, "--resume")
     _failed_cleanly(res, out)
     assert _files(out) == before and not _temporaries(tmp_path)
 
@@ -215,12 +208,12 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="need
 @needs_proc
 @pytest.mark.parametrize("name", ["metrics.jsonl", ck.CHECKPOINT, "summary.json"])
 def test_a_full_disk_is_one_error_naming_the_file_and_leaves_no_temporary(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, cli) -> None:
     """ENOSPC while writing the metrics log, a checkpoint or the summary stops the run
     with one error naming that file and a hint; no temporary file is left."""
     out = tmp_path / "run"
     _full_disk(monkeypatch, name)
-    res = _cli(str(GA), "--steps", "4", "--batch", "8", "--out", str(out), "--quiet")
+    res = cli("train", GA, "--steps", "4", "--batch", "8", "--out", out, "--quiet")
     text = _failed_cleanly(res, out / name)
     assert "no space left" in text and "free some space" in text
     assert not _temporaries(tmp_path)
@@ -247,7 +240,7 @@ def test_a_full_disk_at_a_checkpoint_keeps_the_last_one_and_resumes_exactly(
 
 @needs_proc
 def test_a_full_disk_while_resuming_leaves_the_log_as_it_was(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     """ENOSPC while a resume rewrites the metrics log (dropping lines past the
     checkpoint) is one error naming the log, which keeps its bytes; no
     metrics.jsonl.tmp (nor any temporary) is left."""
@@ -257,7 +250,7 @@ def test_a_full_disk_while_resuming_leaves_the_log_as_it_was(
         fh.write(json.dumps({"step": 3, "split": "train", "loss": 1.0}) + "\n")
     before = _files(out)
     _full_disk(monkeypatch, "metrics.jsonl")
-    res = _cli(str(GA), "--steps", "4", "--out", str(out), "--resume", "--quiet")
+    res = cli("train", GA, "--steps", "4", "--out", out, "--resume", "--quiet")
     assert "no space left" in _failed_cleanly(res, out / "metrics.jsonl")
     assert _files(out) == before and not _temporaries(tmp_path)
 
@@ -310,7 +303,7 @@ def test_a_torn_last_line_is_dropped_with_a_note_and_the_resume_is_exact(
     ('{"split": "train", "loss": 1.0}', "is not a step's record"),
 ], ids=["garbage", "not-an-object", "no-step"])
 def test_a_damaged_log_line_is_one_error_at_its_line(tmp_path: Path, line: str,
-                                                     says: str) -> None:
+                                                     says: str, cli) -> None:
     """A line of the metrics log (other than a torn last one) that is not a step's
     JSON object is one error at FILE:LINE with the line shown and a hint; the resume
     touches no file."""
@@ -321,7 +314,7 @@ def test_a_damaged_log_line_is_one_error_at_its_line(tmp_path: Path, line: str,
     lines[1] = line
     log.write_text("\n".join(lines) + "\n")
     before = _files(out)
-    res = _cli(str(GA), "--steps", "4", "--out", str(out), "--resume", "--quiet")
+    res = cli("train", GA, "--steps", "4", "--out", out, "--resume", "--quiet")
     text = _failed_cleanly(res, Path(f"{log}:2:1"))
     assert says in text and f"| {line}" in text
     assert _files(out) == before
@@ -389,7 +382,7 @@ def test_prepare_removes_what_a_killed_write_left(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # two spawned processes import torch: ~30 s on 2 busy cores
 def test_a_rank_reports_a_damaged_log_at_its_line_on_resume_with_two_processes(
-        tmp_path: Path) -> None:
+        tmp_path: Path, cli) -> None:
     """With --nproc 2 the error rank 0 meets (a damaged metrics log on resume) reaches
     the command line with its location, FILE:LINE, not as a bare message."""
     out = tmp_path / "run"
@@ -398,6 +391,6 @@ def test_a_rank_reports_a_damaged_log_at_its_line_on_resume_with_two_processes(
     lines = log.read_text().splitlines()
     lines[0] = "oops"
     log.write_text("\n".join(lines) + "\n")
-    res = _cli(str(GA), "--steps", "4", "--out", str(out), "--resume", "--nproc", "2",
-               "--quiet")
+    res = cli("train", GA, "--steps", "4", "--out", out, "--resume", "--nproc", "2",
+              "--quiet")
     assert "is not JSON" in _failed_cleanly(res, Path(f"{log}:1:1"))

@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
-from attngraph.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -84,12 +81,6 @@ def write_pairs(path: Path, n: int, seed: int = 3) -> Path:
     return path
 
 
-def _cli(*args: str) -> Any:
-    res = CliRunner().invoke(main, list(args))
-    assert res.exit_code == 0, res.output
-    return res
-
-
 def _cases(tmp_path: Path) -> dict[str, tuple[str, Path, list[str]]]:
     """name -> (spec, data, extra train options)."""
     return {
@@ -105,19 +96,19 @@ def _cases(tmp_path: Path) -> dict[str, tuple[str, Path, list[str]]]:
     }
 
 
-def test_train_evaluate_predict_and_reload_in_a_fresh_process(tmp_path: Path) -> None:
+def test_train_evaluate_predict_and_reload_in_a_fresh_process(tmp_path: Path, cli) -> None:
     """Every form of data trains, evaluates and predicts from the CLI; the saved run
     reloaded in another process predicts exactly the same; classification accuracy
     from evaluate is the share of predictions equal to the labels."""
     cases = _cases(tmp_path)
     for name, (spec, data, extra) in cases.items():
         run = tmp_path / f"run_{name}"
-        res = _cli("train", str(SPECS / f"{spec}.yaml"), "--data", str(data), "--out",
-                   str(run), "--quiet", *extra)
+        res = cli("train", SPECS / f"{spec}.yaml", "--data", data, "--out",
+                  run, "--quiet", *extra, code=0)
         assert f"{spec} on data" in res.stdout
         assert (run / "data.json").is_file() and (run / "checkpoint.pt").is_file()
-        metrics = json.loads(_cli("evaluate", str(run), "--data", str(data), "--json").stdout)
-        _cli("predict", str(run), "--data", str(data), "-o", str(tmp_path / f"{name}.jsonl"))
+        metrics = json.loads(cli("evaluate", run, "--data", data, "--json", code=0).stdout)
+        cli("predict", run, "--data", data, "-o", tmp_path / f"{name}.jsonl", code=0)
         rows = [json.loads(ln) for ln in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
         assert [r["index"] for r in rows] == list(range(int(metrics["examples"])))
         if name == "pairs":
@@ -145,44 +136,44 @@ def test_train_evaluate_predict_and_reload_in_a_fresh_process(tmp_path: Path) ->
         assert fresh[name] == saved, name
 
 
-def test_predict_attention_and_attend_on_your_own_text(tmp_path: Path) -> None:
+def test_predict_attention_and_attend_on_your_own_text(tmp_path: Path, cli) -> None:
     """predict --attention gives weights over each example's own tokens (summing to 1);
     attend --input draws the user's sentence; a decoder translates without a target."""
     data = write_jsonl(tmp_path / "t.jsonl", make_texts(96))
     run = tmp_path / "run"
-    _cli("train", str(SPECS / "global_attention.yaml"), "--data", str(data), "--out", str(run),
-         "--quiet", "--steps", "12", "--batch", "16")
+    cli("train", SPECS / "global_attention.yaml", "--data", data, "--out", run,
+        "--quiet", "--steps", "12", "--batch", "16", code=0)
     mine = write_jsonl(tmp_path / "mine.jsonl", [{"text": "The goal, at last!"}])
-    row = json.loads(_cli("predict", str(run), "--data", str(mine), "--attention").stdout)
+    row = json.loads(cli("predict", run, "--data", mine, "--attention", code=0).stdout)
     assert row["tokens"] == ["the", "goal", ",", "at", "last", "!"]
     assert len(row["attention"]) == 6 and sum(row["attention"]) == pytest.approx(1, abs=1e-4)
     assert row["prediction"] in KEYS and "label" not in row
-    res = _cli("attend", str(run), "--input", "the bread is fresh", "-o", str(tmp_path / "a.png"))
+    res = cli("attend", run, "--input", "the bread is fresh", "-o", tmp_path / "a.png", code=0)
     assert "(words)" in res.stdout and (tmp_path / "a.png").stat().st_size > 0
 
 
-def test_a_translation_run_generates_greedy_and_by_beam_search(tmp_path: Path) -> None:
+def test_a_translation_run_generates_greedy_and_by_beam_search(tmp_path: Path, cli) -> None:
     """Predicting with a decoder needs no target column, greedy or with --beam; each
     prediction has its score; attend --input draws the alignment."""
     data = write_pairs(tmp_path / "p.tsv", 64)
     run = tmp_path / "run"
-    _cli("train", str(SPECS / "bahdanau_translation.yaml"), "--data", str(data), "--out",
-         str(run), "--quiet", "--steps", "4", "--batch", "16")
+    cli("train", SPECS / "bahdanau_translation.yaml", "--data", data, "--out",
+        run, "--quiet", "--steps", "4", "--batch", "16", code=0)
     src = write_jsonl(tmp_path / "src.jsonl", [{"source": "red blue"}])
-    row = json.loads(_cli("predict", str(run), "--data", str(src), "--max-length", "5").stdout)
+    row = json.loads(cli("predict", run, "--data", src, "--max-length", "5", code=0).stdout)
     assert isinstance(row["prediction"], str) and len(row["prediction"].split()) <= 5
-    beam = json.loads(_cli("predict", str(run), "--data", str(src), "--beam", "3").stdout)
+    beam = json.loads(cli("predict", run, "--data", src, "--beam", "3", code=0).stdout)
     # the summed log-probability of the text written (attngraph.generate's tests check
     # beam search itself against exact search)
     assert isinstance(beam["prediction"], str) and beam["score"] <= 0.0
     assert row["score"] <= 0.0
     for opts in ((), ("--beam", "3")):  # the key/value cache changes no token
         args = ("predict", str(run), "--data", str(src), "--max-length", "5", *opts)
-        cached = json.loads(_cli(*args).stdout)
-        plain = json.loads(_cli(*args, "--no-cache").stdout)
+        cached = json.loads(cli(*args, code=0).stdout)
+        plain = json.loads(cli(*args, "--no-cache", code=0).stdout)
         assert cached["prediction"] == plain["prediction"]
         assert cached["score"] == pytest.approx(plain["score"], abs=1e-5)
-    res = _cli("attend", str(run), "--input", "red blue green", "-o", str(tmp_path / "a.png"))
+    res = cli("attend", run, "--input", "red blue green", "-o", tmp_path / "a.png", code=0)
     assert "(alignment)" in res.stdout
 
 
@@ -200,33 +191,33 @@ outputs: {logits: logits}
 """
 
 
-def test_a_decoder_that_never_feeds_back_is_not_asked_to_generate(tmp_path: Path) -> None:
+def test_a_decoder_that_never_feeds_back_is_not_asked_to_generate(tmp_path: Path, cli) -> None:
     """A spec reading its target only by teacher forcing trains and evaluates, but
     predict refuses it with one error rather than printing text made from padding."""
     spec = tmp_path / "t.yaml"
     spec.write_text(TEACHER_ONLY, encoding="utf-8")
     data = write_pairs(tmp_path / "p.tsv", 32)
     run = tmp_path / "run"
-    _cli("train", str(spec), "--data", str(data), "--out", str(run), "--quiet", "--steps", "2")
-    assert "token_accuracy" in json.loads(_cli("evaluate", str(run), "--data", str(data),
-                                               "--json").stdout)
-    res = CliRunner().invoke(main, ["predict", str(run), "--data", str(data)])
+    cli("train", spec, "--data", data, "--out", run, "--quiet", "--steps", "2", code=0)
+    assert "token_accuracy" in json.loads(cli("evaluate", run, "--data", data,
+                                              "--json", code=0).stdout)
+    res = cli("predict", run, "--data", data)
     assert res.exit_code == 1 and "cannot generate" in res.stderr
     assert "Traceback" not in res.output
 
 
 @pytest.mark.slow
-def test_data_runs_reach_their_targets(tmp_path: Path) -> None:
+def test_data_runs_reach_their_targets(tmp_path: Path, cli) -> None:
     """Trained long enough, the keyword texts classify at >= 0.95 on held-out data and
     the colour sentences reverse with sequence accuracy >= 0.9."""
     texts = write_jsonl(tmp_path / "t.jsonl", make_texts(400))
     held = write_jsonl(tmp_path / "h.jsonl", make_texts(100, seed=9))
-    _cli("train", str(SPECS / "global_attention.yaml"), "--data", str(texts), "--valid",
-         str(held), "--epochs", "6", "--batch", "16", "--out", str(tmp_path / "a"), "--quiet")
-    got = json.loads(_cli("evaluate", str(tmp_path / "a"), "--data", str(held), "--json").stdout)
+    cli("train", SPECS / "global_attention.yaml", "--data", texts, "--valid",
+        held, "--epochs", "6", "--batch", "16", "--out", tmp_path / "a", "--quiet", code=0)
+    got = json.loads(cli("evaluate", tmp_path / "a", "--data", held, "--json", code=0).stdout)
     assert got["accuracy"] >= 0.95
     pairs = write_pairs(tmp_path / "p.tsv", 400)
-    _cli("train", str(SPECS / "bahdanau_translation.yaml"), "--data", str(pairs), "--steps",
-         "250", "--batch", "32", "--out", str(tmp_path / "b"), "--quiet")
-    got = json.loads(_cli("evaluate", str(tmp_path / "b"), "--data", str(pairs), "--json").stdout)
+    cli("train", SPECS / "bahdanau_translation.yaml", "--data", pairs, "--steps",
+        "250", "--batch", "32", "--out", tmp_path / "b", "--quiet", code=0)
+    got = json.loads(cli("evaluate", tmp_path / "b", "--data", pairs, "--json", code=0).stdout)
     assert got["sequence_accuracy"] >= 0.9

@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from click.testing import CliRunner
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from attngraph.cli import main
 from attngraph.kinds import spec_kinds
 from attngraph.kinds.attention import MaskSpec
 from attngraph.kinds.reference import END, START, field_reference, with_reference
@@ -235,7 +233,7 @@ def test_reference_needs_its_markers() -> None:
 
 
 @pytest.mark.dot
-def test_docs_command_rewrites_the_reference(tmp_path: Path) -> None:
+def test_docs_command_rewrites_the_reference(tmp_path: Path, cli) -> None:
     """`attngraph docs --out DIR` rewrites DIR/spec-language.md's reference between its
     markers, leaving the prose; without markers it is one located error."""
     specs = tmp_path / "specs"
@@ -245,25 +243,22 @@ def test_docs_command_rewrites_the_reference(tmp_path: Path) -> None:
     out.mkdir()
     stale = f"# Prose\n\nkept\n\n{START}\nold table\n{END}\n\nafter\n"
     (out / "spec-language.md").write_text(stale, encoding="utf-8")
-    r = CliRunner().invoke(main, ["docs", "--specs", str(specs), "--out", str(out)])
-    assert r.exit_code == 0, r.output
+    r = cli("docs", "--specs", specs, "--out", out, code=0)
     page = (out / "spec-language.md").read_text(encoding="utf-8")
     assert page == with_reference(stale, field_reference(SCHEMA))
     assert page.startswith("# Prose\n\nkept\n") and page.endswith(f"{END}\n\nafter\n")
     assert "rewritten" in r.output
 
     (out / "spec-language.md").write_text("# no markers\n", encoding="utf-8")
-    r = CliRunner().invoke(main, ["docs", "--specs", str(specs), "--out", str(out)])
-    assert r.exit_code == 1
+    r = cli("docs", "--specs", specs, "--out", out, code=1)
     assert "spec-language.md has no field reference markers" in r.output
     assert "Traceback" not in r.output
     assert (out / "spec-language.md").read_text(encoding="utf-8") == "# no markers\n"
 
 
-def test_schema_command_output_is_described() -> None:
+def test_schema_command_output_is_described(cli) -> None:
     """What `attngraph schema` prints (what editors load) has the descriptions."""
-    r = CliRunner().invoke(main, ["schema"])
-    assert r.exit_code == 0, r.output
+    r = cli("schema", code=0)
     printed = json.loads(r.output)
     # the schema of the registries as they are now (another test of this worker may
     # hold an entry registered in its scope), not as they were at collection

@@ -67,19 +67,16 @@ def test_shared_and_tied_parameters_are_one_tensor_counted_once() -> None:
     assert model.nodes["x"].embed.weight.grad is not None
 
 
-def test_compile_counts_shared_parameters_once(tmp_path) -> None:  # noqa: ANN001
+def test_compile_counts_shared_parameters_once(tmp_path, cli) -> None:  # noqa: ANN001
     """`attngraph compile` lists a sharing node as sharing, and totals what validate does."""
     pytest.importorskip("torch")
     import re
     from pathlib import Path
 
-    from click.testing import CliRunner
-
-    from attngraph.cli import main
 
     spec = Path(__file__).resolve().parent.parent / "mechanisms" / "perceiver.yaml"
-    out = CliRunner().invoke(main, ["compile", str(spec)]).output
+    out = cli("compile", spec).output
     assert re.search(r"^  l2 +block +0  shares those of l1$", out, re.M), out
     total = re.search(r"^parameters: ([\d,]+)$", out, re.M).group(1)
-    val = CliRunner().invoke(main, ["validate", str(spec)]).output
+    val = cli("validate", spec).output
     assert f"parameters: {total}" in val

@@ -8,9 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from attngraph.cli import main
 from attngraph.errors import AttnGraphError, SpecError, TrainingError
 from attngraph.frontend import loads_spec
 from fuzz.seeds import blocks
@@ -41,16 +39,14 @@ def _counts(path: Path) -> tuple[int, int]:
             len({r["label"] for r in rows}))
 
 
-def test_auto_sizes_are_the_datas_counts(tmp_path: Path) -> None:
+def test_auto_sizes_are_the_datas_counts(tmp_path: Path, cli) -> None:
     """The reference's auto example trains on data: vocab is the distinct tokens of the
     training split plus the 4 reserved ids, classes the distinct labels; the CLI says so
     on stderr, and the run's checkpoint holds the spec with those numbers."""
     spec = _spec(tmp_path)
-    runner = CliRunner()
-    res = runner.invoke(main, ["train", str(spec), "--data", str(TOPICS), "--valid",
-                               str(ROOT / "examples/data/topics-valid.jsonl"), "--steps", "2",
-                               "--out", str(tmp_path / "run"), "--quiet"])
-    assert res.exit_code == 0, res.output
+    res = cli("train", spec, "--data", TOPICS, "--valid",
+              ROOT / "examples/data/topics-valid.jsonl", "--steps", "2",
+              "--out", tmp_path / "run", "--quiet", code=0)
     tokens, labels = _counts(TOPICS)
     line = next(x for x in res.stderr.splitlines() if "sizes from the data" in x)
     assert f"vocab = {tokens + 4} (input 'tokens': {tokens} distinct tokens and 4 reserved)" \
@@ -75,15 +71,14 @@ def test_python_states_and_stores_the_sizes(tmp_path: Path,
         in capsys.readouterr().err
 
 
-def test_a_resumed_run_takes_its_sizes_from_its_data(tmp_path: Path) -> None:
+def test_a_resumed_run_takes_its_sizes_from_its_data(tmp_path: Path, cli) -> None:
     """``--resume`` of an auto run reads its sizes from the run's data.json (the data
     need not be given again) and continues the same spec."""
     spec = _spec(tmp_path)
     out = tmp_path / "run"
     base = ["train", str(spec), "--out", str(out), "--quiet"]
-    assert CliRunner().invoke(main, [*base, "--data", str(TOPICS), "--steps", "2"]).exit_code == 0
-    res = CliRunner().invoke(main, [*base, "--resume", "--steps", "4"])
-    assert res.exit_code == 0, res.output
+    cli(*base, "--data", TOPICS, "--steps", "2", code=0)
+    res = cli(*base, "--resume", "--steps", "4", code=0)
     assert f"sizes from the run's {out / 'data.json'}: vocab = 33" in res.stderr
     assert attngraph.load_run(out).checkpoint.step == 4
 
@@ -102,23 +97,21 @@ def test_without_data_auto_is_an_error_at_the_entry() -> None:
         attngraph.compile(DOC_SPEC)
 
 
-def test_a_built_in_task_cannot_decide_auto(tmp_path: Path) -> None:
+def test_a_built_in_task_cannot_decide_auto(tmp_path: Path, cli) -> None:
     """Training an auto spec without --data is refused at the entry, before anything runs."""
     spec = _spec(tmp_path, DOC_SPEC + "train: {task: needle}\n")
-    res = CliRunner().invoke(main, ["train", str(spec), "--out", str(tmp_path / "r")])
-    assert res.exit_code == 1
+    res = cli("train", spec, "--out", tmp_path / "r", code=1)
     assert res.stderr.startswith(f"{spec}:3:15: error: dims 'vocab' is auto: only training on "
                                  "data decides it")
     assert not (tmp_path / "r").exists()
 
 
-def test_too_few_classes_by_hand_is_refused_with_the_count(tmp_path: Path) -> None:
+def test_too_few_classes_by_hand_is_refused_with_the_count(tmp_path: Path, cli) -> None:
     """Fewer classes than the data's labels is refused at the classes entry, with the count
     the data needs, before the run directory is made; the spec is shown as written."""
     spec = _spec(tmp_path, DOC_SPEC.replace("classes: auto", "classes: 3"))
-    res = CliRunner().invoke(main, ["train", str(spec), "--data", str(TOPICS), "--steps", "1",
-                                    "--out", str(tmp_path / "r")])
-    assert res.exit_code == 1
+    res = cli("train", spec, "--data", TOPICS, "--steps", "1",
+              "--out", tmp_path / "r", code=1)
     first = res.stderr.splitlines()
     assert first[0] == (f"{spec}:3:37: error: the data in {TOPICS} has 4 labels (food, sport, "
                         "tech, weather), the spec's logits give 3 classes")
@@ -127,7 +120,7 @@ def test_too_few_classes_by_hand_is_refused_with_the_count(tmp_path: Path) -> No
     assert not (tmp_path / "r").exists()
 
 
-def test_a_capped_vocab_trains_with_a_warning_of_what_reads_as_unk(tmp_path: Path) -> None:
+def test_a_capped_vocab_trains_with_a_warning_of_what_reads_as_unk(tmp_path: Path, cli) -> None:
     """A vocab below the data's tokens is a choice: it trains, and the warning says how
     many distinct tokens (and what share of the text) read as <unk>."""
     tokens, _ = _counts(TOPICS)
@@ -138,9 +131,8 @@ def test_a_capped_vocab_trains_with_a_warning_of_what_reads_as_unk(tmp_path: Pat
     assert f"its vocab of 20 keeps 16 of the {tokens} distinct tokens of the training split; " \
         f"the {tokens - 16} rarest (" in text
     assert f"read as <unk> (to keep them all: a vocab of at least {tokens + 4}, or auto" in text
-    res = CliRunner().invoke(main, ["train", str(spec), "--data", str(TOPICS), "--steps", "1",
-                                    "--out", str(tmp_path / "r"), "--quiet"])
-    assert res.exit_code == 0
+    res = cli("train", spec, "--data", TOPICS, "--steps", "1",
+              "--out", tmp_path / "r", "--quiet", code=0)
     assert "attngraph: warning: " in res.stderr and "read as <unk>" in res.stderr
 
 
@@ -190,11 +182,10 @@ def test_spec_errors_show_the_spec_as_written(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", [["validate"], ["render", "--format", "mermaid"],
                                      ["compile"]])
 def test_commands_without_data_refuse_auto_at_its_line(tmp_path: Path,
-                                                       command: list[str]) -> None:
+                                                       command: list[str], cli) -> None:
     """validate, render and compile read no data: each refuses the auto entries with the
     located error, exit status 1 and no traceback."""
     spec = _spec(tmp_path)
-    res = CliRunner().invoke(main, [command[0], str(spec), *command[1:]])
-    assert res.exit_code == 1
+    res = cli(command[0], spec, *command[1:], code=1)
     assert res.stderr.startswith(f"{spec}:3:15: error: dims 'vocab' is auto")
     assert "Traceback" not in res.output

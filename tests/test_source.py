@@ -138,14 +138,6 @@ def test_duplicate_key() -> None:
     assert err.hint == "each key may appear once in a mapping; remove or rename one"
 
 
-def test_duplicate_key_in_flow_mapping() -> None:
-    """A repeated key inside {...} on one line points at the repeated key's column."""
-    with pytest.raises(SpecError) as info:
-        loads("nodes:\n  x: {kind: items, kind: scorer}\n")
-    assert info.value.message == "duplicate key 'kind' (first at line 2)"
-    assert _where(info.value) == (2, 20)
-
-
 def test_same_key_in_different_mappings_is_fine() -> None:
     """Keys need only be unique within one mapping, not across the document."""
     assert loads("a: {k: 1}\nb: {k: 2}\n").data == {"a": {"k": 1}, "b": {"k": 2}}
@@ -182,14 +174,6 @@ def test_deep_nesting_is_refused() -> None:
     """A document nested more than 64 levels deep is refused."""
     with pytest.raises(SpecError, match="nests deeper than 64 levels"):
         loads("a: " + "[" * 70 + "]" * 70 + "\n")
-
-
-def test_undefined_alias() -> None:
-    """An alias with no anchor is a located syntax error."""
-    with pytest.raises(SpecError) as info:
-        loads("a: *nope\n")
-    assert info.value.message == "YAML syntax: found undefined alias 'nope'"
-    assert _where(info.value) == (1, 4)
 
 
 def test_object_building_tag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,36 +240,41 @@ def test_plain_type_tags_are_refused(text: str, tag: str, col: int) -> None:
     )
 
 
-def test_tag_on_a_key_is_refused() -> None:
-    """A tag on a mapping key is refused like one on a value."""
+# (text, message, (line, column)) of documents refused at one place
+REFUSED = [
+    # a repeated key inside {...} on one line points at the repeated key's column
+    pytest.param("nodes:\n  x: {kind: items, kind: scorer}\n",
+                 "duplicate key 'kind' (first at line 2)", (2, 20),
+                 id="duplicate_key_in_flow_mapping"),
+    # an alias with no anchor is a located syntax error
+    pytest.param("a: *nope\n", "YAML syntax: found undefined alias 'nope'", (1, 4),
+                 id="undefined_alias"),
+    # a tag on a mapping key is refused like one on a value
+    pytest.param("a: 1\n!!str b: 2\n", "YAML tag '!!str' is not allowed", (2, 1),
+                 id="tag_on_a_key"),
+    # `<<` merge keys are refused at the `<<`, with a hint to write fields out
+    pytest.param("base: &b {x: 1}\nd:\n  <<: *b\n", "merge keys (<<) are not supported",
+                 (3, 3), id="merge_keys"),
+    # a list used as a mapping key is refused at the key
+    pytest.param("? [a, b]\n: 1\n", "a mapping key must be a plain name", (1, 3),
+                 id="complex_key"),
+    # `true:` as a key is refused rather than silently becoming 'True'
+    pytest.param("true: 1\n", "a mapping key must be a name, found True", (1, 1),
+                 id="boolean_key"),
+    # a lone surrogate that is no escaped byte is refused at its place in the text
+    pytest.param("a: 1\nb: x\ud800\n",
+                 "spec text holds a lone surrogate U+D800, which is not Unicode text", (2, 5),
+                 id="lone_surrogate_in_text"),
+]
+
+
+@pytest.mark.parametrize(("text", "message", "where"), REFUSED)
+def test_refused_at_its_place(text: str, message: str, where: tuple[int, int]) -> None:
+    """Each document of REFUSED is one SpecError with its message, at its place."""
     with pytest.raises(SpecError) as info:
-        loads("a: 1\n!!str b: 2\n")
-    assert info.value.message == "YAML tag '!!str' is not allowed"
-    assert _where(info.value) == (2, 1)
-
-
-def test_merge_keys_are_refused() -> None:
-    """`<<` merge keys are refused at the `<<`, with a hint to write fields out."""
-    with pytest.raises(SpecError) as info:
-        loads("base: &b {x: 1}\nd:\n  <<: *b\n")
-    assert info.value.message == "merge keys (<<) are not supported"
-    assert _where(info.value) == (3, 3)
-
-
-def test_complex_key_is_refused() -> None:
-    """A list used as a mapping key is refused at the key."""
-    with pytest.raises(SpecError) as info:
-        loads("? [a, b]\n: 1\n")
-    assert info.value.message == "a mapping key must be a plain name"
-    assert _where(info.value) == (1, 3)
-
-
-def test_boolean_key_is_refused() -> None:
-    """`true:` as a key is refused rather than silently becoming 'True'."""
-    with pytest.raises(SpecError) as info:
-        loads("true: 1\n")
-    assert info.value.message == "a mapping key must be a name, found True"
-    assert _where(info.value) == (1, 1)
+        loads(text)
+    assert info.value.message == message
+    assert _where(info.value) == where
 
 
 def test_oversized_text_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -437,16 +426,6 @@ def test_non_utf8_text_given_to_loads() -> None:
         loads(text, "t.yaml")
     assert info.value.message == "spec is not UTF-8 text: byte 0xe9 (undecodable)"
     assert _where(info.value) == (2, 10)
-
-
-def test_lone_surrogate_in_text() -> None:
-    """A lone surrogate that is no escaped byte is refused at its place in the text."""
-    with pytest.raises(SpecError) as info:
-        loads("a: 1\nb: x\ud800\n")
-    assert info.value.message == (
-        "spec text holds a lone surrogate U+D800, which is not Unicode text"
-    )
-    assert _where(info.value) == (2, 5)
 
 
 @pytest.mark.parametrize(

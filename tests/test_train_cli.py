@@ -3,26 +3,32 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from attngraph.cli import main
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GA = str(ROOT / "specs" / "global_attention.yaml")
 
 
-def _train(out: Path, *extra: str) -> object:
-    return CliRunner().invoke(main, ["train", GA, "--steps", "6", "--batch", "8",
-                                     "--out", str(out), *extra])
+@pytest.fixture(scope="session")
+def train_ga(cli) -> Callable[..., object]:
+    """``train_ga(out, *extra)``: global attention trained from the command line, 6
+    steps of 8 into ``out``, with the ``extra`` options."""
+
+    def run(out: Path, *extra: object) -> object:
+        return cli("train", GA, "--steps", "6", "--batch", "8",
+                   "--out", out, *extra)
+
+    return run
 
 
-def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path) -> None:
+def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path, train_ga) -> None:
     """A run leaves one JSON line per step plus validation lines, a checkpoint, summary.json,
     and prints a summary comparing final metrics with the spec's targets and naming
     the files."""
-    res = _train(tmp_path / "run")
+    res = train_ga(tmp_path / "run")
     assert res.exit_code == 0, res.output
     lines = [json.loads(ln) for ln in (tmp_path / "run" / "metrics.jsonl").read_text()
              .splitlines()]
@@ -43,74 +49,69 @@ def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path) -> None:
                                      for k, v in summary["target"].items())
 
 
-def test_progress_lines_without_a_terminal(tmp_path: Path) -> None:
+def test_progress_lines_without_a_terminal(tmp_path: Path, train_ga) -> None:
     """Not on a TTY there is no bar but a 'step k/N' line every few steps, with loss."""
-    res = _train(tmp_path / "run")
+    res = train_ga(tmp_path / "run")
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("step ")]
     assert lines and lines[-1].startswith("step 6/6")
     assert all("loss" in ln for ln in lines)
     assert "it/s" not in res.stderr  # no tqdm bar
 
 
-def test_resume_continues_to_the_new_total(tmp_path: Path) -> None:
+def test_resume_continues_to_the_new_total(tmp_path: Path, cli, train_ga) -> None:
     """--resume with a larger --steps continues from the checkpoint's step, not from 0."""
-    assert _train(tmp_path / "run").exit_code == 0
-    res = CliRunner().invoke(main, ["train", GA, "--steps", "9", "--out",
-                                    str(tmp_path / "run"), "--resume", "--quiet"])
-    assert res.exit_code == 0, res.output
+    assert train_ga(tmp_path / "run").exit_code == 0
+    res = cli("train", GA, "--steps", "9", "--out",
+              tmp_path / "run", "--resume", "--quiet", code=0)
     steps = [json.loads(ln)["step"] for ln in (tmp_path / "run" / "metrics.jsonl")
              .read_text().splitlines() if '"train"' in ln]
     assert steps == list(range(1, 10))
     assert "step 7/9" in res.stderr and "step 1/9" not in res.stderr
 
 
-def test_resume_with_another_spec_exits_1_with_hashes(tmp_path: Path) -> None:
+def test_resume_with_another_spec_exits_1_with_hashes(tmp_path: Path, cli, train_ga) -> None:
     """Resuming a run with an edited mechanism prints a located error and exits 1."""
-    assert _train(tmp_path / "run").exit_code == 0
+    assert train_ga(tmp_path / "run").exit_code == 0
     other = tmp_path / "other.yaml"
     other.write_text(Path(GA).read_text().replace("d: 32", "d: 8"))
-    res = CliRunner().invoke(main, ["train", str(other), "--out", str(tmp_path / "run"),
-                                    "--resume"])
-    assert res.exit_code == 1
+    res = cli("train", other, "--out", tmp_path / "run",
+              "--resume", code=1)
     assert "different spec" in res.stderr and "spec hash" in res.stderr
 
 
-def test_unknown_task_suggests_a_name(tmp_path: Path) -> None:
+def test_unknown_task_suggests_a_name(tmp_path: Path, train_ga) -> None:
     """A misspelt task exits 1 with a did-you-mean."""
-    res = _train(tmp_path / "run", "--task", "needel")
+    res = train_ga(tmp_path / "run", "--task", "needel")
     assert res.exit_code == 1
     assert "unknown task 'needel'" in res.stderr and "needle" in res.stderr
 
 
-def test_batch_not_divisible_by_processes_is_refused(tmp_path: Path) -> None:
+def test_batch_not_divisible_by_processes_is_refused(tmp_path: Path, cli) -> None:
     """--nproc that does not divide the batch is a TrainingError before any process starts."""
-    res = CliRunner().invoke(main, ["train", GA, "--steps", "2", "--batch", "5", "--nproc",
-                                    "2", "--out", str(tmp_path / "run")])
-    assert res.exit_code == 1
+    res = cli("train", GA, "--steps", "2", "--batch", "5", "--nproc",
+              "2", "--out", tmp_path / "run", code=1)
     assert "does not split evenly" in res.stderr
 
 
-def test_attend_draws_a_picture_of_the_run(tmp_path: Path) -> None:
+def test_attend_draws_a_picture_of_the_run(tmp_path: Path, cli, train_ga) -> None:
     """attend loads the run's checkpoint and writes a PNG of the words' weights."""
-    assert _train(tmp_path / "run").exit_code == 0
+    assert train_ga(tmp_path / "run").exit_code == 0
     out = tmp_path / "att.png"
-    res = CliRunner().invoke(main, ["attend", str(tmp_path / "run"), "--example", "3",
-                                    "-o", str(out)])
-    assert res.exit_code == 0, res.output
+    res = cli("attend", tmp_path / "run", "--example", "3",
+              "-o", out, code=0)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "(words)" in res.stdout
 
 
-def test_attend_without_checkpoint_exits_1(tmp_path: Path) -> None:
+def test_attend_without_checkpoint_exits_1(tmp_path: Path, cli) -> None:
     """attend on a directory without a run says so and exits 1."""
-    res = CliRunner().invoke(main, ["attend", str(tmp_path)])
+    res = cli("attend", tmp_path)
     assert res.exit_code == 1 and "no checkpoint" in res.stderr
 
 
-def test_catalog_lists_every_spec_with_its_task() -> None:
+def test_catalog_lists_every_spec_with_its_task(cli) -> None:
     """catalog prints one line per spec in specs/: name first, task last."""
-    res = CliRunner().invoke(main, ["catalog", "--dir", str(ROOT / "specs")])
-    assert res.exit_code == 0, res.output
+    res = cli("catalog", "--dir", ROOT / "specs", code=0)
     names = sorted(p.stem for p in (ROOT / "specs").glob("*.yaml"))
     lines = res.stdout.splitlines()
     assert [ln.split()[0] for ln in lines] == names
@@ -162,13 +163,13 @@ class _Touch:
         return (open, (str(self.marker), "w"))
 
 
-def test_a_crafted_or_damaged_checkpoint_exits_1_naming_it(tmp_path: Path) -> None:
+def test_a_crafted_or_damaged_checkpoint_exits_1_naming_it(tmp_path: Path, cli, train_ga) -> None:
     """train --resume and attend on a checkpoint.pt that holds a crafted pickle, an
     empty config or half its bytes print one error at the file with a hint and exit 1:
     no traceback, the marker the pickle would create is absent, the files unchanged."""
     import torch
 
-    assert _train(tmp_path / "run").exit_code == 0
+    assert train_ga(tmp_path / "run").exit_code == 0
     path = tmp_path / "run" / "checkpoint.pt"
     good = torch.load(path, weights_only=True)
     whole = path.read_bytes()
@@ -181,7 +182,7 @@ def test_a_crafted_or_damaged_checkpoint_exits_1_naming_it(tmp_path: Path) -> No
         before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
         for args in (["train", GA, "--steps", "9", "--out", str(tmp_path / "run"),
                       "--resume"], ["attend", str(tmp_path / "run")]):
-            res = CliRunner().invoke(main, args)
+            res = cli(*args)
             assert res.exit_code == 1 and isinstance(res.exception, SystemExit), what
             assert "Traceback" not in res.output, what
             assert res.stderr.startswith(f"{path}: error: "), (what, res.stderr)

@@ -6,6 +6,7 @@ traceback, and nothing written before the error."""
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from click.testing import CliRunner, Result  # noqa: E402
+from click.testing import Result  # noqa: E402
 
-from attngraph.cli import main  # noqa: E402
 from attngraph.errors import SourceLoc, TrainingError  # noqa: E402
 from attngraph.frontend import load_spec  # noqa: E402
 from attngraph.train.engine.step import train_step  # noqa: E402
@@ -71,9 +71,16 @@ def _failed_cleanly(res: Result, where: str) -> str:
     return res.stderr
 
 
-def _train(spec: Path, out: Path, *extra: str) -> Result:
-    return CliRunner().invoke(main, ["train", str(spec), "--steps", "2", "--batch", "4",
-                                     "--out", str(out), "--quiet", *extra])
+@pytest.fixture(scope="session")
+def train(cli) -> Callable[..., Result]:
+    """``train(spec, out, *extra)``: ``spec`` trained from the command line, 2 steps of
+    4 into ``out``, quietly, with the ``extra`` options."""
+
+    def run(spec: Path, out: Path, *extra: object) -> Result:
+        return cli("train", spec, "--steps", "2", "--batch", "4",
+                   "--out", out, "--quiet", *extra)
+
+    return run
 
 
 def _cli_at(spec: Path, line_has: str, token: str) -> str:
@@ -83,7 +90,7 @@ def _cli_at(spec: Path, line_has: str, token: str) -> str:
 
 # --- the task and its settings, from the spec's train: section ------------------------
 
-def test_unknown_task_in_the_spec_points_at_train_task(tmp_path: Path) -> None:
+def test_unknown_task_in_the_spec_points_at_train_task(tmp_path: Path, train) -> None:
     """A misspelt train.task is located at its value, with a did-you-mean; the CLI
     prints that one error and writes nothing."""
     spec = _spec(tmp_path, "task: needle", "task: needel")
@@ -91,22 +98,22 @@ def test_unknown_task_in_the_spec_points_at_train_task(tmp_path: Path) -> None:
         task_for(load_spec(spec), None, 0)
     _located(err.value, spec, "task: needel", "needel")
     assert "did you mean 'needle'" in (err.value.hint or "")
-    res = _train(spec, tmp_path / "run")
+    res = train(spec, tmp_path / "run")
     _failed_cleanly(res, _cli_at(spec, "task: needel", "needel"))
     assert not (tmp_path / "run").exists()
 
 
-def test_unknown_task_given_on_the_command_line_names_the_spec_file(tmp_path: Path) -> None:
+def test_unknown_task_given_on_the_command_line_names_the_spec_file(tmp_path: Path, train) -> None:
     """--task is not in the spec: an unknown one names the spec file (no line), and
     says what was meant."""
     with pytest.raises(TrainingError, match="unknown task 'needel'") as err:
         task_for(load_spec(GA), "needel", 0)
     assert _where(err.value.loc) == (str(GA), 0, 0)
-    res = _train(GA, tmp_path / "run", "--task", "needel")
+    res = train(GA, tmp_path / "run", "--task", "needel")
     assert "did you mean 'needle'" in _failed_cleanly(res, str(GA))
 
 
-def test_spec_without_train_section_and_no_task_points_at_the_spec(tmp_path: Path) -> None:
+def test_spec_without_train_section_and_no_task_points_at_the_spec(tmp_path: Path, train) -> None:
     """No --task and no train: section: located at the spec's first line (not the file
     name inside the message)."""
     spec = tmp_path / "spec.yaml"
@@ -115,17 +122,17 @@ def test_spec_without_train_section_and_no_task_points_at_the_spec(tmp_path: Pat
         task_for(load_spec(spec), None, 0)
     assert err.value.message == "no task given and the spec has no 'train:' section"
     _located(err.value, spec, "attngraph: 1", "attngraph")
-    _failed_cleanly(_train(spec, tmp_path / "run"), _cli_at(spec, "attngraph: 1", "attngraph"))
+    _failed_cleanly(train(spec, tmp_path / "run"), _cli_at(spec, "attngraph: 1", "attngraph"))
 
 
-def test_unknown_option_points_at_its_key(tmp_path: Path) -> None:
+def test_unknown_option_points_at_its_key(tmp_path: Path, train) -> None:
     """An option the task lacks is located at its key in train.options."""
     spec = _spec(tmp_path, "length: 12}", "lenght: 12}")
     with pytest.raises(TrainingError, match="no option 'lenght'") as err:
         task_for(load_spec(spec), None, 0)
     _located(err.value, spec, "options:", "lenght")
     assert "did you mean 'length'" in (err.value.hint or "")
-    _failed_cleanly(_train(spec, tmp_path / "run"), _cli_at(spec, "options:", "lenght"))
+    _failed_cleanly(train(spec, tmp_path / "run"), _cli_at(spec, "options:", "lenght"))
 
 
 def test_mistyped_option_points_at_its_value(tmp_path: Path) -> None:
@@ -152,7 +159,7 @@ def test_options_the_caller_gives_name_the_spec_file() -> None:
     assert _where(err.value.loc) == (str(GA), 0, 0)
 
 
-def test_target_metric_the_task_does_not_measure_points_at_it(tmp_path: Path) -> None:
+def test_target_metric_the_task_does_not_measure_points_at_it(tmp_path: Path, train) -> None:
     """train.target naming a metric the task never measures is refused at its key, with
     the task's metrics in the hint (it used to be reported only as 'missing')."""
     spec = _spec(tmp_path, "attention_peak: 0.8}", "attn_peak: 0.8}")
@@ -160,7 +167,7 @@ def test_target_metric_the_task_does_not_measure_points_at_it(tmp_path: Path) ->
         task_for(load_spec(spec), None, 0)
     _located(err.value, spec, "target:", "attn_peak")
     assert "did you mean 'attention_peak'" in (err.value.hint or "")
-    _failed_cleanly(_train(spec, tmp_path / "run"), _cli_at(spec, "target:", "attn_peak"))
+    _failed_cleanly(train(spec, tmp_path / "run"), _cli_at(spec, "target:", "attn_peak"))
 
 
 def test_task_with_an_unregistered_metric_points_at_train_task(tmp_path: Path) -> None:
@@ -183,21 +190,21 @@ def test_task_with_an_unregistered_metric_points_at_train_task(tmp_path: Path) -
 
 
 def test_batch_that_does_not_split_over_processes_points_at_train_batch(
-        tmp_path: Path) -> None:
+        tmp_path: Path, cli) -> None:
     """The spec's batch not divisible by --nproc is located at train.batch; a --batch
     given on the command line names the spec file; nothing starts, nothing is written."""
-    res = CliRunner().invoke(main, ["train", str(GA), "--nproc", "3", "--out",
-                                    str(tmp_path / "run")])
+    res = cli("train", GA, "--nproc", "3", "--out",
+              tmp_path / "run")
     _failed_cleanly(res, _cli_at(GA, "  batch: 32", "32"))
-    res = CliRunner().invoke(main, ["train", str(GA), "--batch", "5", "--nproc", "2",
-                                    "--out", str(tmp_path / "run")])
+    res = cli("train", GA, "--batch", "5", "--nproc", "2",
+              "--out", tmp_path / "run")
     _failed_cleanly(res, str(GA))
     assert not (tmp_path / "run").exists()
 
 
 # --- the task's data and the spec's inputs and outputs --------------------------------
 
-def test_task_without_data_for_an_input_points_at_its_type(tmp_path: Path) -> None:
+def test_task_without_data_for_an_input_points_at_its_type(tmp_path: Path, train) -> None:
     """A task giving no data of an input's type is located at the input's type, before
     the output directory is touched: training again into it afterwards works."""
     with pytest.raises(TrainingError, match="no 'tokens' data") as err:
@@ -205,10 +212,10 @@ def test_task_without_data_for_an_input_points_at_its_type(tmp_path: Path) -> No
         bind_inputs(load_spec(GA), t, t.batch(2))
     _located(err.value, GA, "tokens: {type: tokens", "tokens,")
     out = tmp_path / "run"
-    res = _train(GA, out, "--task", "karate")
+    res = train(GA, out, "--task", "karate")
     _failed_cleanly(res, _cli_at(GA, "tokens: {type: tokens", "tokens,"))
     assert not out.exists()
-    assert _train(GA, out).exit_code == 0
+    assert train(GA, out).exit_code == 0
 
 
 def test_ambiguous_fields_point_at_the_input_name(tmp_path: Path) -> None:
@@ -252,12 +259,12 @@ def test_data_of_another_shape_points_at_the_input(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-def test_spec_without_logits_points_at_outputs(tmp_path: Path) -> None:
+def test_spec_without_logits_points_at_outputs(tmp_path: Path, train) -> None:
     """Training a spec that declares no 'logits' output is refused at its outputs: key,
     before anything is written."""
     spec = _spec(tmp_path, "outputs: {logits: logits,", "outputs: {scores: logits,")
     out = tmp_path / "run"
-    _failed_cleanly(_train(spec, out), _cli_at(spec, "outputs:", "outputs"))
+    _failed_cleanly(train(spec, out), _cli_at(spec, "outputs:", "outputs"))
     assert not out.exists()
 
 
@@ -286,38 +293,33 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _attend(run_dir: Path, *extra: str) -> Result:
-    return CliRunner().invoke(main, ["attend", str(run_dir), *extra])
-
-
-def test_example_outside_the_test_batch_names_the_run(trained: Path, tmp_path: Path) -> None:
+def test_example_outside_the_test_batch_names_the_run(trained: Path, tmp_path: Path, cli) -> None:
     """--example past the run's test batch is an error at the run directory, with the
     valid range; no picture is drawn."""
-    res = _attend(trained, "--example", "16", "-o", str(tmp_path / "a.png"))
+    res = cli("attend", trained, "--example", "16", "-o", tmp_path / "a.png")
     err = _failed_cleanly(res, str(trained))
     assert "outside the test batch of 16" in err and "between 0 and 15" in err
     assert not (tmp_path / "a.png").exists()
 
 
-def test_picture_into_a_missing_directory_makes_it(trained: Path, tmp_path: Path) -> None:
+def test_picture_into_a_missing_directory_makes_it(trained: Path, tmp_path: Path, cli) -> None:
     """-o into directories that do not exist makes them, as train makes its --out."""
     out = tmp_path / "new" / "dir" / "a.png"
-    res = _attend(trained, "-o", str(out))
-    assert res.exit_code == 0, res.output
+    cli("attend", trained, "-o", out, code=0)
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_picture_under_a_file_is_one_error_naming_the_path(trained: Path,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path, cli) -> None:
     """-o whose directory is a file: one error naming the picture's path, no traceback."""
     (tmp_path / "plain").write_text("x")
     for out in (tmp_path / "plain" / "a.png", tmp_path / "plain" / "sub" / "a.png"):
-        err = _failed_cleanly(_attend(trained, "-o", str(out)), str(out))
+        err = _failed_cleanly(cli("attend", trained, "-o", out), str(out))
         assert "not a directory" in err
 
 
 def test_picture_into_a_read_only_directory_is_one_error(
-        trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     """A picture that cannot be written (read-only directory) is one error naming its
     path, with a hint; the refusal is simulated, as root may write anywhere."""
     from matplotlib.figure import Figure
@@ -327,36 +329,35 @@ def test_picture_into_a_read_only_directory_is_one_error(
 
     monkeypatch.setattr(Figure, "savefig", refuse)
     out = tmp_path / "locked" / "a.png"
-    err = _failed_cleanly(_attend(trained, "-o", str(out)), str(out))
+    err = _failed_cleanly(cli("attend", trained, "-o", out), str(out))
     assert "cannot write the picture: permission denied" in err
 
 
 @pytest.mark.skipif(__import__("os").geteuid() == 0,
                     reason="root writes into read-only directories")
-def test_picture_into_a_really_read_only_directory(trained: Path, tmp_path: Path) -> None:
+def test_picture_into_a_really_read_only_directory(trained: Path, tmp_path: Path, cli) -> None:
     """The same with a directory without write permission."""
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)
     try:
         out = locked / "a.png"
-        assert "cannot write the picture" in _failed_cleanly(_attend(trained, "-o", str(out)),
+        assert "cannot write the picture" in _failed_cleanly(cli("attend", trained, "-o", out),
                                                              str(out))
     finally:
         locked.chmod(0o755)
 
 
-def test_picture_of_an_unknown_format_is_refused(trained: Path, tmp_path: Path) -> None:
+def test_picture_of_an_unknown_format_is_refused(trained: Path, tmp_path: Path, cli) -> None:
     """A suffix matplotlib cannot write is refused at the path before any drawing; a name
     without a suffix becomes a .png, and the printed path says so."""
     bad = tmp_path / "a.bmpx"
-    assert ".png" in _failed_cleanly(_attend(trained, "-o", str(bad)), str(bad))
-    res = _attend(trained, "-o", str(tmp_path / "plain_name"))
-    assert res.exit_code == 0, res.output
+    assert ".png" in _failed_cleanly(cli("attend", trained, "-o", bad), str(bad))
+    res = cli("attend", trained, "-o", tmp_path / "plain_name", code=0)
     assert (tmp_path / "plain_name.png").is_file()
     assert str(tmp_path / "plain_name.png") in res.stdout
 
 
-def test_run_of_a_spec_without_attention_output_points_into_its_spec(tmp_path: Path) -> None:
+def test_run_of_a_spec_without_attention_output_points_into_its_spec(tmp_path: Path, cli) -> None:
     """attend on a run whose spec declares no attention output is located at the
     outputs: key of the spec it was trained from (the stored text is shown)."""
     spec = _spec(tmp_path, "outputs: {logits: logits, attention: p}",
@@ -364,7 +365,7 @@ def test_run_of_a_spec_without_attention_output_points_into_its_spec(tmp_path: P
     spec.write_text(spec.read_text().replace(", attention_peak: 0.8}", "}"))
     out = tmp_path / "run"
     run(RunConfig(spec=str(spec), steps=1, batch=4, eval_size=4, out=str(out), quiet=True))
-    err = _failed_cleanly(_attend(out), _cli_at(spec, "outputs:", "outputs"))
+    err = _failed_cleanly(cli("attend", out), _cli_at(spec, "outputs:", "outputs"))
     assert "declares no attention output" in err and "outputs: {logits: logits}" in err
 
 

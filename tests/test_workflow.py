@@ -16,7 +16,6 @@ torch = pytest.importorskip("torch")
 pd = pytest.importorskip("pandas")
 
 import attngraph  # noqa: E402
-from attngraph.cli import main  # noqa: E402
 from attngraph.errors import TrainingError  # noqa: E402
 from attngraph.train.run.ownloop import TrainingData  # noqa: E402
 
@@ -65,7 +64,7 @@ def test_csv_records_and_dataframe_give_the_same_run(spec: Path, tmp_path: Path)
     assert not _same_parameters(runs[0], other)  # the seed matters, so the check has teeth
 
 
-def test_the_run_predicts_evaluates_and_reloads(spec: Path, tmp_path: Path) -> None:
+def test_the_run_predicts_evaluates_and_reloads(spec: Path, tmp_path: Path, cli) -> None:
     """A trained run predicts a label per record, scores labelled records, and reloads
     from its directory to the same predictions, which the CLI also gives."""
     out = tmp_path / "run"
@@ -77,10 +76,8 @@ def test_the_run_predicts_evaluates_and_reloads(spec: Path, tmp_path: Path) -> N
     assert again.predict(RECORDS) == preds
     (tmp_path / "new.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS),
                                         encoding="utf-8")
-    from click.testing import CliRunner
 
-    res = CliRunner().invoke(main, ["predict", str(out), "--data", str(tmp_path / "new.jsonl")])
-    assert res.exit_code == 0, res.output
+    res = cli("predict", out, "--data", tmp_path / "new.jsonl", code=0)
     cli = [json.loads(x)["prediction"] for x in res.stdout.splitlines()]
     assert cli == [p["prediction"] for p in preds]
     assert (out / "data-train.jsonl").is_file()  # the run holds what it trained on
@@ -194,7 +191,7 @@ def _own_loop(ds: TrainingData, steps: int = 30) -> torch.nn.Module:
 
 
 def test_an_own_loop_model_saves_and_reloads_predicting_the_same(spec: Path,
-                                                                 tmp_path: Path) -> None:
+                                                                 tmp_path: Path, cli) -> None:
     """A model trained in one's own loop on ``attngraph.dataset`` saves as a run whose
     predictions are the model's own probabilities, and the CLI evaluates it."""
     ds = attngraph.dataset(spec, RECORDS)
@@ -210,12 +207,10 @@ def test_an_own_loop_model_saves_and_reloads_predicting_the_same(spec: Path,
     for i, row in enumerate(got):
         assert [row["probabilities"][n] for n in names] == pytest.approx(probs[i].tolist(),
                                                                          abs=1e-5)
-    from click.testing import CliRunner
 
     (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS),
                                       encoding="utf-8")
-    res = CliRunner().invoke(main, ["evaluate", str(out), "--data", str(tmp_path / "d.jsonl")])
-    assert res.exit_code == 0, res.output
+    cli("evaluate", out, "--data", tmp_path / "d.jsonl", code=0)
     assert (out / "data-train.jsonl").is_file()  # records saved with the run
 
 
