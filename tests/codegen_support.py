@@ -65,6 +65,14 @@ def file_names(mod: types.ModuleType, model: Any) -> dict[str, str]:
     return out
 
 
+def filled(mod: types.ModuleType, model: Any) -> Any:
+    """The file's class of ``model`` (from the loaded file ``mod``), built and given the
+    compiled model's state dict (strictly), in the model's mode (train or eval)."""
+    ours = getattr(mod, class_name(model.graph.name))()
+    ours.load_state_dict(model.state_dict())
+    return ours.train(model.training)
+
+
 #: the real models' dims at a test's size (their structure unchanged)
 SMALL = {"vocab": 61, "d": 32, "heads": 4, "kv": 4, "kvd": 32, "ff": 64, "inner": 32,
          "layers": 2, "dlayers": 2, "n": 16}
@@ -116,9 +124,7 @@ def assert_file_equals_model(model: Any, name: str, *, batch: int = 2, length: i
     code = model.code
     mod = load(code, name)
     try:
-        ours = getattr(mod, class_name(model.graph.name))()
-        ours.load_state_dict(model.state_dict())
-        ours.eval()
+        ours = filled(mod, model)
         inputs = masked_inputs(model, batch=batch, length=length)
         got, want = _run(ours, inputs), _run(model, inputs)
         assert list(got) == list(want)

@@ -9,7 +9,6 @@ import ast
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,13 @@ from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
+from codegen_support import file_names, filled, load, masked_inputs  # noqa: E402
+
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.frontend import loads_spec  # noqa: E402
 from attngraph.lower.codegen import class_name  # noqa: E402
-from attngraph.lower.examples import random_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -54,26 +54,6 @@ for name in sys.argv[2:]:
         out = model(**data["inputs"])
     torch.save(out, f"{folder}/{name}.out.pt")
 """
-
-
-def masked_inputs(model: Any, *, batch: int = 3, length: int = 6,
-                  seed: int = 0) -> dict[str, Any]:
-    """Random inputs of the model's types, with a padding mask for every input that
-    takes one: example 0 full, example 1 two items shorter, example 2 half as long
-    (positions into a padded input point at its real items)."""
-    inputs = random_inputs(model.graph, batch=batch, length=length,
-                           generator=torch.Generator().manual_seed(seed))
-    for a in model.binder.args:
-        if a.port != "mask" or a.t.rank != 1:
-            continue
-        n = inputs[a.input].shape[1]
-        lengths = torch.tensor([n, max(1, n - 2), max(1, n // 2)][:batch])
-        inputs[a.name] = torch.arange(n)[None, :] < lengths[:, None]
-    for a in model.binder.args:  # positions point at real items of their input
-        items = inputs.get(f"{a.of}_mask") if a.of is not None else None
-        if items is not None:
-            inputs[a.input] = inputs[a.input] % items.sum(-1)[:, None]
-    return inputs
 
 
 def _export_all(paths: list[Path], folder: Path) -> dict[str, tuple[Any, dict, str]]:
@@ -171,11 +151,10 @@ def test_forward_is_plain_pytorch_one_line_per_node(catalog: tuple[Path, dict]) 
     assert "Runtime" not in code and "class Proj" not in code
 
 
-#: the catalog specs some of whose nodes still copy their lowering classes (kinds
-#: without an emit rule yet: glimpse, policy, onehot, window, memory, address, write,
-#: gather, and loops with one-hot or zeros_like carries; see docs/export-python.md)
-FALLS_BACK = {"glimpse_hard", "handwriting_generation", "image_generation", "memory_network",
-              "ntm_copy", "pointer_sort", "speech_recognition"}
+#: the catalog specs some of whose nodes still copy their lowering classes (none: the
+#: kinds that still fall back, rotary and position biases, are in no catalog spec; see
+#: docs/export-python.md)
+FALLS_BACK: set[str] = set()
 #: every other catalog spec: each node written by its kind's emit rule
 PLAIN = [p.stem for p in SPECS if p.stem not in FALLS_BACK]
 
@@ -212,11 +191,9 @@ def test_torch_export_of_the_file_gives_the_same_outputs(spec: str) -> None:
     program returns what the compiled model returns."""
     model = attngraph.compile(ROOT / "specs" / f"{spec}.yaml", seed=0).eval()
     name = f"{spec}_export_program"
-    mod = _load(model.code, name)
+    mod = load(model.code, name)
     try:
-        ours = getattr(mod, class_name(model.graph.name))()
-        ours.load_state_dict(model.state_dict())
-        ours.eval()
+        ours = filled(mod, model)
         inputs = masked_inputs(model)
         program = torch.export.export(ours, (), inputs)
         with torch.no_grad():
@@ -263,28 +240,6 @@ def test_the_docs_excerpt_is_the_exported_code(catalog: tuple[Path, dict], spec:
         assert part in code, part[:200]
 
 
-def _file_names(mod: types.ModuleType, model: Any) -> dict[str, str]:
-    """Each state-dict name of the compiled model -> the file's (its STATE_NAMES)."""
-    olds = sorted(mod.STATE_NAMES, key=len, reverse=True)
-    out = {}
-    for key in model.state_dict():
-        old = next(o for o in olds if key == o or (o.endswith(".") and key.startswith(o)))
-        out[key] = mod.STATE_NAMES[old] + key[len(old):]
-    return out
-
-
-def _load(code: str, name: str) -> types.ModuleType:
-    """The file as a module of this process (registered: dataclasses look it up)."""
-    mod = types.ModuleType(name)
-    sys.modules[name] = mod
-    try:
-        exec(compile(code, f"{name}.py", "exec"), mod.__dict__)  # noqa: S102
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return mod
-
-
 SHARED = """attngraph: 1
 name: shared_tied
 dims: {vocab: 30, d: 8}
@@ -306,13 +261,13 @@ def test_shared_and_tied_parameters_stay_shared() -> None:
     embedding table, in the file as in the compiled model; a node id that names a
     ModuleDict attribute (``keys``) keeps its escaped key; the outputs are equal."""
     model = attngraph.compile(loads_spec(SHARED), seed=0).eval()
-    mod = _load(model.code, "shared_tied_export")
+    mod = load(model.code, "shared_tied_export")
     try:
         ours = mod.SharedTied()
         ours.load_state_dict(model.state_dict())
         ours.eval()
         # every compiled name has its parameter in the file (STATE_NAMES)
-        assert set(_file_names(mod, model).values()) == set(ours.state_dict())
+        assert set(file_names(mod, model).values()) == set(ours.state_dict())
         assert mod.STATE_NAMES["nodes.y.embed."] == mod.STATE_NAMES["nodes.x.embed."]
         assert ours.out.weight is ours.x.weight
         gen = torch.Generator().manual_seed(0)
@@ -335,11 +290,9 @@ def test_the_file_trains_like_the_compiled_model(spec: str) -> None:
     (the specs hold no dropout, so training mode is deterministic)."""
     model = attngraph.compile(ROOT / "specs" / f"{spec}.yaml", seed=0).train()
     name = f"{spec}_train_export"
-    mod = _load(model.code, name)
+    mod = load(model.code, name)
     try:
-        ours = getattr(mod, class_name(model.graph.name))()
-        ours.load_state_dict(model.state_dict())
-        ours.train()
+        ours = filled(mod, model)
         inputs = masked_inputs(model)
         got, want = ours(**inputs), model(**inputs)
         for k in want:
@@ -347,7 +300,7 @@ def test_the_file_trains_like_the_compiled_model(spec: str) -> None:
         sum(v.float().square().sum() for v in got.values()).backward()
         sum(v.float().square().sum() for v in want.values()).backward()
         ours_p = dict(ours.named_parameters(remove_duplicate=False))
-        names = _file_names(mod, model)
+        names = file_names(mod, model)
         for pname, p in model.named_parameters():
             mine = ours_p[names[pname]]
             assert mine.grad is not None, pname
@@ -378,7 +331,7 @@ def test_inputs_named_like_forwards_own_variables() -> None:
     model = attngraph.compile(loads_spec(CLASH), seed=0).eval()
     code = model.code
     assert "def forward(\n        self,\n        rt: Tensor,\n        torch: Tensor," in code
-    mod = _load(code, "clash_export")
+    mod = load(code, "clash_export")
     try:
         ours = mod.Clash()
         ours.load_state_dict(model.state_dict())

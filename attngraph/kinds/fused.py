@@ -82,6 +82,7 @@ def _linear_attention_work(ctx: WorkCtx) -> Work:
 
 
 @kind("linear_attention", LinearAttentionSpec,
+      emit="attngraph.lower.emit.attention:emit_linear_attention",
       lowering="attngraph.lower.attention:LinearAttention", role="attention",
       style=Style("#ead1dc", "box"), internal=True, work=_linear_attention_work)
 def linear_attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:

@@ -41,6 +41,7 @@ def _glimpse_work(ctx: WorkCtx) -> Work:
 
 
 @kind("glimpse", GlimpseSpec, lowering="attngraph.lower.glimpse:GlimpseNode", role="sensor",
+      emit="attngraph.lower.emit.sensors:emit_glimpse",
       style=Style("#f9cb9c", "box"), work=_glimpse_work,
       site="attngraph.analysis.sensor_sites:glimpse_site", picture="glimpses")
 def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
@@ -132,6 +133,7 @@ def _write_shape(ctx: RuleCtx, n: int) -> tuple[int, int, int]:
 
 
 @kind("filterbank", FilterbankSpec, lowering="attngraph.lower.glimpse:Filterbank",
+      emit="attngraph.lower.emit.sensors:emit_filterbank",
       role="sensor", style=Style("#f9cb9c", "box"), work=_filterbank_work,
       site="attngraph.analysis.sensor_sites:filterbank_site")
 def filterbank_shape(ctx: RuleCtx) -> dict[str, TensorType]:

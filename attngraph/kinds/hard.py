@@ -37,6 +37,7 @@ class PolicySpec(NodeModel):
 
 
 @kind("policy", PolicySpec, lowering="attngraph.lower.hard:PolicyNode", role="weights",
+      emit="attngraph.lower.emit.sampling:emit_policy",
       style=Style("#f4cccc", "doubleoctagon"), pure=False, samples=True)
 def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ports: sample (default), log_prob, entropy, baseline."""

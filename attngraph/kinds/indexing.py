@@ -38,6 +38,7 @@ class OnehotSpec(NodeModel):
 
 
 @kind("gather", GatherSpec, lowering="attngraph.lower.indexing:Gather", role="support",
+      emit="attngraph.lower.emit.indexing:emit_gather",
       style=Style("#ffffff", "box"), work=elementwise_work, transparent=True)
 def gather_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Items [N, d] at positions into them: long[] (one per example) -> [d], long[M] ->
@@ -63,6 +64,7 @@ def gather_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("onehot", OnehotSpec, lowering="attngraph.lower.indexing:Onehot", role="support",
+      emit="attngraph.lower.emit.indexing:emit_onehot",
       style=Style("#ffffff", "box"), work=elementwise_work)
 def onehot_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids long[...] -> float [..., classes]; classes from the input's vocab or classes."""

@@ -36,6 +36,7 @@ def _latent_work(ctx: WorkCtx) -> Work:
 
 
 @kind("latent", LatentSpec, lowering="attngraph.lower.latent:Latent", role="support",
+      emit="attngraph.lower.emit.sampling:emit_latent",
       style=Style("#d9d2e9", "ellipse"), work=_latent_work, pure=False)
 def latent_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[d] -> z [k]; ports ``mean`` [k], ``log_std`` [k] and ``kl`` (a scalar per example)."""

@@ -60,6 +60,7 @@ class AddressSpec(NodeModel):
 
 
 @kind("memory", MemorySpec, lowering="attngraph.lower.memory:MemoryNode", role="memory",
+      emit="attngraph.lower.emit.memory:emit_memory",
       style=Style("#d0e0e3", "cylinder"), work=elementwise_work)
 def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Slots [S, width]; learned, zero or small-constant initial contents."""
@@ -77,6 +78,7 @@ def write_work(ctx: WorkCtx) -> Work:
 
 
 @kind("write", WriteSpec, lowering="attngraph.lower.memory:WriteNode", role="memory",
+      emit="attngraph.lower.emit.memory:emit_write",
       style=Style("#d0e0e3", "box"), work=write_work)
 def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """M' = M ⊙ (1 - w eᵀ) + w aᵀ with erase e = sigmoid(.), add a."""
@@ -115,6 +117,7 @@ def _vector_hint(ref: str, v: TensorType, width: Dim) -> str:
 
 
 @kind("address", AddressSpec, lowering="attngraph.lower.memory:AddressNode", role="memory",
+      emit="attngraph.lower.emit.memory:emit_address",
       style=Style("#d0e0e3", "box"), addresses=True)
 def address_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """NTM location addressing of content weights [S]: gate, shift, sharpen."""

@@ -169,6 +169,7 @@ def _bound_edges(ctx: RuleCtx, name: str) -> dict[str, Edge]:
 
 
 @kind("map", MapSpec, lowering="attngraph.lower.structure:Map", role="structure",
+      emit="attngraph.lower.emit.structure:emit_map",
       style=Style("#ffffff", "box3d"), work=no_work, body="each")
 def map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Each input [S, ...] is bound to the body as [...] (one element, e.g. a sentence of

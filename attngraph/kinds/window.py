@@ -48,6 +48,7 @@ def _window_work(ctx: WorkCtx) -> Work:
 
 
 @kind("window", WindowSpec, lowering="attngraph.lower.window:WindowNode", role="attention",
+      emit="attngraph.lower.emit.indexing:emit_window",
       style=Style("#ead1dc", "box"), work=_window_work,
       site="attngraph.analysis.sensor_sites:window_site", picture="window")
 def window_shape(ctx: RuleCtx) -> dict[str, TensorType]:

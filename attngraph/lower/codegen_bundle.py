@@ -154,11 +154,11 @@ class Bundle:
     def add_import(self, module: str, name: str | None, alias: str) -> str:
         """An import line (``from module import name as alias`` or ``import module as
         alias``); returns the name it binds."""
-        key = ("import", module, name)
-        if key in self.names.values():
-            for k, v in self.names.items():
-                if v == key:
-                    return k
+        key = ("import", module, name)  # `from a import b`, or the same `import a.b`:
+        same = ("import", f"{module}.{name}", None) if name else ("import", *module.rsplit(".", 1))
+        for k, v in self.names.items():
+            if v in (key, same):
+                return k
         bound = self._claim(alias, key, module)
         self.imports[(module, name, bound)] = None
         return bound

@@ -8,8 +8,11 @@ and its ``forward`` lines, torch and ``F`` calls with shape comments. It receive
 (the node's lowering class is then copied, as for a kind without a rule).
 
 The rules of the built-in kinds live in the modules of this package named like
-their families (``attention``, ``scorers``, ``support``, ``structure``); the file
-around them is assembled by :mod:`attngraph.lower.emit.writer`.
+their families (``attention``, ``scorers``, ``support``, ``structure``, ``memory``,
+``indexing``, ``sensors``, ``sampling``...); the file around them is assembled by
+:mod:`attngraph.lower.emit.writer`. A rule that samples makes the lowering's torch
+calls in its order (the same draws under one seed) and records what the lowering
+records in ``rt.steps`` with :meth:`EmitCtx.record`.
 """
 
 from __future__ import annotations
@@ -175,16 +178,19 @@ class EmitCtx:
         return self.w.declare(objs, paths, None, name or f"{self.node.id}_{pname}",
                               module=False)
 
-    def buffer(self, bname: str, name: str | None = None) -> str | None:
-        """Declare the compiled buffer ``bname`` of the node (``register_buffer``: an
-        empty one the state dict fills, or its values when it holds none); how forward
-        reads it. None in an unshared repeat's rounds (a list holds no buffers)."""
+    def buffer(self, bname: str, name: str | None = None,
+               value: str | None = None) -> str | None:
+        """Declare the compiled buffer ``bname`` of the node (``register_buffer``: made
+        by the expression ``value``, else an empty one the state dict fills, or its
+        values when it holds none); how forward reads it. None in an unshared repeat's
+        rounds (a list holds no buffers)."""
         if len(self.mods) > 1:
             return None
         m = self.mod
         persistent = bname not in m._non_persistent_buffers_set
         return self.w.declare_buffer(getattr(m, bname), f"{self.paths[0]}.{bname}",
-                                     name or f"{self.node.id}_{bname}", persistent=persistent)
+                                     name or f"{self.node.id}_{bname}", persistent=persistent,
+                                     value=value)
 
     def line(self, text: str) -> None:
         """A statement of forward, at the node's place."""
@@ -201,6 +207,21 @@ class EmitCtx:
             if isinstance(expr, Doc) else expr
         self.line(f"{var} = {text}{tail}")
         return var
+
+    def outs(self, expr: str, ports: list[str]) -> list[str]:
+        """Assign the tuple ``expr`` to a new variable per port (``""``: the node's),
+        their shapes as a comment; returns the variables."""
+        keys = [f"{self.node.id}.{p}" if p else self.node.id for p in ports]
+        names = [self.w.value_var(self.scope, k) for k in keys]
+        note = ", ".join(shape(self.node.types[p]) for p in ports)
+        self.line(f"{', '.join(names)} = {expr}  # {note}")
+        return names
+
+    def record(self, name: str, expr: str) -> None:
+        """Record ``expr`` as ``aux["<id>.<name>"]`` (stacked over the calls, ``[B, T,
+        ...]``), as the lowering records it in ``rt.steps``."""
+        key = quote(f"{self.node.id}.{name}")
+        self.line(f"{self.w.need_extras()}.setdefault({key}, []).append({expr})")
 
     def alias(self, port: str, var: str) -> None:
         """The value of ``port`` is ``var`` (already assigned)."""

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import TensorType
     from attngraph.lower.emit import EmitCtx
 
-__all__ = ["emit_attention", "emit_feature_map", "emit_items", "emit_proj", "emit_readout",
-           "emit_softmax"]
+__all__ = ["emit_attention", "emit_feature_map", "emit_items", "emit_linear_attention",
+           "emit_proj", "emit_readout", "emit_softmax"]
 
 
 def emit_items(ctx: EmitCtx) -> bool:
@@ -193,6 +193,36 @@ def emit_attention(ctx: EmitCtx) -> bool:
         zv = ctx.tmp("z")
         ctx.line(f"{zv} = {z}")
         z = f"{zv} * {ok}.to({zv}.dtype)"
+    if m.vector_query:
+        z = f"({z}).squeeze(-2)"
+    ctx.out(_finish(ctx, z))
+    return True
+
+
+def emit_linear_attention(ctx: EmitCtx) -> bool:
+    """z_i = φ(q_i)ᵀ Σ_j φ(k_j) v_jᵀ / φ(q_i)ᵀ Σ_j φ(k_j), over the real j (j <= i when
+    causal: running sums); the N×N scores never formed."""
+    m, t = ctx.mod, ctx.torch
+    q, k, v = ctx.x("query"), ctx.x("key"), ctx.x("values")
+    k, v = _group(ctx, k, m.ktype, m.heads), _group(ctx, v, m.vtype, m.heads)
+    pad = ctx.padding(m.ktype, axis=0)
+    if pad is not None:
+        kk = ctx.tmp(f"{ctx.node.id}_key")
+        ctx.line(f"{kk} = {k} * {pad}.to({k}.dtype)  # padded keys add nothing")
+        k = kk
+    if m.vector_query:
+        q = f"{q}.unsqueeze(-2)"
+    num, den = ctx.tmp(f"{ctx.node.id}_num"), ctx.tmp(f"{ctx.node.id}_den")
+    if m.causal:  # running sums over j <= i
+        kv = ctx.tmp(f"{ctx.node.id}_kv")
+        ctx.line(f"{kv} = {t}.cumsum({k}.unsqueeze(-1) * {v}.unsqueeze(-2), dim=-3)"
+                 "  # Σ_{j<=i} φ(k_j) v_jᵀ")
+        ctx.line(f"{num} = ({q}.unsqueeze(-2) @ {kv}).squeeze(-2)")
+        ctx.line(f"{den} = ({q} * {t}.cumsum({k}, dim=-2)).sum(-1, keepdim=True)")
+    else:
+        ctx.line(f"{num} = {q} @ ({k}.transpose(-1, -2) @ {v})  # φ(q)ᵀ Σ_j φ(k_j) v_jᵀ")
+        ctx.line(f"{den} = {q} @ {k}.sum(-2).unsqueeze(-1)  # φ(q)ᵀ Σ_j φ(k_j)")
+    z = f"{num} / {t}.where({den} > 0, {den}, {t}.ones_like({den}))"
     if m.vector_query:
         z = f"({z}).squeeze(-2)"
     ctx.out(_finish(ctx, z))

@@ -50,10 +50,10 @@ def plain_source(model: Any, sig: Any, top: str, reserved: set[str], runtime: ty
     ret = Doc("return {", [Pair(f"{quote(name)}: ", scope.vals[k] + (".detach()" if d else ""))
                            for name, k, d in model.out_keys], "}")
     body = list(scope.lines)
-    if w.rt_used:
-        rt = w.rt_name
-        body.append(f"        if {rt}.aux or {rt}.steps:  # nodes' extras, stacked over loop steps")
-        body.append(f"            self.aux = {rt}.finish()")
+    body += _extras(w)
+    if w.extras_used:
+        prologue.append(f"        {w.extras_name}: dict[str, list[Tensor]] = {{}}"
+                        "  # nodes' extras, one per call")
     body.append("        " + render(ret, 8, WIDTH))
     loader = tail(w.bundle)
     init = ["    def __init__(self) -> None:", "        super().__init__()", *w.init,
@@ -72,6 +72,21 @@ def plain_source(model: Any, sig: Any, top: str, reserved: set[str], runtime: ty
             + f"class {top}({nn_name}.Module):\n" + class_doc
             + "\n".join(init) + "\n\n" + "\n".join(forward) + "\n" + loader)
     return text, w
+
+
+def _extras(w: Writer) -> list[str]:
+    """forward's last statements: ``self.aux``, the records stacked over the calls."""
+    rt, ex = w.rt_name, w.extras_name
+    torch = w.bundle.add_import("torch", None, "torch") if w.extras_used else "torch"
+    stacked = f"{{k: {torch}.stack(v, 1) for k, v in {ex}.items()}}"
+    if w.rt_used and w.extras_used:
+        return [f"        self.aux = {{**{rt}.finish(), **{stacked}}}"]
+    if w.extras_used:
+        return [f"        self.aux = {stacked}  # stacked over the steps"]
+    if w.rt_used:
+        return [f"        if {rt}.aux or {rt}.steps:  # nodes' extras, stacked over loop steps",
+                f"            self.aux = {rt}.finish()"]
+    return []
 
 
 def _signature(sig: Any, graph: Graph) -> list[str]:

@@ -56,11 +56,11 @@ def emit_scorer(ctx: EmitCtx) -> bool:
     if not m.has_query:
         return type(m) is MlpScore and _mlp(ctx, k)
     q = _query(ctx)
-    if q is None or ctx.has("features"):
+    if q is None or (ctx.has("features") and type(m) is not Additive):
         return False
     if type(m) in (Dot, General) or isinstance(m, Dot):
         return _dot(ctx, q, k)
-    if type(m) is Additive and m.W.dim() == 2 and m.V is None:
+    if type(m) is Additive and m.W.dim() == 2 and not ctx.t("key").heads:
         return _additive(ctx, q, k)
     pairs = {Cosine: _cosine, Gat: _gat, Gatv2: _gatv2}.get(type(m))
     if pairs is None:
@@ -92,14 +92,14 @@ def _additive(ctx: EmitCtx, q: str, k: str) -> bool:
     t = ctx.torch
     w = ctx.param("W")
     b = ctx.param("b") if m.b is not None else None
-    uk = k if m.prepared else f"{k} @ {ctx.param('U')}"
+    uk = _keys(ctx, k)
     v = ctx.param("v")
     vector = m.vector_query
     if vector and b is not None:
         wq = f"{t}.addmm({b}, {q}, {w})"
     else:
         wq = f"{ctx.F}.linear({q}, {w}.T, {b})" if b is not None else f"{q} @ {w}"
-    if not m.prepared and len(uk) > 16:  # U k on a line of its own
+    if uk != k and len(uk) > 16:  # U k on a line of its own
         var = ctx.tmp(f"{ctx.node.id}_key")
         ctx.line(f"{var} = {uk}  # U k")
         uk = var
@@ -115,6 +115,20 @@ def _additive(ctx: EmitCtx, q: str, k: str) -> bool:
         e = f"{t}.tanh({wq}.unsqueeze(-2) + ({uk}).unsqueeze(-3))"
     ctx.out(f"{e} @ {v}")
     return True
+
+
+def _keys(ctx: EmitCtx, k: str) -> str:
+    """U k (``k`` itself when prepared), with features f: U k + V f, or [U; V] [k ‖ f]."""
+    m = ctx.mod
+    if not ctx.has("features"):
+        return k if m.prepared else f"{k} @ {ctx.param('U')}"
+    f = ctx.tmp(f"{ctx.node.id}_f")
+    ctx.line(f"{f} = {ctx.x('features')}{'.unsqueeze(-1)' if m.feature_vector else ''}"
+             f".to({k}.dtype)  # the items' features")
+    if m.prepared:
+        return f"{k} + {f} @ {ctx.param('V')}"
+    t = ctx.torch
+    return f"{t}.cat([{k}, {f}], -1) @ {t}.cat([{ctx.param('U')}, {ctx.param('V')}], -2)"
 
 
 def _cosine(ctx: EmitCtx, q: str, k: str, aligned: bool) -> str:

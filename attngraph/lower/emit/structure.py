@@ -11,7 +11,7 @@ from attngraph.lower.emit.writer import Scope, graph_reads
 if TYPE_CHECKING:
     from attngraph.lower.emit import EmitCtx
 
-__all__ = ["emit_block", "emit_loop", "emit_repeat"]
+__all__ = ["emit_block", "emit_loop", "emit_map", "emit_repeat"]
 
 
 def _body_scope(ctx: EmitCtx, indent: int, gm: Any = None) -> Scope:
@@ -45,6 +45,47 @@ def _ports(ctx: EmitCtx, outs: dict[str, str]) -> None:
     for name in names:
         if name:
             ctx.alias(name, outs[name])
+
+
+def emit_map(ctx: EmitCtx) -> bool:
+    """The block on every element of the first axis: (B, S, ...) flattened to a batch of
+    B·S (the inner masks too), its outputs back to (B, S, ...), 0 at padded elements."""
+    m, w = ctx.mod, ctx.w
+    types = ctx.node.types
+    if any(types[name].heads for name, _, _ in m.out_keys if name in types):
+        return False
+    inner = _body_scope(ctx, ctx.scope.indent)
+    first = ctx.x(m.bind[0][0])
+    nested = {str(a.t.dims[1]): a.name for a in w.model.binder.args
+              if a.port == "mask" and a.t.rank == 2}
+    masks = {}
+    for sym, var in nested.items():
+        if ctx.scope.masks.get(sym) == var:
+            masks[sym] = ctx.tmp(f"{var}_flat")
+            ctx.line(f"{masks[sym]} = {var}.flatten(0, 1)  # (B·S, ...)")
+    inner.masks = masks
+    for role, name in m.bind:
+        var = ctx.tmp(f"{name}_flat")
+        ctx.line(f"{var} = {ctx.x(role)}.flatten(0, 1)  # (B·S, ...): one element per row")
+        inner.vals[name] = var
+    old = w.batch
+    w.batch = f"{inner.vals[m.bind[0][1]]}.shape[0]"
+    try:
+        w.run_graph(ctx.body, ctx.mods, _gpaths(ctx), inner)
+    finally:
+        w.batch = old
+    real = ctx.mask(types[""].dims[0])
+    outs = {}
+    for name, key, det in m.out_keys:
+        t = types[name] if name in types else types[""]
+        var = ctx.out(f"{_val(inner, key, det)}.unflatten(0, {first}.shape[:2])",
+                      name if name in types else "")
+        if real is not None and t.dtype == "float":  # 0 at padded elements
+            r = f"{real}[:, :{', None' * (t.rank - 1)}]" if t.rank > 1 else real
+            ctx.line(f"{var} = {var} * {r}.to({var}.dtype)")
+        outs[name] = var
+    _ports(ctx, outs)
+    return True
 
 
 def emit_repeat(ctx: EmitCtx) -> bool:
@@ -86,7 +127,7 @@ def emit_repeat(ctx: EmitCtx) -> bool:
 def emit_loop(ctx: EmitCtx) -> bool:
     """The body's nodes in a ``for`` over the steps; carries and feeds as variables."""
     m = ctx.mod
-    if len(ctx.mods) > 1 or any(c.like or c.over or c.onehot for c in m.carry):
+    if len(ctx.mods) > 1 or any(c.onehot and c.init is not None for c in m.carry):
         return False
     t = ctx.torch
     steps = str(m.steps) if m.steps is not None else f"{ctx.x('steps')}.shape[1]"
@@ -95,16 +136,18 @@ def emit_loop(ctx: EmitCtx) -> bool:
         inner.vals[name] = ctx.x(f"inputs.{name}")
     for c in m.carry:
         var = ctx.w.value_var(inner, c.name)
-        init = ctx.x(c.init) if c.init is not None else \
-            f"{t}.zeros({ctx.batch()}, {c.zeros}, dtype={ctx.dtype()}, device={ctx.device()})"
-        ctx.line(f"{var} = {init}")
+        ctx.line(f"{var} = {_carry_start(ctx, c)}")
+        if c.onehot:
+            ctx.line(f"{var}[:, 0] = 1  # focused on the first slot")
     once = {st.node for st in m.once}
     ctx.w.run_graph(ctx.body, ctx.mods, _gpaths(ctx), _shift(inner, -4), only=once)
     fed = _feeds(ctx, inner)
     outs = [(name, key, det) for name, key, det in m.out_keys
             if ctx.reads(name) or (name == m.out_keys[0][0] and ctx.reads(""))]
     stacks = {name: ctx.tmp(f"{name}_steps") for name, _, _ in outs}
-    ctx.line(", ".join(stacks.values()) + " = " + ", ".join("[]" for _ in stacks))
+    both = ", ".join(stacks.values()) + " = " + ", ".join("[]" for _ in stacks)
+    for line in [both] if len(both) < 80 else [f"{v} = []" for v in stacks.values()]:
+        ctx.line(line)
     step = ctx.tmp("t")
     ctx.line(f"for {step} in range({steps}):")
     head = len(ctx.scope.lines) - 1
@@ -134,6 +177,19 @@ def emit_loop(ctx: EmitCtx) -> bool:
     for c in m.carry:
         ctx.alias(f"final_{c.name}", inner.vals[c.name])
     return True
+
+
+def _carry_start(ctx: EmitCtx, c: Any) -> str:
+    """A carry's first value: its ``init``, or zeros (of a size, over an input's items,
+    or like an input; a one-hot carry's 1 is set after)."""
+    t = ctx.torch
+    if c.init is not None:
+        return ctx.x(c.init)
+    if c.like is not None:
+        return f"{t}.zeros_like({ctx.x(c.like)}, dtype={ctx.dtype()})"
+    on = f"dtype={ctx.dtype()}, device={ctx.device()})"
+    size = f"{ctx.x(c.over)}.shape[1]" if c.over is not None else str(c.zeros)
+    return f"{t}.zeros({ctx.batch()}, {size}, {on}"
 
 
 def _shift(scope: Scope, by: int) -> Scope:

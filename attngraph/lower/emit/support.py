@@ -50,15 +50,17 @@ def emit_norm(ctx: EmitCtx) -> bool:
 def emit_add(ctx: EmitCtx) -> bool:
     """The inputs' sum (or product), a vector broadcasting over the items."""
     m = ctx.mod
-    if any(m.trail):
-        return False
     full = 1 + (1 if m.out_type.heads else 0) + m.out_type.rank
     terms = []
-    for r in m.roles:
+    for r, n in zip(m.roles, m.trail, strict=True):
         t = ctx.t(r)
-        missing = full - (1 + (1 if t.heads else 0) + t.rank)
+        missing = full - (1 + (1 if t.heads else 0) + t.rank + n)  # axes of 1 after B
         v = ctx.x(r)
-        terms.append(f"{v}[:, {'None, ' * missing}...]" if missing > 0 else v)
+        if missing > 0:
+            v = f"{v}[:, {'None, ' * missing}...{', None' * n}]"
+        elif n:  # one value per channel: axes of 1 after it
+            v = f"{v}[...{', None' * n}]"
+        terms.append(v)
     ctx.out((" * " if m.mul else " + ").join(terms))
     return True
 

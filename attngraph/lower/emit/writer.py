@@ -93,6 +93,9 @@ class Writer:
         self.literals.home = self.homes
         self.rt_used = False
         self.rt_name = self.locals.fresh("rt")
+        #: whether a rule records a tensor per call into ``aux`` (:meth:`need_extras`)
+        self.extras_used = False
+        self.extras_name = self.locals.fresh("extras")
         self.fallbacks: list[str] = []
         #: forward's first statements (inputs, masks), set by the caller
         self.batch = "1"
@@ -106,6 +109,12 @@ class Writer:
     def need_rt(self) -> str:
         self.rt_used = True
         return self.rt_name
+
+    def need_extras(self) -> str:
+        """The dict of per-call records (``"<id>.<name>"`` -> tensors) forward stacks
+        into ``self.aux`` as the compiled model does."""
+        self.extras_used = True
+        return self.extras_name
 
     def batch_expr(self) -> str:
         return self.batch
@@ -181,9 +190,11 @@ class Writer:
 
     scope_index = "i"
 
-    def declare_buffer(self, b: Tensor, path: str, base: str, *, persistent: bool) -> str:
+    def declare_buffer(self, b: Tensor, path: str, base: str, *, persistent: bool,
+                       value: str | None = None) -> str:
         """``self.register_buffer(...)`` in ``__init__`` for the compiled buffer ``b`` at
-        ``path`` (state-dict name); forward's expression for it."""
+        ``path`` (state-dict name), made by ``value`` when given (else empty, or its
+        values written out); forward's expression for it."""
         seen = self.homes.get(id(b))
         if seen is not None:
             self.keymap[path] = seen
@@ -192,7 +203,8 @@ class Writer:
         self.homes[id(b)] = attr
         if persistent:
             self.keymap[path] = attr
-        value = render(self.literals.buffer(b, persistent), 8, WIDTH, lead=len(attr) + 30)
+        value = value or render(self.literals.buffer(b, persistent), 8, WIDTH,
+                                lead=len(attr) + 30)
         flag = "" if persistent else ", persistent=False"
         self.init.append(f"        self.register_buffer({quote(attr)}, {value}{flag})")
         return f"self.{attr}"
