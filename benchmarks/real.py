@@ -7,16 +7,19 @@ saved, and imported into its spec (:func:`attngraph.realmodels.load_model`), so 
 sides hold the same weights and compute the same logits (checked, to 1e-4). Two rows
 a family, each the same computation on both sides:
 
-- the spec without the weights (its ``heads`` output, and the layer block's
-  ``attention`` output that the repeat stacks into it, left out, so every layer's
-  attention is one fused SDPA call) / the ``transformers`` model (its default
-  ``sdpa`` attention, logits only);
-- the spec as shipped (every layer's and head's weights as the output ``heads``) /
-  the ``transformers`` model with ``output_attentions=True`` (``eager`` attention,
-  which makes the same weights).
+- the spec without the weights (its ``heads`` outputs, and the layer blocks'
+  outputs that the repeats stack into them, left out, so every layer's attention
+  is one fused SDPA call where the scores are plain scaled dot products) / the
+  ``transformers`` model (its default ``sdpa`` attention, logits only; T5, which
+  ``transformers`` runs with ``eager`` attention alone, with that);
+- the spec as shipped (every layer's and head's weights as outputs: ``heads``, and
+  T5's ``decoder`` and ``cross``) / the ``transformers`` model with
+  ``output_attentions=True`` (``eager`` attention, which makes the same weights).
 
 One step is a forward + backward of the sum of the logits, in eval mode (no
-dropout on either side), gradients reset first.
+dropout on either side), gradients reset first; T5's step is one encoder-decoder
+pass (source ids, and the same ids shifted right behind the start id 0 as the
+decoder's input).
 """
 
 from __future__ import annotations
@@ -40,10 +43,10 @@ from report import Row, render_table  # noqa: E402
 from timing import interleaved, ratio_stat  # noqa: E402
 
 REAL = HERE.parent / "specs" / "real"
-#: the lines of a real spec that ask for every layer's weights: the model's output, and
-#: the block's second output that the repeat stacks
-_HEADS = re.compile(r"^outputs: \{logits: logits, heads: stack\.attention\}$", re.M)
-_BLOCK = re.compile(r"^(    outputs: \{h: \w+), attention: p\}$", re.M)
+#: the lines of a real spec that ask for every layer's weights: the model's outputs
+#: beside the logits, and the blocks' outputs beside the first, which the repeats stack
+_HEADS = re.compile(r"^outputs: \{logits: logits(, \w+: [\w.]+)+\}$", re.M)
+_BLOCK = re.compile(r"^(    outputs: \{\w+: \w+)(, \w+: \w+)+\}$", re.M)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,12 @@ class Family:
     model: str  # the transformers class
     config: Callable[[dict[str, int]], Any]
     inputs: Callable[[torch.Tensor], tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]]
+    #: transformers runs it with SDPA (else its eager attention alone: T5)
+    sdpa: bool = True
+    #: the spec's outputs of weights, and transformers' outputs of the same weights
+    weights: tuple[tuple[str, str], ...] = (("heads", "attentions"),)
+    #: an encoder and a decoder of ``layers`` layers each
+    stacks: int = 1
 
 
 def _gpt2(s: dict[str, int]) -> Any:
@@ -82,6 +91,16 @@ def _bert(s: dict[str, int]) -> Any:
                                    max_position_embeddings=s["n"], num_labels=2)
 
 
+def _t5(s: dict[str, int]) -> Any:
+    import transformers
+
+    return transformers.T5Config(vocab_size=s["vocab"], d_model=s["d"],
+                                 d_kv=s["d"] // s["heads"], d_ff=s["ff"],
+                                 num_layers=s["layers"], num_decoder_layers=s["layers"],
+                                 num_heads=s["heads"], decoder_start_token_id=0,
+                                 pad_token_id=0)
+
+
 def _causal(ids: torch.Tensor) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     return {"tokens": ids}, {"input_ids": ids}
 
@@ -91,14 +110,20 @@ def _typed(ids: torch.Tensor) -> tuple[dict[str, torch.Tensor], dict[str, torch.
     return {"tokens": ids, "segments": seg}, {"input_ids": ids, "token_type_ids": seg}
 
 
-#: Each family's spec, transformers model and inputs. T5 (specs/real/t5.yaml, an
-#: encoder-decoder: source and target ids) takes its row here once its import lands:
-#: ``"t5": Family("t5", "T5ForConditionalGeneration", _t5, _seq2seq)``, the spec
-#: reading ``source``/``target`` and the model ``input_ids``/``decoder_input_ids``.
+def _seq2seq(ids: torch.Tensor) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """The source ids, and the same ids shifted right behind the start id 0 (the target)."""
+    tgt = torch.cat([torch.zeros_like(ids[:, :1]), ids[:, :-1]], 1)
+    return {"source": ids, "target": tgt}, {"input_ids": ids, "decoder_input_ids": tgt}
+
+
+#: Each family's spec, transformers model and inputs.
 FAMILIES: dict[str, Family] = {
     "gpt2": Family("gpt2", "GPT2LMHeadModel", _gpt2, _causal),
     "llama": Family("llama", "LlamaForCausalLM", _llama, _causal),
     "bert": Family("bert", "BertForSequenceClassification", _bert, _typed),
+    "t5": Family("t5", "T5ForConditionalGeneration", _t5, _seq2seq, sdpa=False,
+                 weights=(("heads", "encoder_attentions"), ("decoder", "decoder_attentions"),
+                          ("cross", "cross_attentions")), stacks=2),
 }
 
 
@@ -107,7 +132,7 @@ def spec_without_heads(family: str, folder: Path) -> Path:
     text = (REAL / f"{family}.yaml").read_text(encoding="utf-8")
     text, n = _HEADS.subn("outputs: {logits: logits}", text)
     text, m = _BLOCK.subn(r"\1}", text)
-    if (n, m) != (1, 1):
+    if n != 1 or m < 1:
         msg = f"specs/real/{family}.yaml no longer has the outputs lines this reads"
         raise RuntimeError(msg)
     folder.mkdir(parents=True, exist_ok=True)
@@ -133,7 +158,8 @@ def _models(fam: Family, size: dict[str, int], tmp: Path) -> dict[str, torch.nn.
     cls = getattr(transformers, fam.model)
     cls(fam.config(size)).save_pretrained(tmp / "model")
     return {
-        "hf": cls.from_pretrained(tmp / "model", attn_implementation="sdpa").eval(),
+        "hf": cls.from_pretrained(tmp / "model", attn_implementation="sdpa" if fam.sdpa
+                                  else "eager").eval(),
         "hf_eager": cls.from_pretrained(tmp / "model", attn_implementation="eager").eval(),
         "spec_heads": load_model(tmp / "model").model.eval(),
         "spec": load_model(tmp / "model",
@@ -160,19 +186,24 @@ def bench_family(name: str, size: dict[str, int], batch: int, repeats: int,
     times = interleaved({
         "spec": _fwd_bwd(m["spec"], lambda: m["spec"](**ours)["logits"]),
         "hf": _fwd_bwd(m["hf"], lambda: m["hf"](**theirs).logits),
-        "spec_heads": _fwd_bwd(m["spec_heads"], lambda: _with_heads(m["spec_heads"], ours)),
-        "hf_eager": _fwd_bwd(m["hf_eager"], lambda: _hf_with_heads(m["hf_eager"], theirs)),
+        "spec_heads": _fwd_bwd(m["spec_heads"],
+                               lambda: _with_heads(fam, m["spec_heads"], ours)),
+        "hf_eager": _fwd_bwd(m["hf_eager"], lambda: _hf_with_heads(fam, m["hf_eager"], theirs)),
     }, repeats, inner=inner)
     ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     n_params = sum(p.numel() for p in m["spec"].parameters())
-    cfg = (f"{n_params / 1e6:.1f}M params, d={size['d']}, layers={size['layers']}, "
-           f"heads={size['heads']}, B={batch}, N={size['n']}, fwd+bwd")
+    layers = "+".join([str(size["layers"])] * fam.stacks)
+    cfg = (f"{n_params / 1e6:.1f}M params, d={size['d']}, layers={layers}, "
+           f"heads={size['heads']}, B={batch}, {'N=T' if fam.stacks == 2 else 'N'}={size['n']}, "
+           "fwd+bwd")
     r = ratio_stat(times, "spec", "hf")
     rh = ratio_stat(times, "spec_heads", "hf_eager")
+    how = ("weights not asked for (fused SDPA) vs its sdpa attention" if fam.sdpa else
+           "weights not asked for vs its eager attention (transformers has no SDPA path "
+           "for it; the spec's scores carry the position bias: no fused SDPA either)")
     return [
         Row(f"{name} spec / transformers {fam.model}", cfg, r.fmt(), "<= 1.00x",
-            r.median <= 1.0, f"{ms['spec']:.1f} ms vs {ms['hf']:.1f} ms; weights not asked "
-            "for (fused SDPA) vs its sdpa attention; logits equal"),
+            r.median <= 1.0, f"{ms['spec']:.1f} ms vs {ms['hf']:.1f} ms; {how}; logits equal"),
         Row(f"{name} spec with every layer's weights / transformers, output_attentions",
             cfg, rh.fmt(), "<= 1.00x", rh.median <= 1.0,
             f"{ms['spec_heads']:.1f} ms vs {ms['hf_eager']:.1f} ms; the weights as an output "
@@ -180,14 +211,16 @@ def bench_family(name: str, size: dict[str, int], batch: int, repeats: int,
     ]
 
 
-def _with_heads(model: torch.nn.Module, ours: dict[str, torch.Tensor]) -> torch.Tensor:
+def _with_heads(fam: Family, model: torch.nn.Module,
+                ours: dict[str, torch.Tensor]) -> torch.Tensor:
     out = model(**ours)
-    return out["logits"].sum() + out["heads"].sum()
+    return out["logits"].sum() + sum(out[k].sum() for k, _ in fam.weights)
 
 
-def _hf_with_heads(model: torch.nn.Module, theirs: dict[str, torch.Tensor]) -> torch.Tensor:
+def _hf_with_heads(fam: Family, model: torch.nn.Module,
+                   theirs: dict[str, torch.Tensor]) -> torch.Tensor:
     out = model(**theirs, output_attentions=True)
-    return out.logits.sum() + sum(a.sum() for a in out.attentions)
+    return out.logits.sum() + sum(a.sum() for _, k in fam.weights for a in getattr(out, k))
 
 
 #: the configuration each family is measured at, and a smoke size

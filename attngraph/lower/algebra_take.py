@@ -1,5 +1,6 @@
 """The torch implementation of the formula function ``take`` (see
-:mod:`attngraph.algebra.take`): one ``gather``, nothing copied but the result."""
+:mod:`attngraph.algebra.take`): one indexing of the table where it is, nothing copied
+but the result."""
 
 from __future__ import annotations
 
@@ -28,5 +29,18 @@ def take(x: Tensor, index: Tensor | float, dim: int, xdims: tuple[int, ...],
     else:  # one position for every entry
         ia = torch.as_tensor(index, device=x.device).reshape([1] * (1 + len(idims)))
     full = torch.broadcast_shapes(tuple(xa.shape[:-1]), tuple(ia.shape))
-    ids = ia.expand(full).long().unsqueeze(-1)
-    return xa.expand(*full, size).gather(-1, ids).squeeze(-1)
+    # one gather from the table where it is (flattened), at each result entry's offset
+    # into it: its gradient is a tensor of the table's size (T5's bias: 4 x 32
+    # numbers), not one of the result's times the taken length, which a gather over
+    # the table expanded to the result's shape makes (B x h x N x N x 32)
+    xa = xa.contiguous()
+    pos = ia.long()
+    at = pos
+    for d, n in enumerate(xa.shape[:-1]):  # each axis of x at its own index
+        at = at + torch.arange(n, device=x.device).reshape(
+            [n if i == d else 1 for i in range(len(full))]) * xa.stride(d)
+    # a position outside 0 .. size-1 is out of range, as for a gather along the axis
+    # (not an entry of the next row)
+    bad = (pos < 0) | (pos >= size)
+    at = torch.where(bad, xa.numel(), at)
+    return xa.reshape(-1).gather(0, at.expand(full).reshape(-1)).reshape(full)

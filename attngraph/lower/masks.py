@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from attngraph.lower.memo import shared
+
 if TYPE_CHECKING:
     from attngraph.ir.graph import TensorType
     from attngraph.lower.module import Runtime
@@ -75,14 +77,40 @@ def attention_mask(
     device: torch.device | None = None,
 ) -> Tensor | None:
     """All masks of scores of type ``t``: padding over the items axis, causal,
-    window and adjacency. ``m``, ``n`` are the runtime query and item counts."""
+    window and adjacency. ``m``, ``n`` are the runtime query and item counts.
+
+    A mask with a causal, window or adjacency part depends on nothing a layer
+    computes: it is made once per forward and shared by every softmax and attention
+    that asks for the same one (:func:`attngraph.lower.memo.shared`, keyed by the
+    padding and adjacency tensors it reads, the sizes and the device).
+    """
+    if not causal and window is None and adjacency is None:
+        return padding_mask(rt, t)  # a view of the input's mask: nothing to share
+    if (causal or window is not None) and (m is None or n is None):
+        msg = "causal and window masks need the query and item counts"
+        raise ValueError(msg)
+    sym = t.dims[-1] if t.dims else None
+    pad = rt.masks.get(sym) if isinstance(sym, str) else None
+
+    def key() -> tuple[object, ...]:
+        return (bool(t.heads), t.rank, pad, causal, window, adjacency, self_loops, m, n,
+                device)
+
+    def make() -> Tensor:
+        return _made_mask(t, rt, causal=causal, window=window, adjacency=adjacency,
+                          self_loops=self_loops, m=m, n=n, device=device)
+
+    return shared(rt, "attention_mask", key, make)
+
+
+def _made_mask(t: TensorType, rt: Runtime, *, causal: bool, window: int | None,
+               adjacency: Tensor | None, self_loops: bool, m: int | None, n: int | None,
+               device: torch.device | None) -> Tensor:
+    """The masks :func:`attention_mask` combines, computed."""
     masks: list[Tensor | None] = [padding_mask(rt, t)]
     if causal or window is not None:
-        if m is None or n is None:
-            msg = "causal and window masks need the query and item counts"
-            raise ValueError(msg)
-        i = torch.arange(m, device=device)[:, None]
-        j = torch.arange(n, device=device)[None, :]
+        i = torch.arange(m, device=device)[:, None]  # type: ignore[arg-type]
+        j = torch.arange(n, device=device)[None, :]  # type: ignore[arg-type]
         if causal:
             masks.append(j <= i)
         if window is not None:
@@ -95,7 +123,9 @@ def attention_mask(
         if t.heads:
             adj = adj.unsqueeze(1)
         masks.append(adj)
-    return combine(*masks)
+    out = combine(*masks)
+    assert out is not None  # (a causal, window or adjacency part is there)
+    return out
 
 
 def row_any(mask: Tensor) -> Tensor:
@@ -113,8 +143,15 @@ def masked_fill_scores(scores: Tensor, mask: Tensor | None, fill: float | None =
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """Softmax over the last axis ignoring masked items; fully masked rows give 0."""
+    """Softmax over the last axis ignoring masked items; fully masked rows give 0.
+
+    Masked items take the lowest finite score, and the result is multiplied by the
+    mask: a fully masked row (every score the same) is uniform before that product
+    and zeros after it, so it needs no step of its own (:func:`masked_fill_scores`'
+    zeroed rows give the same numbers and gradients, at two more passes over the
+    scores).
+    """
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    p = torch.softmax(masked_fill_scores(scores, mask), dim=-1)
+    p = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
     return p * mask.to(p.dtype)

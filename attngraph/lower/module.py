@@ -110,6 +110,10 @@ class Runtime:
     #: tensors a node records once per call (per loop step), stacked into ``aux`` on
     #: axis 1 by :meth:`finish`
     steps: dict[str, list[Tensor]] = field(default_factory=dict)
+    #: values of the positions alone (rotary angles, causal masks) made once per forward
+    #: and read by every node and round that asks: name -> [(key, value), ...]
+    #: (:func:`attngraph.lower.memo.shared`); runtimes derived with ``replace`` share it
+    memo: dict[str, list[tuple[tuple[Any, ...], Tensor]]] = field(default_factory=dict)
 
     def finish(self) -> dict[str, Tensor]:
         """``aux`` with the per-step records stacked: ``[B, T, ...]`` each."""
