@@ -74,19 +74,25 @@ METHOD = """\
   (inductor; the first call's compilation time is given), and glimpse_hard at
   B=128.
 - Real models (9, `benchmarks/real.py`): each family of `specs/real/` (GPT-2,
-  Llama with grouped keys and values, BERT; T5 takes its row when its import lands)
-  at one small configuration, d=256, 4 layers, 4 heads, ff=1024, a vocabulary of
-  8,192, B=4, N=128. `transformers` builds the model with random weights and saves
+  Llama with grouped keys and values, BERT, and T5, an encoder and a decoder of 4
+  layers each, 32 buckets up to distance 128) at one small configuration, d=256, 4
+  layers, 4 heads, ff=1024, a vocabulary of 8,192, B=4, N=128 (T5: 128 source and
+  128 target tokens, the target the source shifted right behind the start id 0, as
+  `decoder_input_ids`). `transformers` builds the model with random weights and saves
   it; `attngraph.realmodels.load_model` imports it into the spec, so both hold the
   same weights, and the logits are checked equal (1e-4) before timing. A step is a
   forward + backward of the sum of the logits in eval mode (no dropout either side),
   gradients reset first. Two rows a family, each the same computation on both sides:
-  the spec without the weights (its `heads` output and the layer block's `attention`
-  output, which the repeat stacks into it, left out, so that each layer's attention
-  is one fused SDPA call) against the model with its default `sdpa` attention; and
-  the spec as shipped, every layer's and head's weights an output, against the model
-  with `output_attentions=True` (its `eager` attention; the weights added to the
-  loss on both sides).
+  the spec without the weights (its `heads` outputs and the layer blocks' outputs
+  that the repeats stack into them left out, so that each layer's attention is one
+  fused SDPA call where the scores are plain scaled dot products) against the model
+  with its default `sdpa` attention; and the spec as shipped, every layer's and
+  head's weights an output, against the model with `output_attentions=True` (its
+  `eager` attention; the weights added to the loss on both sides: for T5 the
+  encoder's, the decoder's and the cross-attention's). `transformers` runs T5 with
+  its `eager` attention alone, and the spec's T5 scores (unscaled, plus a position
+  bias) are not fused either: both of T5's rows materialise the weights, and differ
+  only by the weights being outputs.
 - Generation (10, `benchmarks/generate.py`): GPT-2 small's configuration (124M
   parameters, random weights) imported as above; 256 greedy tokens from one 8-token
   prompt, `attngraph.generate` (the key/value cache) against
@@ -102,6 +108,18 @@ METHOD = """\
 
 LOWERING = """\
 ## What the lowering does for speed
+
+- **Values of the positions alone, once per forward** (`attngraph/lower/memo.py`):
+  a repeat's rounds, and the nodes within a round, ask for the same rotary tables
+  (cos and sin of every position's angles), causal and window masks (with the
+  padding they combine), ALiBi biases and T5 buckets; the first request of a
+  forward makes each, the others read it, as a hand-written model makes them before
+  its layers. Each lives in the forward's runtime, keyed by what it is made of
+  (sizes, dtype, device, and the tensors it reads by identity and version); a new
+  forward starts empty, a runtime that lives on (a decoder's steps) keeps a few,
+  and nothing is kept while torch.compile, torch.export or jit.trace follows the
+  forward. `tests/test_repeat_invariants.py` checks outputs and gradients equal
+  making each where it is used, bit for bit.
 
 - **Fusion** (`attngraph/passes/fuse_attention.py`): scaled-dot scorer -> softmax
   -> readout whose weights nobody reads becomes one `attention` node, lowered to
@@ -208,41 +226,52 @@ REASONS = {
         "meet it: values shared by the batch kept unexpanded ([1, ...]) end to end."
     ),
     "llama spec with every layer's weights": (
-        "Both sides materialise the weights here (the spec's softmax, transformers' "
-        "eager attention). A profile (torch.profiler, 5 steps each) gives 156 ms of "
-        "operator time a step for the spec against 143 ms: the spec builds each "
-        "layer's causal mask again (arange, where, masked_fill: about 3 ms), works out "
-        "the rotary angles for the queries and again for the keys in every layer (HF "
-        "once a forward), and its matmuls take about 7 ms more around the weights it "
-        "keeps for the `heads` output. What would meet it: the causal mask and the "
-        "rotary angles made once a forward and read by every round of the repeat (they "
-        "depend on the positions alone), in attngraph/lower (not changed here)."
+        'Three runs of `benchmarks/real.py` on this machine within a quarter of an hour'
+        ' gave 0.99x, 1.02x and 1.03x (10, 10 and 20 rounds): the row sits at parity, '
+        "inside the rounds' spread. Before this run the spec made the rotary angles' "
+        'cos and sin for the queries and again for the keys of every layer, and each '
+        "layer's causal mask (arange, compare); both are now made once per forward and "
+        'read by every layer (`attngraph/lower/memo.py`: one `cos`, one `sin` and one '
+        'mask a step, as in `transformers`), the rotation is `v·C + swap(v)·S` (one '
+        'flip, two multiplies, an add, the same numbers bit for bit), and the masked '
+        'softmax lost a redundant `where` over the scores. A profile of both steps '
+        '(torch.profiler, best of 3 × 3 steps) then gives the same operator time either'
+        ' side (the matmuls are 80% of it and move by ±10 ms between profiles of the '
+        'same model) and fewer operators for the spec (2,574 aten calls and 396 '
+        'autograd nodes a step against 2,908 and 438). What the spec still does beyond '
+        '`transformers` is small: its masked softmax fills the masked scores and '
+        'multiplies the weights by the mask (so that a fully masked row gives zeros, '
+        'never NaN), one full pass over the [B, h, N, N] weights forward and two '
+        'backward a layer where `transformers` adds a float mask (about 0.5%); and the '
+        "`heads` output stacks the four layers' weights into one tensor (a copy "
+        '`transformers`, returning a tuple, does not make). The same-process comparison'
+        ' of the spec before and after the change gave 0.98x-1.00x (spec with the '
+        'change / without, both rows, 10 and 25 rounds): the recomputed angles and '
+        'masks were about 1% of the step, not the 3% the earlier run showed.'
     ),
-    "llama spec": (
-        "A profile of both steps (torch.profiler, 5 steps each) gives the same operator "
-        "time, 137 ms a step either side: the same matmuls (the spec stacks the q, k, v "
-        "projections into one), one SDPA call a layer on both sides. What the spec adds "
-        "is small work per node: its `rotary` nodes work out the angles' cos and sin for "
-        "the queries and again for the keys in every layer (HF once a forward), rotate "
-        "adjacent pairs with a stack and a reshape, and each of the ~20 nodes of a layer "
-        "is a Python call with its autograd node: a few per cent, about the spread of "
-        "the rounds (runs on this machine gave 1.00x to 1.06x). What would meet it: "
-        "the rotary angles made once a forward and read by every round (a hoisting of "
-        "what depends on the positions alone out of the repeat), in attngraph/lower "
-        "(not changed here)."
+    "bert spec with every layer's weights": (
+        'Not changed by this work (BERT has no rotary positions and no causal mask, and'
+        " the benchmark's batch has no padding, so its softmax gets no mask): the two "
+        '10-round runs of the same session gave 1.00x and 0.99x, the previous full run '
+        "1.00x (0.99-1.00). Parity within the rounds' spread."
     ),
-    "cached generate: spec": (
-        "The profile of one generation (64 tokens) shows where the time goes: "
-        "`aten::cat` of the stacked q/k/v weights. The lowering runs self-attention's "
-        "three projections as one `F.linear` over their concatenated weights "
-        "(`_run_linear_group` in attngraph/lower/module.py) and concatenates them on "
-        "every call: a [2304, 768] copy per layer per generated token, about 85 MB of "
-        "copying a token at GPT-2 small, on top of the weights the step reads anyway. "
-        "The lowering now keeps the concatenation while no weight has changed "
-        "(autograd off, every weight's `_version` and storage the same; one entry per "
-        "group): `python benchmarks/generate.py --repeats 3` after that change gave "
-        "1.10x (1.06-1.12), uncached/cached 7.4x, on this machine (2026-11-26, load "
-        "about 1.9). The rest is Python per node and step (about 15 nodes a layer)."
+    "t5 spec with every layer's weights": (
+        'the 10-round runs gave 1.01x and 1.03x, and the row without weights 0.99x here'
+        ' (0.99x and 1.02x in those runs). The first measurement gave 1.13x and 1.10x: '
+        'a profile (torch.profiler) showed the relative position bias `take(e_table, '
+        "e_bucket, features)` gathering from the table expanded to the result's shape, "
+        'whose backward made a zero tensor of [B, h, N, N, buckets] (33 MB here; '
+        '`fill_` 16 ms, `sum` 15 ms, `scatter_add_` 5 ms a step, twice: encoder and '
+        'decoder). `take` now gathers from the table where it is '
+        '(`attngraph/lower/algebra_take.py`: a flat offset per entry; its gradient is '
+        "the table's size), which brought both rows to parity. What remains, a per cent"
+        ' or two: the bucket formula runs once per example (the expression lowering '
+        'expands a value of the positions alone over the batch, so `e_bucket` is [B, N,'
+        ' N] and the take reads B·h·N·N entries where `transformers` embeds N·N once), '
+        "the decoder's masked softmax fills and multiplies as in the Llama row, and "
+        '`transformers` adds one bias that already holds its causal mask. What would '
+        'meet it with a margin: values shared by the batch kept unexpanded ([1, ...]) '
+        "through the expression lowering (the glimpse_hard row's remedy too)."
     ),
     "MHSA spec / projections+SDPA": (
         "The spec lowers to the same kernels as the hand-written module (one stacked "
