@@ -37,24 +37,30 @@ def _attention_work(ctx: WorkCtx) -> Work:
     return Work(macs + ctx.node.params * ctx.positions(out), inner=pairs)
 
 
-@kind("attention", FusedAttentionSpec, lowering="attngraph.lower.attention:FusedAttention",
-      emit="attngraph.lower.emit.attention:emit_attention",
-      role="attention", style=Style("#ead1dc", "box"), internal=True, work=_attention_work)
-def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
-    """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""
-    q, k, v = ctx.t("query"), ctx.need_items("key", "fused attention"), ctx.t("values")
+def _readout_type(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
+    """The readout's type of an attention node that takes queries, keys and values
+    (``what`` names it in the errors): [d] per query, heads merged by ``combine``,
+    then the ``out`` projection's size."""
+    q, k, v = ctx.t("query"), ctx.need_items("key", what), ctx.t("values")
     if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or (q.heads or 1) % (k.heads or 1):
-        ctx.fail(f"fused attention needs queries of the keys' size and heads, got {q} and {k}",
+        ctx.fail(f"{what} needs queries of the keys' size and heads, got {q} and {k}",
                  "query")
     if v.rank != 2 or v.dims[0] != k.dims[0] or (q.heads or 1) % (v.heads or 1):
-        ctx.fail(f"fused attention needs values over the keys' items, got {v} and {k}",
-                 "values")
+        ctx.fail(f"{what} needs values over the keys' items, got {v} and {k}", "values")
     s = ctx.spec
     d = ctx.features("values") * (q.heads if q.heads and s.combine == "concat" else 1)
     if s.out is not None:
         ctx.params += d * s.out + (s.out if s.bias else 0)
         d = s.out
     return {"": TensorType((*q.dims[:-1], d))}
+
+
+@kind("attention", FusedAttentionSpec, lowering="attngraph.lower.attention:FusedAttention",
+      emit="attngraph.lower.emit.attention:emit_attention",
+      role="attention", style=Style("#ead1dc", "box"), internal=True, work=_attention_work)
+def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
+    """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""
+    return _readout_type(ctx, "fused attention")
 
 
 class LinearAttentionSpec(NodeModel):
@@ -87,16 +93,4 @@ def _linear_attention_work(ctx: WorkCtx) -> Work:
       style=Style("#ead1dc", "box"), internal=True, work=_linear_attention_work)
 def linear_attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The readout's type: [d] per query, heads merged by ``combine``."""
-    q, k, v = ctx.t("query"), ctx.need_items("key", "linear attention"), ctx.t("values")
-    if q.rank not in (1, 2) or q.dims[-1] != k.dims[-1] or (q.heads or 1) % (k.heads or 1):
-        ctx.fail(f"linear attention needs queries of the keys' size and heads, got {q} and "
-                 f"{k}", "query")
-    if v.rank != 2 or v.dims[0] != k.dims[0] or (q.heads or 1) % (v.heads or 1):
-        ctx.fail(f"linear attention needs values over the keys' items, got {v} and {k}",
-                 "values")
-    s = ctx.spec
-    d = ctx.features("values") * (q.heads if q.heads and s.combine == "concat" else 1)
-    if s.out is not None:
-        ctx.params += d * s.out + (s.out if s.bias else 0)
-        d = s.out
-    return {"": TensorType((*q.dims[:-1], d))}
+    return _readout_type(ctx, "linear attention")
