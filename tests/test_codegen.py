@@ -185,7 +185,12 @@ def test_the_bahdanau_export_reads_top_to_bottom(catalog: tuple[Path, dict]) -> 
     assert "Runtime" not in code and "rt." not in code  # no runtime tables
 
 
-@pytest.mark.parametrize("spec", ["global_attention", "multihead_attention"])
+@pytest.mark.parametrize("spec", [
+    "global_attention", "multihead_attention",
+    pytest.param("bahdanau_translation", marks=pytest.mark.xfail(
+        strict=True, raises=Exception,
+        reason="the file packs the padded source (pack_padded_sequence), whose lengths "
+        "torch.export cannot trace; the compiled model exports by a scan"))])
 def test_torch_export_of_the_file_gives_the_same_outputs(spec: str) -> None:
     """torch.export of the generated module (at the example's shapes) succeeds and its
     program returns what the compiled model returns."""

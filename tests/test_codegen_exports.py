@@ -50,20 +50,3 @@ def test_onnx_of_the_file_runs_as_the_models_onnx() -> None:
                                        rtol=1e-5)
     finally:
         del sys.modules["multihead_attention_onnx_file"]
-
-
-@pytest.mark.xfail(strict=True, raises=Exception,
-                   reason="the file packs the padded source (pack_padded_sequence), whose "
-                   "lengths torch.export cannot trace; the compiled model exports by a scan")
-def test_torch_export_of_the_bahdanau_file() -> None:
-    """torch.export of the generated Bahdanau module (a packed GRU encoder)."""
-    model, ours = _generated("bahdanau_translation")
-    try:
-        inputs = masked_inputs(model)
-        program = torch.export.export(ours, (), inputs)
-        with torch.no_grad():
-            got, want = program.module()(**inputs), model(**inputs)
-        for k in want:
-            torch.testing.assert_close(got[k], want[k], atol=1e-5, rtol=0)
-    finally:
-        del sys.modules["bahdanau_translation_onnx_file"]
