@@ -123,3 +123,30 @@ def test_the_python_export_computes_take_and_floor(tmp_path: Path) -> None:
         got = exported(x, x_mask=mask)
     for k in want:
         torch.testing.assert_close(got[k], want[k], atol=1e-6, rtol=0)
+
+
+def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside() -> None:
+    """take() indexes the (un-expanded) table at computed offsets (the fix of T5's
+    backward, which had built a zero tensor of the result's size times the table's
+    length): it equals a gather along the axis over a table with heads and a batch, in
+    values and gradients, and a position outside 0 .. size-1 is refused as a gather
+    refuses it, not read from the next row of the table."""
+    from attngraph.lower.algebra_take import take
+
+    gen = torch.Generator().manual_seed(0)
+    table = torch.randn(2, 3, 5, generator=gen, requires_grad=True)  # (B, h, buckets)
+    pos = torch.randint(0, 5, (2, 4, 4), generator=gen).float()      # (B, N, M)
+    got = take(table, pos, 2, (1, -1, -1), (-1, 1, 2))                # (B, h, N, M)
+    ref_table = table.detach().clone().requires_grad_(True)
+    want = ref_table[:, :, None, None, :].expand(2, 3, 4, 4, 5).gather(
+        -1, pos.long()[:, None, :, :, None].expand(2, 3, 4, 4, 1)).squeeze(-1)
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+    weights = torch.randn(got.shape, generator=gen)
+    (got * weights).sum().backward()
+    (want * weights).sum().backward()
+    torch.testing.assert_close(table.grad, ref_table.grad, atol=1e-6, rtol=0)
+    for outside in (5.0, -1.0):
+        bad = pos.clone()
+        bad[1, 0, 0] = outside
+        with pytest.raises(RuntimeError):
+            take(table, bad, 2, (1, -1, -1), (-1, 1, 2))
