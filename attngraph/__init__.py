@@ -41,8 +41,8 @@ def __getattr__(name: str) -> Any:
         from attngraph.lower import compile as _compile
 
         return _compile
-    if name == "generate":  # (greedy and beam search: attngraph.lower.generate)
-        from attngraph.lower.generate import generate as _generate
+    if name == "generate":  # (greedy and beam search: attngraph.lower.decode.generate)
+        from attngraph.lower.decode.generate import generate as _generate
 
         return _generate
     if name == "load_run":  # reads a checkpoint with torch: loaded on first use too

@@ -109,7 +109,7 @@ METHOD = """\
 LOWERING = """\
 ## What the lowering does for speed
 
-- **Values of the positions alone, once per forward** (`attngraph/lower/memo.py`):
+- **Values of the positions alone, once per forward** (`attngraph/lower/runtime/memo.py`):
   a repeat's rounds, and the nodes within a round, ask for the same rotary tables
   (cos and sin of every position's angles), causal and window masks (with the
   padding they combine), ALiBi biases and T5 buckets; the first request of a
@@ -128,20 +128,20 @@ LOWERING = """\
 - **Masks**: with no mask, or a causal mask alone, the fused node calls SDPA with
   `is_causal` instead of building an N×N bool mask; padding, window and
   adjacency masks are built once per call.
-- **Banded local attention** (`attngraph/lower/banded.py`): a softmax `window: w`
+- **Banded local attention** (`attngraph/lower/rules/banded.py`): a softmax `window: w`
   over M = N items, when the band covers at most half a row, runs as blocks of
   about w queries against their `c + 2w` keys (a strided view of the padded
   keys), each block one SDPA call with a small mask: cost and memory grow with
   N·w. It gives the dense masked numbers (to 1e-5, padding and causal included;
   `tests/test_lower_banded.py`). When the weights are requested the dense chain
   stays: the weights are an N×N output by type.
-- **Stacked projections** (`attngraph/lower/module.py`): queries, keys and
+- **Stacked projections** (`attngraph/lower/runtime/module.py`): queries, keys and
   values that apply a plain linear to the same value (self-attention) run as one
   `F.linear` over their concatenated weights, then split; parameters and their
   names stay per node.
 - **Learned queries** are scored once and broadcast over the batch, not
   expanded to B copies first (built-in scorers).
-- **Masked rnn** (`attngraph/lower/rnn.py`): a padding mask becomes lengths and
+- **Masked rnn** (`attngraph/lower/rules/rnn.py`): a padding mask becomes lengths and
   the rows run packed (`pack_padded_sequence`) through torch's fused GRU/LSTM,
   rather than step by step in Python; rows without a real item get zeros and their
   initial state, as before. The per-step loop remains for `torch.compile`, which
@@ -152,7 +152,7 @@ LOWERING = """\
   here. Not measured on a GPU (none on this machine).
 - **Additive scorers** contract the hidden axis with a matmul (`tanh(...) @ v`)
   rather than a broadcast multiply and sum, which saves one (B, M, N, H) tensor.
-- **Loops** (`attngraph/passes/hoist.py`, `attngraph/lower/structure.py`): the
+- **Loops** (`attngraph/passes/hoist.py`, `attngraph/lower/rules/structure.py`): the
   hoisting pass sorts a loop body's nodes by when they run (`attngraph compile
   --print-after hoist_invariants` marks them). What reads only the loop's inputs
   runs `once`, before the steps, and so does an additive score's U h_j (a `prepare`
@@ -231,7 +231,7 @@ REASONS = {
         "inside the rounds' spread. Before this run the spec made the rotary angles' "
         'cos and sin for the queries and again for the keys of every layer, and each '
         "layer's causal mask (arange, compare); both are now made once per forward and "
-        'read by every layer (`attngraph/lower/memo.py`: one `cos`, one `sin` and one '
+        'read by every layer (`attngraph/lower/runtime/memo.py`: one `cos`, one `sin` and one '
         'mask a step, as in `transformers`), the rotation is `v·C + swap(v)·S` (one '
         'flip, two multiplies, an add, the same numbers bit for bit), and the masked '
         'softmax lost a redundant `where` over the scores. A profile of both steps '
@@ -263,7 +263,7 @@ REASONS = {
         'whose backward made a zero tensor of [B, h, N, N, buckets] (33 MB here; '
         '`fill_` 16 ms, `sum` 15 ms, `scatter_add_` 5 ms a step, twice: encoder and '
         'decoder). `take` now gathers from the table where it is '
-        '(`attngraph/lower/algebra_take.py`: a flat offset per entry; its gradient is '
+        '(`attngraph/lower/rules/algebra_take.py`: a flat offset per entry; its gradient is '
         "the table's size), which brought both rows to parity. What remains, a per cent"
         ' or two: the bucket formula runs once per example (the expression lowering '
         'expands a value of the positions alone over the batch, so `e_bucket` is [B, N,'

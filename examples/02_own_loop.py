@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 import attngraph
 from attngraph import load_spec
-from attngraph.lower.hard import model_reinforce_loss
+from attngraph.lower.rules.hard import model_reinforce_loss
 from attngraph.train.tasks.lookup import bind_inputs, get_task
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,7 +30,7 @@ def lower_scale(ctx: Any) -> Any:
     """The PyTorch module of a ``scale`` node; torch is imported only to compile."""
     from torch import Tensor
 
-    from attngraph.lower.module import NodeModule, Runtime
+    from attngraph.lower.runtime import NodeModule, Runtime
 
     class Scale(NodeModule):
         def __init__(self, by: float) -> None:

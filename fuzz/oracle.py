@@ -188,7 +188,7 @@ def _first_nonfinite(model: Any, kw: dict[str, Any]) -> tuple[str, str, str | No
     it was given is (run again, with hooks)."""
     import torch
 
-    from attngraph.lower.module import NodeModule
+    from attngraph.lower.runtime.module import NodeModule
 
     def bad(values: Any) -> bool:
         vals = values.values() if isinstance(values, dict) else (
@@ -249,7 +249,7 @@ def _cli(args: list[str]) -> Outcome | None:
 def _inputs(graph: Any, length: int, seed: int) -> dict[str, Any]:
     import torch
 
-    from attngraph.lower.examples import random_inputs
+    from attngraph.lower.runtime.examples import random_inputs
 
     gen = torch.Generator().manual_seed(seed)
     kw = random_inputs(graph, batch=3, length=length, generator=gen)

@@ -83,7 +83,7 @@ def _mutate(case: Case, data: dict[str, Any]) -> dict[str, Any]:
 def _python(case: Case, spec: str, graph: Any) -> None:
     """``export --format python`` over an existing file; the file must run."""
     import attngraph
-    from attngraph.lower.codegen import class_name
+    from attngraph.lower.export.codegen import class_name
     from fuzz.oracle import _inputs
 
     out = case.tmp / "model.py"

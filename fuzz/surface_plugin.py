@@ -129,7 +129,7 @@ def _module(how: str, kind: Literal["scorer", "kind"], by: float = 0.5) -> Any:
 
         return Score()
 
-    from attngraph.lower.module import NodeModule
+    from attngraph.lower.runtime.module import NodeModule
 
     class Scale(NodeModule):
         def forward(self, x: dict[str, Any], rt: Any) -> Any:

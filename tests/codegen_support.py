@@ -15,8 +15,8 @@ import yaml
 
 import attngraph
 from attngraph.frontend import loads_spec
-from attngraph.lower.codegen import class_name
-from attngraph.lower.examples import random_inputs
+from attngraph.lower.export.codegen import class_name
+from attngraph.lower.runtime.examples import random_inputs
 from fuzz.seeds import doc_specs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from attngraph.lower.examples import random_inputs
+from attngraph.lower.runtime.examples import random_inputs
 
 
 def symbols(graph: Any) -> list[str]:
@@ -66,7 +66,7 @@ SHARED: Path | None = None
 def exported(path: Path, fmt: str, batch: int = TRACE_BATCH,
              length: int = TRACE_LENGTH) -> tuple[Any, Any]:
     """A spec file's compiled model (eval, seed 0) and its exported file of format
-    ``fmt`` (:func:`attngraph.lower.export.export_file`, traced at ``batch`` and every
+    ``fmt`` (:func:`attngraph.lower.export.programs.export_file`, traced at ``batch`` and every
     length ``length``), made once per test session.
 
     The export tests (tests/test_onnx.py, tests/test_export.py,
@@ -92,7 +92,7 @@ TRACED = ("pt2", "onnx")
 @functools.cache
 def _exported(path: str, fmt: str, batch: int, length: int) -> tuple[Any, Any]:
     import attngraph
-    from attngraph.lower.export import export_file
+    from attngraph.lower.export.programs import export_file
 
     model = attngraph.compile(Path(path), seed=0).eval()
     if SHARED is None or fmt not in TRACED:  # the python file is model.code: no export
@@ -116,7 +116,7 @@ def _traced_once(model: Any, fmt: str, batch: int, length: int) -> dict[str, Any
     is exported to; ``fmt`` alone when the other format cannot be made (the ONNX of a
     node torch cannot convert: its own error is the test's, raised here)."""
     from attngraph.errors import LoweringError
-    from attngraph.lower.export import export_file, export_files
+    from attngraph.lower.export.programs import export_file, export_files
 
     try:
         return export_files(model, TRACED, batch=batch, length=length)
@@ -138,7 +138,7 @@ def _keep(made: Any, where: Path) -> None:
 
 def _read(where: Path) -> Any:
     """An exported file written by :func:`_keep`."""
-    from attngraph.lower.export import Exported, ExportedFile
+    from attngraph.lower.export.programs import Exported, ExportedFile
 
     kept = torch.load(where, weights_only=False)  # written by this session
     done = kept.pop("exported")

@@ -12,7 +12,7 @@ import torch
 
 import attngraph
 from attngraph.errors import AttnGraphError
-from attngraph.lower.codegen import class_name
+from attngraph.lower.export.codegen import class_name
 
 #: a learned scalar per head for each of 5 buckets of j − i (clamped), added to scores
 SPEC = """\
@@ -131,7 +131,7 @@ def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside
     length): it equals a gather along the axis over a table with heads and a batch, in
     values and gradients, and a position outside 0 .. size-1 is refused as a gather
     refuses it, not read from the next row of the table."""
-    from attngraph.lower.algebra_take import take
+    from attngraph.lower.rules.algebra_take import take
 
     gen = torch.Generator().manual_seed(0)
     table = torch.randn(2, 3, 5, generator=gen, requires_grad=True)  # (B, h, buckets)

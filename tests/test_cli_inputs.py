@@ -157,7 +157,7 @@ def test_render_options_out_of_range(option: str, value: str, cli) -> None:
 def test_compile_inputs_that_cannot_be_made(monkeypatch: pytest.MonkeyPatch, cli) -> None:
     """If the test inputs cannot be allocated, compile says so at the spec, with a
     hint, instead of a traceback."""
-    import attngraph.lower.examples as examples
+    import attngraph.lower.runtime.examples as examples
 
     def no_memory(*_a: object, **_k: object) -> None:
         msg = "DefaultCPUAllocator: can't allocate memory: you tried ..."

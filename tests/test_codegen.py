@@ -23,7 +23,7 @@ import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.frontend import loads_spec  # noqa: E402
-from attngraph.lower.codegen import class_name  # noqa: E402
+from attngraph.lower.export.codegen import class_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -163,8 +163,8 @@ PLAIN = [p.stem for p in SPECS if p.stem not in FALLS_BACK]
 def test_plain_specs_copy_no_lowering_class(spec: str) -> None:
     """Every node of these specs is written by its kind's emit rule: no node falls
     back to its copied lowering class, and the file holds no runtime state."""
-    from attngraph.lower.codegen import python_source
-    from attngraph.lower.module import Runtime, _run_linear_group
+    from attngraph.lower.export.codegen import python_source
+    from attngraph.lower.runtime.module import Runtime, _run_linear_group
 
     model = attngraph.compile(ROOT / "specs" / f"{spec}.yaml", seed=0)
     report: list[str] = []
@@ -358,7 +358,7 @@ def test_a_node_that_cannot_be_written_is_a_located_error(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A node module holding a value with no literal form: one LoweringError naming the
     node, at its line, with a hint, not a traceback from inside the generator."""
-    import attngraph.lower.emit.writer as writer
+    import attngraph.lower.export.emit.writer as writer
 
     model = attngraph.compile(ROOT / "specs" / "multihead_attention.yaml", seed=0)
     model.nodes["score"].opaque = object()
@@ -378,7 +378,7 @@ def test_a_node_class_without_source_is_a_located_error(
     """A node module copied (no emit rule) whose class has no readable source (made at
     run time, as in a notebook): one LoweringError naming the node at its line, not a
     traceback."""
-    import attngraph.lower.emit.writer as writer
+    import attngraph.lower.export.emit.writer as writer
 
     monkeypatch.setattr(writer, "emit_rule", lambda kind: None)
     model = attngraph.compile(ROOT / "specs" / "multihead_attention.yaml", seed=0)

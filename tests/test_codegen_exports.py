@@ -15,8 +15,8 @@ pytest.importorskip("onnxscript")
 from codegen_support import load, masked_inputs  # noqa: E402
 
 import attngraph  # noqa: E402
-from attngraph.lower.codegen import class_name  # noqa: E402
-from attngraph.lower.export import export_onnx  # noqa: E402
+from attngraph.lower.export.codegen import class_name  # noqa: E402
+from attngraph.lower.export.programs import export_onnx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

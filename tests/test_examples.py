@@ -49,7 +49,7 @@ def test_02_reinforce_term_is_present_for_the_hard_spec() -> None:
 
     import attngraph
     from attngraph.frontend import load_spec
-    from attngraph.lower.hard import model_reinforce_loss
+    from attngraph.lower.rules.hard import model_reinforce_loss
 
     g = load_spec(ROOT / "specs" / "glimpse_hard.yaml")
     model = attngraph.compile(g, seed=0).train()

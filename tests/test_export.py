@@ -23,7 +23,7 @@ from export_support import (  # noqa: E402
 
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
-from attngraph.lower.export_inputs import full_masks  # noqa: E402
+from attngraph.lower.export.inputs import full_masks  # noqa: E402
 
 #: the exported files are shared by the test processes (``export_support.exported``)
 pytestmark = pytest.mark.usefixtures("shared_exports")

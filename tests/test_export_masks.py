@@ -24,10 +24,10 @@ from export_support import exported, traced_as_the_command_does  # noqa: E402
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.frontend import loads_spec  # noqa: E402
-from attngraph.lower.codegen import class_name  # noqa: E402
-from attngraph.lower.examples import random_inputs  # noqa: E402
-from attngraph.lower.export import export_file  # noqa: E402
-from attngraph.lower.export_inputs import full_masks, program_inputs, with_masks  # noqa: E402
+from attngraph.lower.export.codegen import class_name  # noqa: E402
+from attngraph.lower.export.inputs import full_masks, program_inputs, with_masks  # noqa: E402
+from attngraph.lower.export.programs import export_file  # noqa: E402
+from attngraph.lower.runtime.examples import random_inputs  # noqa: E402
 
 #: the exported files are shared by the test processes (``export_support.exported``)
 pytestmark = pytest.mark.usefixtures("shared_exports")

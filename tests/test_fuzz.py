@@ -90,7 +90,7 @@ class _BoomSpec(NodeModel):
 def _lower_boom(ctx: Any) -> Any:
     import torch
 
-    from attngraph.lower.module import NodeModule
+    from attngraph.lower.runtime.module import NodeModule
 
     class Boom(NodeModule):
         def forward(self, x: dict[str, Any], rt: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Generation with a key/value cache derived from the graph (attngraph.lower.cache):
+"""Generation with a key/value cache derived from the graph (attngraph.lower.decode.cache):
 the same tokens and scores as re-running the prefix, on the catalog's language model,
 GPT-2, Llama and the T5 encoder–decoder at tiny sizes, and the same greedy tokens as
 transformers' generate."""
@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import attngraph
-from attngraph.lower.cache import STEP_TRAITS, CacheRefused, plan_cache
-from attngraph.lower.decoders import CacheNote
+from attngraph.lower.decode.cache import STEP_TRAITS, CacheRefused, plan_cache
+from attngraph.lower.decode.decoders import CacheNote
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "specs" / "real"
@@ -174,8 +174,8 @@ def test_each_cached_step_gives_the_forward_logits_for_any_tokens() -> None:
     """Stepped through the cache with random tokens (not its own choices), past the
     decoder's exact buckets and its first grid of positions, the encoder–decoder's
     logits at every position equal forward's over the whole target to 1e-5."""
-    from attngraph.lower.cached import CachedDecoder
-    from attngraph.lower.decoders import causal_decoder
+    from attngraph.lower.decode.cached import CachedDecoder
+    from attngraph.lower.decode.decoders import causal_decoder
 
     model = _t5(seed=2).eval()
     src, smask = _prompts(37, [9, 4, 6], seed=9)

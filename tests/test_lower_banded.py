@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import attngraph
-from attngraph.lower.banded import banded_attention, use_banded
+from attngraph.lower.rules.banded import banded_attention, use_banded
 
 SPEC = """
 attngraph: 1
@@ -98,7 +98,7 @@ def test_compiled_local_spec_matches_unfused(heads: int | None, causal: str,
         calls.append(1)
         return banded_attention(*args, **kwargs)
 
-    monkeypatch.setattr("attngraph.lower.attention.banded_attention", spy)
+    monkeypatch.setattr("attngraph.lower.rules.attention.banded_attention", spy)
     a = fused(x=x, x_mask=mask)["z"]
     assert calls, "the fused local attention did not take the banded path"
     b = dense(x=x, x_mask=mask)["z"]

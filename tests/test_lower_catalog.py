@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
 from attngraph.kinds import KINDS  # noqa: E402
-from attngraph.lower.examples import random_inputs  # noqa: E402
+from attngraph.lower.runtime.examples import random_inputs  # noqa: E402
 
 SPECS = sorted(Path(__file__).resolve().parents[1].glob("specs/*.yaml"))
 def _graph_or_skip(path: Path) -> attngraph.Graph:

@@ -10,7 +10,7 @@ import torch
 
 import attngraph
 from attngraph.frontend import load_spec
-from attngraph.lower.examples import random_inputs
+from attngraph.lower.runtime.examples import random_inputs
 
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml"))
 

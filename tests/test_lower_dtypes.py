@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
 from attngraph.frontend import load_spec  # noqa: E402
-from attngraph.lower.examples import random_inputs  # noqa: E402
+from attngraph.lower.runtime.examples import random_inputs  # noqa: E402
 
 SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml"))
 IDS = [p.stem for p in SPECS]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attngraph.lower.scorers import Additive
+from attngraph.lower.rules.scorers import Additive
 
 
 @pytest.mark.parametrize("heads", [None, 3])
@@ -58,7 +58,7 @@ def test_projections_of_one_value_share_a_matmul() -> None:
     """Queries, keys and values of the same input run as one stacked linear whose
     results (and gradients) equal each node's own projection."""
     import attngraph
-    from attngraph.lower.module import Runtime
+    from attngraph.lower.runtime.module import Runtime
 
     text = MHSA.replace("dim: 6, heads: 3}", "dim: d, heads: 3}")
     model = attngraph.compile(text, seed=0)

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attngraph.lower.glimpse import Glimpse, glimpse  # noqa: E402
-from attngraph.lower.hard import Policy, reinforce_loss  # noqa: E402
+from attngraph.lower.rules.glimpse import Glimpse, glimpse  # noqa: E402
+from attngraph.lower.rules.hard import Policy, reinforce_loss  # noqa: E402
 
 F = torch.nn.functional
 
@@ -355,7 +355,7 @@ def test_recurrent_attention_model_runs_in_train_and_eval() -> None:
 def test_reinforce_step_changes_location_and_baseline_parameters() -> None:
     """One SGD step on the declared outputs' REINFORCE loss moves the location network and
     the baseline; model_reinforce_loss gives the same loss from model.aux."""
-    from attngraph.lower.hard import model_reinforce_loss
+    from attngraph.lower.rules.hard import model_reinforce_loss
 
     torch.manual_seed(1)
     model = _compile(RAM).train()
@@ -378,7 +378,7 @@ def test_reinforce_step_changes_location_and_baseline_parameters() -> None:
 def test_reinforce_learns_to_pick_rewarded_items() -> None:
     """Training only on model_reinforce_loss (reward: the picked token id is < 5) takes the
     eval-mode pick from chance (~0.3) to nearly always a rewarded item when one exists."""
-    from attngraph.lower.hard import model_reinforce_loss
+    from attngraph.lower.rules.hard import model_reinforce_loss
 
     torch.manual_seed(0)
     model = _compile(HARD_PICK.replace("ESTIMATOR", "reinforce"))

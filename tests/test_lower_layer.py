@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
-from attngraph.lower.module import Runtime  # noqa: E402
+from attngraph.lower.runtime.module import Runtime  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ENCODER = ROOT / "specs" / "transformer_encoder.yaml"

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import attngraph  # noqa: E402
-from attngraph.lower.memory import (  # noqa: E402
+from attngraph.lower.rules.memory import (  # noqa: E402
     CONSTANT_INIT,
     Address,
     Memory,
@@ -169,7 +169,7 @@ def test_compiled_memory_loop_reads_and_writes(init: str) -> None:
     """An NTM-style loop runs: per-step weights are distributions over slots, each read is
     the weighted sum of the memory, the memory changes, and gradients reach every parameter."""
     import attngraph
-    from attngraph.lower.module import Runtime
+    from attngraph.lower.runtime.module import Runtime
 
     model = attngraph.compile(attngraph.loads_spec(NTM.replace("INIT", init)), seed=0)
     seq = torch.randint(0, 10, (3, 7))

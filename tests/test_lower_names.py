@@ -15,9 +15,9 @@ from torch import nn  # noqa: E402
 import attngraph  # noqa: E402
 from attngraph.errors import GraphError  # noqa: E402
 from attngraph.frontend import loads_spec  # noqa: E402
-from attngraph.lower.module import AttnModel, GraphModule, NodeModule  # noqa: E402
-from attngraph.lower.names import ESCAPE, NodeDict, module_key  # noqa: E402
-from attngraph.lower.structure import Block, Loop, Repeat  # noqa: E402
+from attngraph.lower.rules.structure import Block, Loop, Repeat  # noqa: E402
+from attngraph.lower.runtime.module import AttnModel, GraphModule, NodeModule  # noqa: E402
+from attngraph.lower.runtime.names import ESCAPE, NodeDict, module_key  # noqa: E402
 from attngraph.spec.models import IDENT as IDENT_PATTERN  # noqa: E402
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")

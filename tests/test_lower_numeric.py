@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 import attngraph  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.frontend import loads_spec  # noqa: E402
-from attngraph.lower.hard import Policy  # noqa: E402
-from attngraph.lower.masks import masked_softmax  # noqa: E402
-from attngraph.lower.normalisers import masked_sparsemax  # noqa: E402
+from attngraph.lower.rules.hard import Policy  # noqa: E402
+from attngraph.lower.rules.masks import masked_softmax  # noqa: E402
+from attngraph.lower.rules.normalisers import masked_sparsemax  # noqa: E402
 from attngraph.spec.models import SCALE_RANGE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

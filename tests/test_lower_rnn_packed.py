@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
-from attngraph.lower.rnn import Rnn  # noqa: E402
+from attngraph.lower.rules.rnn import Rnn  # noqa: E402
 
 SPEC = """
 attngraph: 1

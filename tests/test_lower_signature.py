@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 import attngraph  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
-from attngraph.lower.examples import random_inputs  # noqa: E402
+from attngraph.lower.runtime.examples import random_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))

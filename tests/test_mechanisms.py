@@ -71,7 +71,7 @@ def test_mechanism_padding_changes_nothing(path: Path) -> None:
     """Example 1 padded in a batch (and trained one step) gives what it gives alone."""
     torch = pytest.importorskip("torch")
     import attngraph
-    from attngraph.lower.examples import random_inputs
+    from attngraph.lower.runtime.examples import random_inputs
 
     graph = attngraph.load_spec(path)
     model = attngraph.compile(graph, seed=0).eval()
@@ -123,7 +123,7 @@ def test_mechanism_forward_backward_is_finite(path: Path) -> None:
     """A training-mode forward and backward on random inputs: finite outputs and grads."""
     torch = pytest.importorskip("torch")
     import attngraph
-    from attngraph.lower.examples import random_inputs
+    from attngraph.lower.runtime.examples import random_inputs
 
     graph = attngraph.load_spec(path)
     model = attngraph.compile(graph, seed=0).train()

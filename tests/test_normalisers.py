@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import attngraph  # noqa: E402
 from attngraph.errors import ShapeError  # noqa: E402
-from attngraph.lower.normalisers import (  # noqa: E402
+from attngraph.lower.rules.normalisers import (  # noqa: E402
     masked_entmax15,
     masked_sparsemax,
     masked_topk,

@@ -24,8 +24,8 @@ from export_support import (  # noqa: E402
 import attngraph  # noqa: E402
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
-from attngraph.lower.export import export_onnx  # noqa: E402
-from attngraph.lower.export_inputs import full_masks  # noqa: E402
+from attngraph.lower.export.inputs import full_masks  # noqa: E402
+from attngraph.lower.export.programs import export_onnx  # noqa: E402
 
 #: the exported files are shared by the test processes (``export_support.exported``)
 pytestmark = pytest.mark.usefixtures("shared_exports")

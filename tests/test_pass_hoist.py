@@ -102,7 +102,7 @@ def _loop_specs() -> list[Path]:
 
 
 def _padded_inputs(graph: attngraph.Graph, seed: int) -> dict[str, torch.Tensor]:
-    from attngraph.lower.examples import random_inputs
+    from attngraph.lower.runtime.examples import random_inputs
 
     gen = torch.Generator().manual_seed(seed)
     kw = random_inputs(graph, batch=3, length=6, generator=gen)

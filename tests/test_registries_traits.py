@@ -275,7 +275,7 @@ def test_exports_to_a_standalone_file(registered: None) -> None:
     imports of the package that defines them, here this test module: the export copies
     attngraph's code only) and, with the compiled state dict, returns the compiled
     model's outputs."""
-    from attngraph.lower.codegen import class_name
+    from attngraph.lower.export.codegen import class_name
 
     model = attngraph.compile(SPEC, seed=0).eval()
     code = model.code

@@ -1,5 +1,5 @@
 """Values of the positions alone are made once per forward and read by every round of a
-repeat (attngraph/lower/memo.py): the rotary tables, the causal mask, ALiBi's bias and
+repeat (attngraph/lower/runtime/memo.py): the rotary tables, the causal mask, ALiBi's bias and
 T5's buckets. With the sharing, the outputs and gradients are those of making each one
 where it is used, bit for bit; each is made once a forward, never served to another
 forward or to other positions, lengths or padding."""
@@ -19,8 +19,8 @@ import torch
 
 import attngraph
 from attngraph.lower import masks, memo
-from attngraph.lower.module import Runtime
-from attngraph.lower.relative import PositionBias, Rotary
+from attngraph.lower.rules.relative import PositionBias, Rotary
+from attngraph.lower.runtime.module import Runtime
 
 REAL = Path(__file__).resolve().parents[1] / "specs" / "real"
 

@@ -52,7 +52,7 @@ def ctrl_c(ctx, q, k):
 
 def _register(name, shape):
     register_scorer(ScorerInfo(name, "q.k", same_size=True, shape=shape,
-                               module="attngraph.lower.scorers:Dot"))
+                               module="attngraph.lower.rules.scorers:Dot"))
 
 _register("warn_fn", warn_shape)
 _register("ctrl_c_fn", ctrl_c)

@@ -26,8 +26,8 @@ torch = pytest.importorskip("torch")
 import attngraph  # noqa: E402
 from attngraph.errors import LoweringError  # noqa: E402
 from attngraph.frontend import loads_spec  # noqa: E402
-from attngraph.lower.examples import random_inputs  # noqa: E402
-from attngraph.lower.export_inputs import full_masks  # noqa: E402
+from attngraph.lower.export.inputs import full_masks  # noqa: E402
+from attngraph.lower.runtime.examples import random_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: one small catalog spec, renamed and re-described by each test
@@ -159,7 +159,7 @@ def test_python_export_of_an_odd_spec_name(tmp_path: Path, name: str, check_pyth
 def test_the_issue_names_give_readable_classes(tmp_path: Path, export_python) -> None:
     """``none`` is a keyword as a class (``NoneModel``); ``runtime`` and ``tensor_type``
     keep their names, the file's helpers of those names being renamed around them."""
-    from attngraph.lower.codegen import class_name
+    from attngraph.lower.export.codegen import class_name
 
     assert [class_name(n) for n in ISSUE_NAMES] == ["NoneModel", "Runtime", "TensorType"]
     out, cls = export_python(tmp_path, spec_text(name="runtime"))
@@ -172,7 +172,7 @@ def test_the_issue_names_give_readable_classes(tmp_path: Path, export_python) ->
 def test_python_export_of_a_graph_name_outside_the_grammar(tmp_path: Path, name: str) -> None:
     """A graph whose name the spec grammar would refuse (built in Python: unicode,
     digits first, empty, quotes, a NUL, 300 characters) still exports a valid file."""
-    from attngraph.lower.codegen import class_name
+    from attngraph.lower.export.codegen import class_name
 
     graph = dataclasses.replace(loads_spec(BASE), name=name, title=name, summary=name)
     model = attngraph.compile(graph, seed=0).eval()
@@ -284,7 +284,7 @@ def test_export_text_gives_every_format_in_process() -> None:
     the command offers, each checked; an unknown format is refused before any work."""
     from attngraph.commands.export import export_cmd
     from attngraph.errors import RegistryError
-    from attngraph.lower.export import FORMATS, export_text
+    from attngraph.lower.export.programs import FORMATS, export_text
 
     offered = next(p for p in export_cmd.params if p.name == "fmt").type.choices
     assert tuple(offered) == FORMATS
@@ -300,7 +300,7 @@ def test_generated_code_that_does_not_compile_is_an_internal_error(
     """A generated file that would not compile (a bug of ours, simulated) is a
     LoweringError at the spec saying to report it; the command prints it without a
     traceback and leaves the existing file as it was."""
-    import attngraph.lower.codegen as codegen
+    import attngraph.lower.export.codegen as codegen
 
     monkeypatch.setattr(codegen, "_class_doc", lambda graph: '    """broken\n')
     spec = tmp_path / "spec.yaml"
@@ -332,7 +332,7 @@ def test_the_mangler_gives_distinct_safe_identifiers() -> None:
     safe name is kept as it is."""
     import unicodedata
 
-    from attngraph.lower.names import RESERVED, Mangler
+    from attngraph.lower.runtime.names import RESERVED, Mangler
 
     names = _random_names(random.Random(0), 600)
     reserved = {"torch", "nn", "F", "Runtime", "rt"}
@@ -354,7 +354,7 @@ def test_quoted_user_text_cannot_break_out() -> None:
     """Property (seeded random text of quotes, backslashes, newlines, control and
     separator characters): a docstring made by ``docstring_text`` parses and holds the
     text's words; a ``comment`` is one comment line; ``quote`` evaluates to the text."""
-    from attngraph.lower.codegen_text import comment, docstring_text, quote
+    from attngraph.lower.export.codegen_text import comment, docstring_text, quote
 
     rng = random.Random(1)
     alphabet = "ab \"'\\\n\r\t\x00\x0b\x0c\x1b\x85\u2028\u2029\ud800*/#{}N"

@@ -87,7 +87,7 @@ def compile_text(text: str) -> Any:
 
 
 def scorer(name: str, **kw: Any) -> str:
-    kw.setdefault("module", "attngraph.lower.scorers:Dot")
+    kw.setdefault("module", "attngraph.lower.rules.scorers:Dot")
     register_scorer(ScorerInfo(name, "f(q, k)", **kw))
     return SCORER_SPEC.replace("FN", name)
 
@@ -141,7 +141,7 @@ def _twice_shape(ctx: Any) -> dict[str, TensorType]:
 
 
 def _twice_lowering(ctx: Any) -> Any:
-    from attngraph.lower.module import NodeModule
+    from attngraph.lower.runtime.module import NodeModule
 
     class Twice(NodeModule):
         def forward(self, x: Any, rt: Any) -> Any:
@@ -191,7 +191,7 @@ def test_a_kind_forward_that_raises_fails_at_the_node(exc: BaseException) -> Non
     """Whatever a plugin kind's module raises at run time is located at its node,
     naming its class."""
     def lowering(ctx: Any) -> Any:
-        from attngraph.lower.module import NodeModule
+        from attngraph.lower.runtime.module import NodeModule
 
         class Broken(NodeModule):
             def forward(self, x: Any, rt: Any) -> Any:
@@ -275,7 +275,7 @@ def test_a_kind_forward_returning_the_wrong_thing_fails_at_the_node(
     """A plugin kind's module must return a tensor (or a dict of exactly its ports):
     anything else is one error at its node, never a KeyError in a later node."""
     def lowering(ctx: Any) -> Any:
-        from attngraph.lower.module import NodeModule
+        from attngraph.lower.runtime.module import NodeModule
 
         class Odd(NodeModule):
             def forward(self, x: Any, rt: Any) -> Any:

@@ -26,7 +26,7 @@ Its *form* says how it treats axes, which is all that shape inference needs:
   pseudo-inverse iteration; the axes left must be distinct.
 
 The implementation is a callable or a lazy ``"module:attribute"`` reference (the
-built-ins live in :mod:`attngraph.lower.algebra`, so nothing imports torch before a
+built-ins live in :mod:`attngraph.lower.rules.algebra`, so nothing imports torch before a
 spec is compiled). An elementwise implementation takes tensors (and numbers) and
 returns a tensor; a ``reduce``/``scan``/``normalise`` one takes ``(x, dim, mask)``
 with ``mask`` a bool tensor broadcastable to ``x`` (True = a real entry) or None;
@@ -98,7 +98,7 @@ def register_function(fn: Function) -> Function:
 
 
 def _impl(name: str) -> str:
-    return f"attngraph.lower.algebra:{name}"
+    return f"attngraph.lower.rules.algebra:{name}"
 
 
 _BUILTINS = (
@@ -171,13 +171,13 @@ _BUILTINS = (
     Function("softmax", "eˣ / Σ eˣ over the axis", _impl("masked_softmax"), form="normalise",
              positive=True, doc="normalised exponentials over the real entries of the axis "
              "(over the items: a distribution)"),
-    Function("pos", "0, 1, … along the axis", "attngraph.lower.algebra:positions",
+    Function("pos", "0, 1, … along the axis", "attngraph.lower.rules.algebra:positions",
              form="index", arity=(0, 0), args="axis",
              doc="the position along the axis (i is pos(queries), j is pos(items); "
              "pos(heads) numbers the heads)"),
     Function("mm", "a b: Σ_k a_{..k} b_{k..}", _impl("mm"), form="matmul", arity=(2, 2),
              doc="the matrix product: the last axis of a with the first of b", args="a, b"),
-    Function("take", "x[index] along the axis", "attngraph.lower.algebra_take:take",
+    Function("take", "x[index] along the axis", "attngraph.lower.rules.algebra_take:take",
              form="take", arity=(2, 2), args="x, index, axis",
              doc="x at the whole-number positions index along the axis, which the axes of "
              "index replace: a table read at computed positions (T5's bias per bucket)"),

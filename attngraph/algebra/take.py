@@ -6,7 +6,7 @@ and bucket of relative position, ``take(table, bucket, features)`` with ``table`
 ``[heads, queries, items]``. The positions are whole numbers along the named axis
 of ``x``; the result has ``x``'s other axes and the axes of ``index``, in the usual
 order (:mod:`attngraph.algebra.axes`). The lowering is
-:func:`attngraph.lower.algebra_take.take`.
+:func:`attngraph.lower.rules.algebra_take.take`.
 """
 
 from __future__ import annotations

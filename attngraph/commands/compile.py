@@ -75,7 +75,7 @@ def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
 
     from attngraph.frontend import load_spec
     from attngraph.lower import compile as lower
-    from attngraph.lower.examples import random_inputs
+    from attngraph.lower.runtime.examples import random_inputs
     from attngraph.passes import FRONT, OPTIMIZE, PASSES
 
     for name in print_after:

@@ -11,7 +11,7 @@ import click
 from attngraph.cli import main, run_stage, write_output
 from attngraph.commands import MAX_BATCH, MAX_LENGTH, MAX_SEED
 from attngraph.errors import LoweringError
-from attngraph.lower.export import FORMATS
+from attngraph.lower.export.programs import FORMATS
 
 
 @main.command("export")
@@ -54,8 +54,8 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
     beside it (FILE with the suffix .safetensors) and the file ends with ``load()``,
     which builds the model with them using torch alone.
     """
-    from attngraph.lower.export import export_file
-    from attngraph.lower.export_inputs import program_inputs
+    from attngraph.lower.export.inputs import program_inputs
+    from attngraph.lower.export.programs import export_file
 
     graph, model, weights = _model(spec, seed=seed, batch=batch, length=length,
                                    allow_large=allow_large)

@@ -102,7 +102,8 @@ for _act in (
     ActivationInfo("gelu", "x Φ(x)", f"{_F}:gelu", "torch.nn:GELU",
                    doc="the Gaussian error linear unit"),
     ActivationInfo("gelu_tanh", "x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))",
-                   "attngraph.lower.activations:gelu_tanh", "attngraph.lower.activations:GeluTanh",
+                   "attngraph.lower.rules.activations:gelu_tanh",
+                   "attngraph.lower.rules.activations:GeluTanh",
                    doc="GELU's tanh form (GPT-2, BERT's TF code; Hendrycks & Gimpel 2016)"),
     ActivationInfo("leaky_relu", "x if x > 0 else 0.01 x", f"{_F}:leaky_relu",
                    "torch.nn:LeakyReLU", doc="the leaky rectifier (slope 0.01)"),
@@ -112,7 +113,7 @@ for _act in (
     register_activation(_act)
 
 for _phi in (
-    FeatureMapInfo("elu1", "elu(x) + 1", "attngraph.lower.activations:elu1", positive=True,
+    FeatureMapInfo("elu1", "elu(x) + 1", "attngraph.lower.rules.activations:elu1", positive=True,
                    doc="always positive (Katharopoulos et al. 2020)"),
     FeatureMapInfo("relu", "max(x, 0)", f"{_F}:relu", positive=True, doc="zero or positive"),
 ):

@@ -10,7 +10,7 @@ formula: the line and column of the offending name or operator.
 A ``param`` is a learned (or, with ``fixed: true``, a seeded constant) tensor of
 the declared shape, with its axes named, for formulas to read.
 
-Lowered in :mod:`attngraph.lower.algebra`.
+Lowered in :mod:`attngraph.lower.rules.algebra`.
 """
 
 from __future__ import annotations
@@ -193,8 +193,8 @@ def _expr_work(ctx: WorkCtx) -> Work:
     return Work(size * steps, inner=size)
 
 
-@kind("expr", ExprSpec, lowering="attngraph.lower.algebra:lower_expr",
-      emit="attngraph.lower.emit.algebra:emit_expr", role="support",
+@kind("expr", ExprSpec, lowering="attngraph.lower.rules.algebra:lower_expr",
+      emit="attngraph.lower.export.emit.algebra:emit_expr", role="support",
       style=Style("#f3f3f3", "box"), transparent=True, work=_expr_work)
 def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The formula's value: its axes, named, and its role (scores, weights)."""
@@ -363,8 +363,8 @@ def _param_work(ctx: WorkCtx) -> Work:
     return Work(0)
 
 
-@kind("param", ParamSpec, lowering="attngraph.lower.algebra:lower_param", role="support",
-      emit="attngraph.lower.emit.algebra:emit_param", style=Style("#fff2cc", "box"),
+@kind("param", ParamSpec, lowering="attngraph.lower.rules.algebra:lower_param", role="support",
+      emit="attngraph.lower.export.emit.algebra:emit_param", style=Style("#fff2cc", "box"),
       work=_param_work)
 def param_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """A free parameter of the declared shape, its axes named."""

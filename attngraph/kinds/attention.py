@@ -3,7 +3,7 @@ fused ``attention`` node of :mod:`attngraph.passes.fuse_attention`.
 
 The scorer kind and its functions are in :mod:`attngraph.kinds.scorers`; a
 policy (hard attention) in :mod:`attngraph.kinds.hard`. Lowered in
-:mod:`attngraph.lower.attention`.
+:mod:`attngraph.lower.rules.attention`.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ class ReadoutSpec(NodeModel):
 
 
 
-@kind("softmax", SoftmaxSpec, lowering="attngraph.lower.attention:Softmax",
-      emit="attngraph.lower.emit.attention:emit_softmax", role="weights",
+@kind("softmax", SoftmaxSpec, lowering="attngraph.lower.rules.attention:Softmax",
+      emit="attngraph.lower.export.emit.attention:emit_softmax", role="weights",
       style=Style("#fce5cd", "box"), work=elementwise_work)
 def softmax_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Weights of the scores' shape, summing to one over the last (items) axis."""
@@ -181,8 +181,8 @@ def _check_kernel_scores(ctx: RuleCtx) -> None:
                  f"nodes of a positive fn ({maps}) (linear attention), or use fn softmax")
 
 
-@kind("feature_map", FeatureMapSpec, lowering="attngraph.lower.attention:FeatureMap",
-      emit="attngraph.lower.emit.attention:emit_feature_map", role="projection", style=_PROJ,
+@kind("feature_map", FeatureMapSpec, lowering="attngraph.lower.rules.attention:FeatureMap",
+      emit="attngraph.lower.export.emit.attention:emit_feature_map", role="projection", style=_PROJ,
       transparent=True, work=elementwise_work)
 def feature_map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """φ(x) of queries or keys: the same type, every entry positive (elu1) or >= 0."""
@@ -221,8 +221,8 @@ def _readout_work(ctx: WorkCtx) -> Work:
     return Work(weighted + ctx.node.params * ctx.positions(out) + ctx.elements(out))
 
 
-@kind("readout", ReadoutSpec, lowering="attngraph.lower.attention:lower_readout",
-      emit="attngraph.lower.emit.attention:emit_readout", role="readout",
+@kind("readout", ReadoutSpec, lowering="attngraph.lower.rules.attention:lower_readout",
+      emit="attngraph.lower.export.emit.attention:emit_readout", role="readout",
       style=Style("#ead1dc", "box"), work=_readout_work)
 def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """z = Σ_i p_i v_i: [d] per query; heads merged by ``combine``; optional ``out``."""

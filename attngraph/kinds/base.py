@@ -2,7 +2,7 @@
 
 A kind is defined in one place, by one call of :func:`kind` on its shape rule::
 
-    @kind("glimpse", GlimpseSpec, lowering="attngraph.lower.glimpse:GlimpseNode",
+    @kind("glimpse", GlimpseSpec, lowering="attngraph.lower.rules.glimpse:GlimpseNode",
           role="sensor", style=Style("#f9cb9c", "box"))
     def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ...
@@ -157,7 +157,7 @@ class Kind(Generic[SpecT]):
     magnitude: MagnitudeRule | None = None
     #: how ``--format python`` writes a node as plain PyTorch (a callable
     #: ``(EmitCtx) -> bool`` or a lazy ``"module:attribute"``, see
-    #: :mod:`attngraph.lower.emit`); None: its lowering class is copied instead
+    #: :mod:`attngraph.lower.export.emit`); None: its lowering class is copied instead
     emit: str | Callable[..., Any] | None = None
     #: how a structure kind runs its block's body (:data:`BodyRun`); None: no body
     body: BodyRun | None = None

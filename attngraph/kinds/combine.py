@@ -1,6 +1,6 @@
 """The kinds that combine values: add, mul (elementwise, broadcasting), gain (a learned
 scale), pool (over an axis) and concat (on the features). Lowered in
-:mod:`attngraph.lower.support`; re-exported by :mod:`attngraph.kinds.support`.
+:mod:`attngraph.lower.rules.support`; re-exported by :mod:`attngraph.kinds.support`.
 """
 
 from __future__ import annotations
@@ -170,8 +170,8 @@ def _mismatch(ctx: RuleCtx, what: str, edges: list[Edge], ts: list[TensorType],
              "weighted items")
 
 
-@kind("add", AddSpec, lowering="attngraph.lower.support:Add",
-      emit="attngraph.lower.emit.support:emit_add", transparent=True,
+@kind("add", AddSpec, lowering="attngraph.lower.rules.support:Add",
+      emit="attngraph.lower.export.emit.support:emit_add", transparent=True,
       magnitude=lambda ctx: sum(ctx.ins), sums=True)
 def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Residual sum; shapes must match (a vector broadcasts over items)."""
@@ -184,8 +184,8 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(_broadcast(ctx, "add"), heads=ts[0].heads)}
 
 
-@kind("mul", MulSpec, lowering="attngraph.lower.support:Add",
-      emit="attngraph.lower.emit.support:emit_add", transparent=True,
+@kind("mul", MulSpec, lowering="attngraph.lower.rules.support:Add",
+      emit="attngraph.lower.export.emit.support:emit_add", transparent=True,
       work=elementwise_work, magnitude=lambda ctx: math.prod(ctx.ins))
 def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Elementwise product; shapes must match (a vector or a [1] gate broadcasts)."""
@@ -196,8 +196,8 @@ def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(_broadcast(ctx, "mul"), heads=ts[0].heads)}
 
 
-@kind("gain", GainSpec, lowering="attngraph.lower.support:Gain",
-      emit="attngraph.lower.emit.support:emit_gain", transparent=True,
+@kind("gain", GainSpec, lowering="attngraph.lower.rules.support:Gain",
+      emit="attngraph.lower.export.emit.support:emit_gain", transparent=True,
       work=elementwise_work, magnitude=lambda ctx: abs(ctx.node.spec.init) * ctx.most())
 def gain_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """γ·x: the input's shape, one parameter."""
@@ -218,8 +218,8 @@ def _pool_magnitude(ctx: MagnitudeCtx) -> float:
     return ctx.most() * ctx.n(t.dims[0])
 
 
-@kind("pool", PoolSpec, lowering="attngraph.lower.support:Pool",
-      emit="attngraph.lower.emit.support:emit_pool", transparent=True,
+@kind("pool", PoolSpec, lowering="attngraph.lower.rules.support:Pool",
+      emit="attngraph.lower.export.emit.support:emit_pool", transparent=True,
       work=elementwise_work, magnitude=_pool_magnitude)
 def pool_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d] -> [d]: the mean, max or sum over the real items."""
@@ -231,8 +231,8 @@ def pool_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims[1:])}
 
 
-@kind("concat", ConcatSpec, lowering="attngraph.lower.support:Concat",
-      emit="attngraph.lower.emit.support:emit_concat", transparent=True)
+@kind("concat", ConcatSpec, lowering="attngraph.lower.rules.support:Concat",
+      emit="attngraph.lower.export.emit.support:emit_concat", transparent=True)
 def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Join on the feature axis; other axes must match."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]

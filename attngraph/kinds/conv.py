@@ -3,7 +3,7 @@
 ``conv`` is a 1-D convolution over the items of ``[N, d]`` (or of weights ``[N]``,
 one channel: location-aware attention's F * α) that keeps N, or a 2-D convolution of
 an image ``[C, H, W]`` (1×1 included). ``to_image`` turns one item per pixel
-``[H·W, C]`` back into ``[C, H, W]``. Lowered in :mod:`attngraph.lower.conv`.
+``[H·W, C]`` back into ``[C, H, W]``. Lowered in :mod:`attngraph.lower.rules.conv`.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def _conv_work(ctx: WorkCtx) -> Work:
     return Work(ctx.elements(out) * per + ctx.elements(out), inner=positions * per)
 
 
-@kind("conv", ConvSpec, lowering="attngraph.lower.conv:Conv", role="support",
-      emit="attngraph.lower.emit.images:emit_conv",
+@kind("conv", ConvSpec, lowering="attngraph.lower.rules.conv:Conv", role="support",
+      emit="attngraph.lower.export.emit.images:emit_conv",
       style=Style("#d9ead3", "box"), work=_conv_work)
 def conv_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N] or [N, d] -> [N, out]; [C, H, W] -> [out, H', W']."""
@@ -105,8 +105,8 @@ def conv_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((s.out, h2, w2))}
 
 
-@kind("to_image", ToImageSpec, lowering="attngraph.lower.conv:ToImage", role="support",
-      emit="attngraph.lower.emit.images:emit_to_image",
+@kind("to_image", ToImageSpec, lowering="attngraph.lower.rules.conv:ToImage", role="support",
+      emit="attngraph.lower.export.emit.images:emit_to_image",
       work=elementwise_work, transparent=True)
 def to_image_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[H·W, C] -> [C, H, W]."""

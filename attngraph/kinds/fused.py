@@ -1,7 +1,7 @@
 """The fused attention kinds the passes make, never written in a spec: ``attention``
 (:mod:`attngraph.passes.fuse_attention`: scorer, softmax and readout in one SDPA
 call) and ``linear_attention`` (:mod:`attngraph.passes.linear_attention`). Lowered
-in :mod:`attngraph.lower.attention`; re-exported by :mod:`attngraph.kinds.attention`.
+in :mod:`attngraph.lower.rules.attention`; re-exported by :mod:`attngraph.kinds.attention`.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def _readout_type(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     return {"": TensorType((*q.dims[:-1], d))}
 
 
-@kind("attention", FusedAttentionSpec, lowering="attngraph.lower.attention:FusedAttention",
-      emit="attngraph.lower.emit.attention:emit_attention",
+@kind("attention", FusedAttentionSpec, lowering="attngraph.lower.rules.attention:FusedAttention",
+      emit="attngraph.lower.export.emit.attention:emit_attention",
       role="attention", style=Style("#ead1dc", "box"), internal=True, work=_attention_work)
 def attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """softmax(q·k/√d) read out over the values, as one fused node: the readout's type."""
@@ -88,8 +88,8 @@ def _linear_attention_work(ctx: WorkCtx) -> Work:
 
 
 @kind("linear_attention", LinearAttentionSpec,
-      emit="attngraph.lower.emit.attention:emit_linear_attention",
-      lowering="attngraph.lower.attention:LinearAttention", role="attention",
+      emit="attngraph.lower.export.emit.attention:emit_linear_attention",
+      lowering="attngraph.lower.rules.attention:LinearAttention", role="attention",
       style=Style("#ead1dc", "box"), internal=True, work=_linear_attention_work)
 def linear_attention_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The readout's type: [d] per query, heads merged by ``combine``."""

@@ -2,7 +2,7 @@
 at a location (the recurrent attention model, Mnih et al. 2014), and ``filterbank``,
 DRAW's grid of Gaussian filters (Gregor et al. 2015), which reads a patch of an
 image or, given a ``patch`` instead, writes one onto an image. Lowered in
-:mod:`attngraph.lower.glimpse`.
+:mod:`attngraph.lower.rules.glimpse`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def _glimpse_work(ctx: WorkCtx) -> Work:
     return Work(4 * sum(patches), inner=patches[-1])
 
 
-@kind("glimpse", GlimpseSpec, lowering="attngraph.lower.glimpse:GlimpseNode", role="sensor",
-      emit="attngraph.lower.emit.sensors:emit_glimpse",
+@kind("glimpse", GlimpseSpec, lowering="attngraph.lower.rules.glimpse:GlimpseNode", role="sensor",
+      emit="attngraph.lower.export.emit.sensors:emit_glimpse",
       style=Style("#f9cb9c", "box"), work=_glimpse_work,
       site="attngraph.analysis.sensor_sites:glimpse_site", picture="glimpses")
 def glimpse_shape(ctx: RuleCtx) -> dict[str, TensorType]:
@@ -132,8 +132,8 @@ def _write_shape(ctx: RuleCtx, n: int) -> tuple[int, int, int]:
     return k // (n * n), int(s.height), int(s.width)
 
 
-@kind("filterbank", FilterbankSpec, lowering="attngraph.lower.glimpse:Filterbank",
-      emit="attngraph.lower.emit.sensors:emit_filterbank",
+@kind("filterbank", FilterbankSpec, lowering="attngraph.lower.rules.glimpse:Filterbank",
+      emit="attngraph.lower.export.emit.sensors:emit_filterbank",
       role="sensor", style=Style("#f9cb9c", "box"), work=_filterbank_work,
       site="attngraph.analysis.sensor_sites:filterbank_site")
 def filterbank_shape(ctx: RuleCtx) -> dict[str, TensorType]:

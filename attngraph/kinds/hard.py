@@ -1,6 +1,6 @@
 """The ``policy`` kind: hard attention, a sampled choice among items or of a location.
 
-Lowered (with the REINFORCE loss) in :mod:`attngraph.lower.hard`.
+Lowered (with the REINFORCE loss) in :mod:`attngraph.lower.rules.hard`.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ class PolicySpec(NodeModel):
     """estimator gumbel: the Gumbel-softmax temperature."""
 
 
-@kind("policy", PolicySpec, lowering="attngraph.lower.hard:PolicyNode", role="weights",
-      emit="attngraph.lower.emit.sampling:emit_policy",
+@kind("policy", PolicySpec, lowering="attngraph.lower.rules.hard:PolicyNode", role="weights",
+      emit="attngraph.lower.export.emit.sampling:emit_policy",
       style=Style("#f4cccc", "doubleoctagon"), pure=False, samples=True)
 def policy_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ports: sample (default), log_prob, entropy, baseline."""

@@ -1,6 +1,6 @@
 """Indexing: ``gather`` picks the items that positions point at (a pointer network's
 next input is the item it pointed to), ``onehot`` turns ids into one-hot vectors.
-Lowered in :mod:`attngraph.lower.indexing`.
+Lowered in :mod:`attngraph.lower.rules.indexing`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ class OnehotSpec(NodeModel):
     if unset); a size."""
 
 
-@kind("gather", GatherSpec, lowering="attngraph.lower.indexing:Gather", role="support",
-      emit="attngraph.lower.emit.indexing:emit_gather",
+@kind("gather", GatherSpec, lowering="attngraph.lower.rules.indexing:Gather", role="support",
+      emit="attngraph.lower.export.emit.indexing:emit_gather",
       style=Style("#ffffff", "box"), work=elementwise_work, transparent=True)
 def gather_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Items [N, d] at positions into them: long[] (one per example) -> [d], long[M] ->
@@ -63,8 +63,8 @@ def gather_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*i.dims, t.dims[1]))}
 
 
-@kind("onehot", OnehotSpec, lowering="attngraph.lower.indexing:Onehot", role="support",
-      emit="attngraph.lower.emit.indexing:emit_onehot",
+@kind("onehot", OnehotSpec, lowering="attngraph.lower.rules.indexing:Onehot", role="support",
+      emit="attngraph.lower.export.emit.indexing:emit_onehot",
       style=Style("#ffffff", "box"), work=elementwise_work)
 def onehot_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids long[...] -> float [..., classes]; classes from the input's vocab or classes."""

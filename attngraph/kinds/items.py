@@ -1,6 +1,6 @@
 """Items: the set of vectors attention ranges over, made from an input's tokens (a
 learned table), vectors, or an image's pixels or patches. Lowered in
-:mod:`attngraph.lower.attention`; re-exported by :mod:`attngraph.kinds.attention`.
+:mod:`attngraph.lower.rules.attention`; re-exported by :mod:`attngraph.kinds.attention`.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def _items_work(ctx: WorkCtx) -> Work:
                 inner=cut)
 
 
-@kind("items", ItemsSpec, lowering="attngraph.lower.attention:Items",
-      emit="attngraph.lower.emit.attention:emit_items", role="items",
+@kind("items", ItemsSpec, lowering="attngraph.lower.rules.attention:Items",
+      emit="attngraph.lower.export.emit.attention:emit_items", role="items",
       style=Style("#cfe2f3", "box"), work=_items_work, table=_items_table)
 def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]: embedded tokens, projected vectors, image patches, graph nodes."""

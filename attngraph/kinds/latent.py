@@ -5,7 +5,7 @@ From a state ``h``, two linear maps give the mean μ and the log standard deviat
 log σ of Q(z | h) = N(μ, σ²); the output is a sample z = μ + σ ⊙ ε, ε ~ N(0, I)
 (the reparameterisation trick, so gradients reach μ and σ). The KL divergence of
 Q from the prior N(0, I) is a port and a training term. Lowered in
-:mod:`attngraph.lower.latent`.
+:mod:`attngraph.lower.rules.latent`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def _latent_work(ctx: WorkCtx) -> Work:
     return Work(ctx.node.params + 8 * k, inner=k)
 
 
-@kind("latent", LatentSpec, lowering="attngraph.lower.latent:Latent", role="support",
-      emit="attngraph.lower.emit.sampling:emit_latent",
+@kind("latent", LatentSpec, lowering="attngraph.lower.rules.latent:Latent", role="support",
+      emit="attngraph.lower.export.emit.sampling:emit_latent",
       style=Style("#d9d2e9", "ellipse"), work=_latent_work, pure=False)
 def latent_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[d] -> z [k]; ports ``mean`` [k], ``log_std`` [k] and ``kl`` (a scalar per example)."""

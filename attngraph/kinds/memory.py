@@ -1,7 +1,7 @@
 """External memory (Graves et al., 2014): the ``memory``, ``write`` and ``address`` kinds.
 
 A memory is read by ordinary attention (a ``cosine`` scorer, a softmax over
-slots, a readout); lowered in :mod:`attngraph.lower.memory`.
+slots, a readout); lowered in :mod:`attngraph.lower.rules.memory`.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class AddressSpec(NodeModel):
     """The controller state ``[d]`` that sets the gate, shift and sharpening."""
 
 
-@kind("memory", MemorySpec, lowering="attngraph.lower.memory:MemoryNode", role="memory",
-      emit="attngraph.lower.emit.memory:emit_memory",
+@kind("memory", MemorySpec, lowering="attngraph.lower.rules.memory:MemoryNode", role="memory",
+      emit="attngraph.lower.export.emit.memory:emit_memory",
       style=Style("#d0e0e3", "cylinder"), work=elementwise_work)
 def memory_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Slots [S, width]; learned, zero or small-constant initial contents."""
@@ -77,8 +77,8 @@ def write_work(ctx: WorkCtx) -> Work:
     return Work(macs=4 * e, inner=e, kept=4 * e)
 
 
-@kind("write", WriteSpec, lowering="attngraph.lower.memory:WriteNode", role="memory",
-      emit="attngraph.lower.emit.memory:emit_write",
+@kind("write", WriteSpec, lowering="attngraph.lower.rules.memory:WriteNode", role="memory",
+      emit="attngraph.lower.export.emit.memory:emit_write",
       style=Style("#d0e0e3", "box"), work=write_work)
 def write_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """M' = M ⊙ (1 - w eᵀ) + w aᵀ with erase e = sigmoid(.), add a."""
@@ -116,8 +116,8 @@ def _vector_hint(ref: str, v: TensorType, width: Dim) -> str:
     return f"project it with {to}"
 
 
-@kind("address", AddressSpec, lowering="attngraph.lower.memory:AddressNode", role="memory",
-      emit="attngraph.lower.emit.memory:emit_address",
+@kind("address", AddressSpec, lowering="attngraph.lower.rules.memory:AddressNode", role="memory",
+      emit="attngraph.lower.export.emit.memory:emit_address",
       style=Style("#d0e0e3", "box"), addresses=True)
 def address_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """NTM location addressing of content weights [S]: gate, shift, sharpen."""

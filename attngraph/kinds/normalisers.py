@@ -6,7 +6,7 @@ attngraph needs of it, so that a new normaliser is one registration plus its
 function: its formula (``describe``, the docs table), its traits, which the
 shape rule, the passes and ``describe`` read (never its name), and its
 implementation (a lazy ``"module:attribute"`` reference for the built-ins, in
-:mod:`attngraph.lower.normalisers`, so nothing imports torch before compiling)::
+:mod:`attngraph.lower.rules.normalisers`, so nothing imports torch before compiling)::
 
     register_normaliser(NormaliserInfo("sqmax", "s_i² / Σ_j s_j²", impl=my_sqmax))
 
@@ -78,11 +78,12 @@ def register_normaliser(info: NormaliserInfo) -> NormaliserInfo:
 
 
 def _impl(name: str) -> str:
-    return f"attngraph.lower.normalisers:{name}"
+    return f"attngraph.lower.rules.normalisers:{name}"
 
 
 for _info in (
-    NormaliserInfo("softmax", "exp(s_i) / Σ_j exp(s_j)", "attngraph.lower.masks:masked_softmax",
+    NormaliserInfo("softmax", "exp(s_i) / Σ_j exp(s_j)",
+                   "attngraph.lower.rules.masks:masked_softmax",
                    fusable=True),
     NormaliserInfo("sparsemax", "max(s_i − τ, 0), τ such that they sum to 1",
                    _impl("masked_sparsemax"), sparse=True, doc="exact zeros for low scores",

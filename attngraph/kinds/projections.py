@@ -1,5 +1,5 @@
 """Projections: queries, keys and values of items or a vector, optionally split into
-heads. Lowered in :mod:`attngraph.lower.attention`; re-exported by
+heads. Lowered in :mod:`attngraph.lower.rules.attention`; re-exported by
 :mod:`attngraph.kinds.attention`.
 """
 
@@ -118,24 +118,24 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
     return {"": TensorType((*lead, d))}
 
 
-@kind("queries", QueriesSpec, lowering="attngraph.lower.attention:Proj",
-      emit="attngraph.lower.emit.attention:emit_proj", role="projection",
+@kind("queries", QueriesSpec, lowering="attngraph.lower.rules.attention:Proj",
+      emit="attngraph.lower.export.emit.attention:emit_proj", role="projection",
       style=_PROJ, transparent=True, work=_qkv_work)
 def queries_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[M, d] or [d]; with heads h, [M, d/h] per head."""
     return _qkv(ctx, "queries")
 
 
-@kind("keys", KeysSpec, lowering="attngraph.lower.attention:Proj",
-      emit="attngraph.lower.emit.attention:emit_proj", role="projection",
+@kind("keys", KeysSpec, lowering="attngraph.lower.rules.attention:Proj",
+      emit="attngraph.lower.export.emit.attention:emit_proj", role="projection",
       style=_PROJ, transparent=True, work=_qkv_work)
 def keys_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "keys")
 
 
-@kind("values", ValuesSpec, lowering="attngraph.lower.attention:Proj",
-      emit="attngraph.lower.emit.attention:emit_proj", role="projection",
+@kind("values", ValuesSpec, lowering="attngraph.lower.rules.attention:Proj",
+      emit="attngraph.lower.export.emit.attention:emit_proj", role="projection",
       style=_PROJ, transparent=True, work=_qkv_work)
 def values_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""

@@ -1,6 +1,6 @@
 """Position inside scoring: relative position biases added to scores (ALiBi, T5
 buckets) and rotary embeddings of queries and keys (RoPE). Lowered in
-:mod:`attngraph.lower.relative`.
+:mod:`attngraph.lower.rules.relative`.
 
 Positions are item indices 0, 1, …: padding is trailing, so a real item's position
 never depends on the padding after it.
@@ -65,7 +65,7 @@ def alibi_slopes(heads: int) -> list[float]:
     return power_of_two(n) + power_of_two(2 * n)[0::2][: heads - n]
 
 
-@kind("position_bias", PositionBiasSpec, lowering="attngraph.lower.relative:PositionBias",
+@kind("position_bias", PositionBiasSpec, lowering="attngraph.lower.rules.relative:PositionBias",
       role="support", style=Style("#fff2cc", "box"), work=elementwise_work, sums=True,
       positions="bias")
 def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
@@ -99,7 +99,7 @@ def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": t}
 
 
-@kind("rotary", RotarySpec, lowering="attngraph.lower.relative:Rotary", role="projection",
+@kind("rotary", RotarySpec, lowering="attngraph.lower.rules.relative:Rotary", role="projection",
       style=Style("#d9ead3", "box"), transparent=True, work=elementwise_work,
       positions="rotary")
 def rotary_shape(ctx: RuleCtx) -> dict[str, TensorType]:

@@ -1,7 +1,7 @@
 """The ``rnn`` kind: a GRU or LSTM over items, one cell step on a vector, or one
 step on each item alone (``each``).
 
-Lowered in :mod:`attngraph.lower.rnn`.
+Lowered in :mod:`attngraph.lower.rules.rnn`.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def _rnn_work(ctx: WorkCtx) -> Work:
                 kept=steps * gates * s.layers)
 
 
-@kind("rnn", RnnSpec, lowering="attngraph.lower.rnn:Rnn",
-      emit="attngraph.lower.emit.rnn:emit_rnn", role="recurrent", work=_rnn_work)
+@kind("rnn", RnnSpec, lowering="attngraph.lower.rules.rnn:Rnn",
+      emit="attngraph.lower.export.emit.rnn:emit_rnn", role="recurrent", work=_rnn_work)
 def rnn_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ports ``out`` [N, h·dirs] (default) and ``state`` [h·dirs]; on a vector, one step."""
     s = ctx.spec

@@ -6,7 +6,7 @@ applies is ``fn:``, an entry of :data:`SCORERS`. A definition holds what every
 part of attngraph needs of the function: its formula (``describe``, diagrams),
 whether it needs a query and one size for query and key, its parameter count,
 whether it reads content or positions only, and its module: ``module`` for the
-built-ins (a lazy ``"attngraph.lower.scorers:Name"`` reference, so nothing imports
+built-ins (a lazy ``"attngraph.lower.rules.scorers:Name"`` reference, so nothing imports
 torch before compiling) or ``make`` for a user's (see :func:`register_scorer`).
 """
 
@@ -101,7 +101,7 @@ def register_scorer(info: ScorerInfo) -> ScorerInfo:
 
 
 def _mod(name: str) -> str:
-    return f"attngraph.lower.scorers:{name}"
+    return f"attngraph.lower.rules.scorers:{name}"
 
 
 for _info in (
@@ -254,8 +254,8 @@ def _scorer_hoist(node: Node[Any], graph: Graph) -> tuple[str, TensorType] | Non
     return "key", TensorType((*k.dims[:-1], hidden), heads=score_heads(q, k))
 
 
-@kind("scorer", ScorerSpec, lowering="attngraph.lower.scorers:lower_scorer",
-      emit="attngraph.lower.emit.scorers:emit_scorer", role="scorer",
+@kind("scorer", ScorerSpec, lowering="attngraph.lower.rules.scorers:lower_scorer",
+      emit="attngraph.lower.export.emit.scorers:emit_scorer", role="scorer",
       style=Style("#fff2cc", "box"), work=_scorer_work, pure=_scorer_pure, hoist=_scorer_hoist)
 def scorer_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Scores [N] (one query), [M, N] (all pairs) or [N] (aligned pairs)."""
@@ -387,8 +387,8 @@ class PrepareSpec(NodeModel):
     """Heads of the prepared value."""
 
 
-@kind("prepare", PrepareSpec, lowering="attngraph.lower.scorers:Prepare",
-      emit="attngraph.lower.emit.scorers:emit_prepare", role="scorer",
+@kind("prepare", PrepareSpec, lowering="attngraph.lower.rules.scorers:Prepare",
+      emit="attngraph.lower.export.emit.scorers:emit_prepare", role="scorer",
       style=Style("#fff2cc", "box"), internal=True)
 def prepare_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The prepared value: the input's items, each mapped to ``dim`` (per head)."""

@@ -2,7 +2,7 @@
 
 A loop runs its body once per step: ``carry`` entries are state passed from one
 step to the next, ``feed`` entries give the body one element per step (teacher
-forcing) or the previous step's prediction. Lowered in :mod:`attngraph.lower.structure`;
+forcing) or the previous step's prediction. Lowered in :mod:`attngraph.lower.rules.structure`;
 the loop's shape rule is in :mod:`attngraph.kinds.loop`.
 """
 
@@ -143,8 +143,8 @@ def _ports(body: Graph) -> dict[str, TensorType]:
     return {"": first, **outs}
 
 
-@kind("block", BlockUseSpec, lowering="attngraph.lower.structure:Block",
-      emit="attngraph.lower.emit.structure:emit_block", role="structure",
+@kind("block", BlockUseSpec, lowering="attngraph.lower.rules.structure:Block",
+      emit="attngraph.lower.export.emit.structure:emit_block", role="structure",
       style=Style("#ffffff", "box"), work=no_work, body="once")
 def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The block's output(s), with its inputs bound to ``from``."""
@@ -168,8 +168,8 @@ def _bound_edges(ctx: RuleCtx, name: str) -> dict[str, Edge]:
     return {names[0]: ctx.edge("from")}
 
 
-@kind("map", MapSpec, lowering="attngraph.lower.structure:Map", role="structure",
-      emit="attngraph.lower.emit.structure:emit_map",
+@kind("map", MapSpec, lowering="attngraph.lower.rules.structure:Map", role="structure",
+      emit="attngraph.lower.export.emit.structure:emit_map",
       style=Style("#ffffff", "box3d"), work=no_work, body="each")
 def map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Each input [S, ...] is bound to the body as [...] (one element, e.g. a sentence of
@@ -203,8 +203,8 @@ def map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return ports
 
 
-@kind("repeat", RepeatSpec, lowering="attngraph.lower.structure:Repeat",
-      emit="attngraph.lower.emit.structure:emit_repeat", role="structure",
+@kind("repeat", RepeatSpec, lowering="attngraph.lower.rules.structure:Repeat",
+      emit="attngraph.lower.export.emit.structure:emit_repeat", role="structure",
       style=Style("#ffffff", "box3d"), work=no_work, body="rounds")
 def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """K rounds of a block whose (first) output has its (first) input's type, its other

@@ -1,7 +1,7 @@
 """The supporting kinds: linear, mlp, embedding, position, norm, dropout; the kinds
 that combine values (add, mul, gain, pool, concat) are in :mod:`attngraph.kinds.combine`.
 
-Lowered in :mod:`attngraph.lower.support`.
+Lowered in :mod:`attngraph.lower.rules.support`.
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ class DropoutSpec(NodeModel):
     by 1/(1 - p))."""
 
 
-@kind("linear", LinearSpec, lowering="attngraph.lower.support:lower_linear",
-      emit="attngraph.lower.emit.support:emit_linear", transparent=True,
+@kind("linear", LinearSpec, lowering="attngraph.lower.rules.support:lower_linear",
+      emit="attngraph.lower.export.emit.support:emit_linear", transparent=True,
       phrase="a linear projection")
 def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> [..., out]."""
@@ -137,8 +137,8 @@ def _mlp_work(ctx: WorkCtx) -> Work:
                 kept=2 * ctx.spec.layers * hidden)
 
 
-@kind("mlp", MlpSpec, lowering="attngraph.lower.support:lower_mlp",
-      emit="attngraph.lower.emit.support:emit_mlp", transparent=True,
+@kind("mlp", MlpSpec, lowering="attngraph.lower.rules.support:lower_mlp",
+      emit="attngraph.lower.export.emit.support:emit_mlp", transparent=True,
       work=_mlp_work, phrase="an mlp")
 def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> hidden (× layers) -> [..., out]."""
@@ -149,8 +149,8 @@ def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((*t.dims[:-1], out))}
 
 
-@kind("embedding", EmbeddingSpec, lowering="attngraph.lower.support:lower_embedding",
-      emit="attngraph.lower.emit.support:emit_embedding",
+@kind("embedding", EmbeddingSpec, lowering="attngraph.lower.rules.support:lower_embedding",
+      emit="attngraph.lower.export.emit.support:emit_embedding",
       work=elementwise_work, table=lambda n: (int(n.params) // int(n.spec.dim), int(n.spec.dim)))
 def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids [...] -> [..., dim]."""
@@ -182,8 +182,8 @@ def _position_work(ctx: WorkCtx) -> Work:
     return elementwise_work(ctx)
 
 
-@kind("position", PositionSpec, lowering="attngraph.lower.support:lower_position",
-      emit="attngraph.lower.emit.support:emit_position",
+@kind("position", PositionSpec, lowering="attngraph.lower.rules.support:lower_position",
+      emit="attngraph.lower.export.emit.support:emit_position",
       work=_position_work, positions="vectors")
 def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Context vectors from positions: [N, dim] for the items of ``from``; for
@@ -222,8 +222,8 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType((n, s.dim))}
 
 
-@kind("norm", NormSpec, lowering="attngraph.lower.support:lower_norm",
-      emit="attngraph.lower.emit.support:emit_norm", transparent=True,
+@kind("norm", NormSpec, lowering="attngraph.lower.rules.support:lower_norm",
+      emit="attngraph.lower.export.emit.support:emit_norm", transparent=True,
       magnitude=lambda ctx: 1.0)  # unit scale, whatever comes in
 def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same shape; learned scale (and shift for layer norm)."""
@@ -232,8 +232,8 @@ def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     return {"": TensorType(t.dims, heads=t.heads)}
 
 
-@kind("dropout", DropoutSpec, lowering="attngraph.lower.support:lower_dropout",
-      emit="attngraph.lower.emit.support:emit_dropout", transparent=True,
+@kind("dropout", DropoutSpec, lowering="attngraph.lower.rules.support:lower_dropout",
+      emit="attngraph.lower.export.emit.support:emit_dropout", transparent=True,
       pure=False, passthrough=True)
 def dropout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same type (attention weights stay weights)."""

@@ -1,5 +1,5 @@
 """Graves' soft window (Graves 2013, "Generating sequences with recurrent neural
-networks", section 5.1): the ``window`` kind. Lowered in :mod:`attngraph.lower.window`.
+networks", section 5.1): the ``window`` kind. Lowered in :mod:`attngraph.lower.rules.window`.
 
 A window reads a character string ``c_1 … c_U`` with weights that are a mixture
 of K Gaussians over the character positions, whose centres only move forward:
@@ -47,8 +47,8 @@ def _window_work(ctx: WorkCtx) -> Work:
     return Work(macs=3 * k * h + k * u + u * d, inner=k * u)
 
 
-@kind("window", WindowSpec, lowering="attngraph.lower.window:WindowNode", role="attention",
-      emit="attngraph.lower.emit.indexing:emit_window",
+@kind("window", WindowSpec, lowering="attngraph.lower.rules.window:WindowNode", role="attention",
+      emit="attngraph.lower.export.emit.indexing:emit_window",
       style=Style("#ead1dc", "box"), work=_window_work,
       site="attngraph.analysis.sensor_sites:window_site", picture="window")
 def window_shape(ctx: RuleCtx) -> dict[str, TensorType]:

@@ -1,16 +1,19 @@
 """Lowering: ``compile(spec) -> nn.Module`` (imports torch).
 
-Each kind's lowering is named by its :class:`~attngraph.kinds.base.Kind` and lives
-in the module of this package with its family's name (``attention``, ``scorers``,
-``hard``, ``glimpse``, ``memory``, ``rnn``, ``structure``, ``support``);
-:mod:`attngraph.lower.module` holds the rule interface and the module that walks
-the schedule, ``inputs`` the binding and checking of forward's arguments, ``names``
-the dict of node modules keyed by id; ``masks``, ``banded`` and ``normalisers`` the
-shared numerics. ``codegen`` writes ``model.code``, the model as a standalone PyTorch
-file: the package ``emit`` holds each kind's rule that writes its nodes as plain torch
-and the writer of the file; a node without one is copied (``codegen_bundle`` and
-``codegen_source`` copy its lowering code, ``codegen_values`` the literal arguments of
-its modules, ``codegen_body`` the bodies inside it), ``codegen_text`` does the layout.
+Four rooms:
+
+- :mod:`~attngraph.lower.runtime`: the compiled model, the interface of a kind's
+  lowering (``NodeModule``, ``Runtime``), the binding of forward's arguments and the
+  values a forward shares;
+- :mod:`~attngraph.lower.rules`: each kind's lowering, in the module of its family,
+  and the numerics they share (masks, the masked softmax, banded attention);
+- :mod:`~attngraph.lower.decode`: greedy and beam generation, the key/value cache;
+- :mod:`~attngraph.lower.export`: ``torch.export`` programs, ONNX, and the model as a
+  plain PyTorch file (``model.code``, one emit rule per kind).
+
+The flat modules of earlier versions (``attngraph.lower.module``,
+``attngraph.lower.scorers``...) still import, as the moved ones
+(:mod:`attngraph.lower.moved`).
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.ir.graph import Graph
+from attngraph.lower.moved import install as install_moved
 
 if TYPE_CHECKING:
     from attngraph.passes import Pipeline
 
 __all__ = ["compile"]
+
+install_moved()
 
 def _graph(spec: Any, allow_large: bool) -> Graph:
     from attngraph.frontend import load_spec, loads_spec
@@ -72,7 +78,7 @@ def compile(  # noqa: A001 - the public name the contract gives
         prints the IR after a pass.
     block : str, optional
         Compile only this block of the spec (its ``blocks:`` name), typed as the
-        spec uses it: a :class:`~attngraph.lower.layer.BlockLayer` to use as a layer
+        spec uses it: a :class:`~attngraph.lower.runtime.layer.BlockLayer` to use as a layer
         of a bigger model.
 
     Returns
@@ -88,7 +94,7 @@ def compile(  # noqa: A001 - the public name the contract gives
     """
     import torch
 
-    from attngraph.lower.module import AttnModel
+    from attngraph.lower.runtime.module import AttnModel
 
     graph = _graph(spec, allow_large)
     if fuse:
@@ -99,7 +105,7 @@ def compile(  # noqa: A001 - the public name the contract gives
     def build() -> Any:
         if block is None:
             return AttnModel(graph)
-        from attngraph.lower.layer import BlockLayer
+        from attngraph.lower.runtime.layer import BlockLayer
 
         return BlockLayer(graph, block)
 

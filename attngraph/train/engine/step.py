@@ -20,7 +20,7 @@ CLI's :func:`attngraph.train.run.runner.run` (files, checkpoints, resume, ranks)
   spec's ``logits`` against the task's target, :data:`IGNORE` entries skipped)
   plus the model's own terms (:func:`~attngraph.train.tasks.objectives.model_terms`,
   e.g. a latent's KL) plus, for specs with ``reinforce`` policies, the REINFORCE
-  term of :func:`attngraph.lower.hard.model_reinforce_loss` with the per-example
+  term of :func:`attngraph.lower.rules.hard.model_reinforce_loss` with the per-example
   reward :func:`reward_of` (for ``classify``: "every scored prediction right");
   then ``zero_grad``, ``backward``, ``step``.
 - :func:`evaluate` measures the task's metrics in eval mode (greedy decoding
@@ -205,7 +205,7 @@ def train_step(model: nn.Module, graph: Graph, task: Task, batch: Mapping[str, T
 def _loss(model: nn.Module, graph: Graph, task: Task, out: Mapping[str, Tensor],
           target: Tensor) -> Tensor:
     """The step's loss: the objective, the model's own terms, the REINFORCE term."""
-    from attngraph.lower.hard import model_reinforce_loss
+    from attngraph.lower.rules.hard import model_reinforce_loss
 
     loss = task_loss(out, target, graph=graph, objective=task.objective)
     loss = loss + model_terms(model)

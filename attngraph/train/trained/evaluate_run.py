@@ -72,7 +72,7 @@ def _generated(run: Run, report: Report, ds: EncodedDataset, *, batch: int, beam
     against the tokens of each record's target as training split them."""
     from torch.utils.data import DataLoader
 
-    from attngraph.lower.decoders import generating_outputs
+    from attngraph.lower.decode.decoders import generating_outputs
     from attngraph.train.trained.evaluation import generated_figures, target_tokens, text_tokens
 
     enc = run._enc()

@@ -4,7 +4,7 @@
 trained weights in a freshly compiled module on the CPU, written as a
 torch.export program (``pt2``), an ONNX model (``onnx``) or PyTorch source with
 its weights beside it (``python``), each checked to load back before it is
-written (:func:`attngraph.lower.export.export_file`).
+written (:func:`attngraph.lower.export.programs.export_file`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def export_run(run: Run, path: str | Path, *, format: str = "pt2",  # noqa: A002
     """
     from attngraph.fileio import write_file
     from attngraph.lower import compile as lower
-    from attngraph.lower.export import FORMATS, export_file
+    from attngraph.lower.export.programs import FORMATS, export_file
 
     if format not in FORMATS:
         msg = f"unknown export format {format!r}"

@@ -287,7 +287,7 @@ def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
     (B,) and the decoder's attention outputs, ``(B, L, ...)``, under the names of
     the model's outputs.
     """
-    from attngraph.lower.generate import generate
+    from attngraph.lower.decode.generate import generate
     from attngraph.train.data.vocab import PAD
 
     budget = int(inputs[target].shape[1])

@@ -1,0 +1,298 @@
+"""Generation without a target: greedy and beam search over a compiled model.
+
+:func:`generate` produces token sequences from a model's decoder given only the
+inputs the decoder conditions on (the source), where ``model(...)`` itself needs a
+target whose length sets the number of decoder steps. Two kinds of decoder
+generate:
+
+- a ``loop`` whose ``feed`` has ``feedback:`` (an output fed back as the next
+  token: the seq2seq decoders of the catalog). The nodes the loop reads run once
+  (the encoder), then the loop is stepped one token at a time, its carried state
+  following the beams;
+- a causal decoder: a model output ``[T, vocab]`` over a ``tokens`` input of
+  length ``T`` and that ``vocab`` (the target, shifted right behind the start id;
+  given among the inputs, a prompt padded last). It steps through a key/value cache
+  derived from the graph (:mod:`attngraph.lower.decode.cache`), or re-runs the whole
+  prefix at each step (``cache=False``, or a graph the cache cannot step); a
+  decoder that looks ahead is refused.
+
+:mod:`attngraph.lower.decode.decoders` holds the two; this module, the searches.
+
+Greedy search (``beam=1``) feeds back the argmax, exactly as the model's eval-mode
+forward does, so ``model(source, target=tokens)`` reproduces its logits. Beam
+search keeps, at every step, the ``beam`` best hypotheses of each example by summed
+log-probability; a hypothesis that emitted ``eos`` stays in the beam with its score
+fixed. The returned one is the best by ``score / length ** length_penalty``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F  # noqa: N812 - the usual name
+from torch import Tensor
+
+from attngraph.errors import LoweringError
+from attngraph.lower.decode.decoders import (
+    Decoder,
+    causal_decoder,
+    generating_outputs,
+    loop_decoder,
+    no_generation,
+)
+from attngraph.lower.runtime.module import AttnModel
+
+__all__ = ["Generation", "generate"]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What :func:`generate` returns, for a batch of B examples.
+
+    ``tokens`` (B, L) are the chosen ids, L the number of steps run (at most
+    ``max_length``; fewer when every example emitted ``eos``), with ``pad`` after
+    an example's ``eos``; ``lengths`` (B,) count the tokens up to and including
+    ``eos``; ``scores`` (B,) are the summed log-probabilities of those tokens;
+    ``attention`` maps each attention output of the decoder (softmax weights; named
+    as the model output that reads it, else as the loop's port) to its weights at
+    every step of the returned sequence, ``(B, L, ...)`` (``(B, h, L, ...)`` with
+    heads), when asked for.
+    """
+
+    tokens: Tensor
+    lengths: Tensor
+    scores: Tensor
+    attention: dict[str, Tensor] = field(default_factory=dict)
+
+    def sequences(self) -> list[list[int]]:
+        """Each example's ids up to and including its ``eos`` (no padding).
+
+        >>> import torch
+        >>> Generation(torch.tensor([[4, 2, 9], [5, 6, 2]]), torch.tensor([2, 3]),
+        ...            torch.zeros(2)).sequences()
+        [[4, 2], [5, 6, 2]]
+        """
+        return [row[:n] for row, n in zip(self.tokens.tolist(), self.lengths.tolist(),
+                                          strict=True)]
+
+
+def _log_softmax(logits: Tensor) -> Tensor:
+    """Log-probabilities over the last axis, in float32 at least."""
+    return F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), -1)
+
+
+def _greedy(dec: Decoder, b: int, steps: int, eos: int | None,
+            pad: int) -> tuple[Tensor, Tensor, Tensor, list[dict[str, Tensor]]]:
+    """Feed back the argmax, as eval-mode forward does; stop each row at ``eos``."""
+    done = torch.zeros(b, dtype=torch.bool, device=dec.device)
+    scores = torch.zeros(b, device=dec.device)
+    lengths = torch.zeros(b, dtype=torch.long, device=dec.device)
+    toks: list[Tensor] = []
+    atts: list[dict[str, Tensor]] = []
+    prev = None
+    for _ in range(steps):
+        logits, att = dec.step(prev)  # (B, V)
+        tok = logits.argmax(-1)  # (B,)
+        logp = _log_softmax(logits).gather(1, tok[:, None])[:, 0]
+        scores = scores + logp.masked_fill(done, 0.0)
+        lengths = lengths + (~done).long()
+        toks.append(tok.masked_fill(done, pad))
+        atts.append(att)
+        if eos is not None:
+            done = done | (tok == eos)
+        prev = tok
+        if bool(done.all()):
+            break
+    return torch.stack(toks, 1), lengths, scores, atts
+
+
+def _beam(dec: Decoder, b: int, k: int, steps: int, eos: int | None, pad: int,
+          alpha: float) -> tuple[Tensor, Tensor, Tensor, list[dict[str, Tensor]]]:
+    """Keep the k best hypotheses of each row by summed log-probability; a finished
+    one continues only with ``eos`` at no cost, so it keeps its place and score."""
+    dev = dec.device
+    rows = torch.arange(b, device=dev)
+    dec.reorder(rows.repeat_interleave(k))  # (B·k): row b·k + j is beam j of example b
+    scores = torch.full((b, k), float("-inf"), device=dev)
+    scores[:, 0] = 0.0  # the k beams start as one hypothesis
+    done = torch.zeros((b, k), dtype=torch.bool, device=dev)
+    lengths = torch.zeros((b, k), dtype=torch.long, device=dev)
+    hist: list[tuple[Tensor, Tensor, dict[str, Tensor]]] = []  # (token, parent, att)
+    prev = None
+    for _ in range(steps):
+        logits, att = dec.step(prev)  # (B·k, V)
+        v = logits.shape[-1]
+        logp = _log_softmax(logits).view(b, k, v)
+        if eos is not None:  # an ended hypothesis: only eos, at no cost
+            only_eos = torch.full((v,), float("-inf"), device=dev)
+            only_eos[eos] = 0.0
+            logp = torch.where(done[..., None], only_eos, logp)
+        top, idx = (scores[..., None] + logp).view(b, k * v).topk(k, -1)  # (B, k)
+        parent, tok = idx // v, idx % v
+        flat = (parent + rows[:, None] * k).view(-1)  # the parents' rows
+        was_done = done.gather(1, parent)
+        scores, lengths = top, lengths.gather(1, parent) + (~was_done).long()
+        done = was_done | (tok == eos) if eos is not None else was_done
+        hist.append((tok.masked_fill(was_done, pad), parent,
+                     {n: a.index_select(0, flat) for n, a in att.items()}))
+        dec.reorder(flat)
+        prev = tok.view(-1)
+        if bool((done | scores.isneginf()).all()):  # (-inf: fewer hypotheses than beams)
+            break
+    ranked = scores / lengths.clamp(min=1).float() ** alpha if alpha else scores
+    best = ranked.argmax(1)  # (B,)
+    toks: list[Tensor] = []
+    atts: list[dict[str, Tensor]] = []
+    pick = best
+    for tok, parent, att in reversed(hist):  # follow the chosen beams back
+        toks.append(tok.gather(1, pick[:, None])[:, 0])
+        atts.append({n: a.view(b, k, *a.shape[1:])[rows, pick] for n, a in att.items()})
+        pick = parent.gather(1, pick[:, None])[:, 0]
+    sel = best[:, None]
+    return (torch.stack(toks[::-1], 1), lengths.gather(1, sel)[:, 0],
+            scores.gather(1, sel)[:, 0], atts[::-1])
+
+
+def _check_options(model: AttnModel, steps: int | None, beam: int, alpha: float) -> int:
+    """The number of steps, once the options are known to be usable."""
+    if steps is None:
+        msg = (f"generate needs max_length for {model.graph.name}: its decoder's steps "
+               "come from an input that generation does not read")
+        raise LoweringError(msg, None, "pass max_length=<the most tokens per sequence>")
+    for name, value, low in (("max_length", steps, 1), ("beam", beam, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            msg = f"generate: {name} must be an integer >= {low}, not {value!r}"
+            raise LoweringError(msg, None, f"pass {name}={low} or more")
+    if not isinstance(alpha, (int, float)) or alpha != alpha:
+        msg = f"generate: length_penalty must be a number, not {alpha!r}"
+        raise LoweringError(msg, None, "pass length_penalty=0.0 (none) or e.g. 0.6")
+    return steps
+
+
+def _check_eos(eos: int | None, vocab: int | None) -> None:
+    """An end id the decoder can emit."""
+    if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int) or eos < 0
+                            or (vocab is not None and eos >= vocab)):
+        msg = f"generate: eos={eos!r} is not a token id of the decoder (0 ≤ id < {vocab})"
+        raise LoweringError(msg, None, "pass the end id the model was trained with, or None")
+
+
+def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None = None,
+             beam: int = 1, eos: int | None = None, pad: int | None = None,
+             length_penalty: float = 0.0, start: int | None = None,
+             output: str | None = None, return_attention: bool = False,
+             cache: bool = True) -> Generation:
+    """Generate token sequences from a compiled model's decoder, without a target.
+
+    Parameters
+    ----------
+    model : AttnModel
+        A model from :func:`attngraph.compile` with a generating output: one made by a
+        ``loop`` that feeds back its own tokens (``feed: {y: {feedback: logits}}``), or
+        a causal decoder's ``[T, vocab]`` output over a ``tokens`` input of length T
+        (stepped through a key/value cache; refused if an earlier position's output
+        moves when a token is appended). Run in eval mode without gradients; the
+        model's mode is restored afterwards.
+    inputs : mapping of str to Tensor
+        The inputs the decoder conditions on, as forward takes them (``source``,
+        ``source_mask``). A loop decoder ignores the model's other inputs (the
+        target); a causal decoder takes its ``tokens`` input, if given, as the prompt
+        (with ``<input>_mask``: padded last) and continues each row after it.
+    max_length : int, optional
+        The most tokens per sequence; required unless the loop has a fixed ``steps``.
+    beam : int, optional
+        1: greedy search, the argmax fed back as eval-mode forward does. K > 1: beam
+        search keeping the K best hypotheses per example by summed log-probability.
+    eos : int, optional
+        The end id: an example stops once it emits it (the built-in tasks have none:
+        their targets have a known length). None: every sequence runs ``max_length``.
+    pad : int, optional
+        The id written after an example's ``eos`` (default: ``eos``).
+    length_penalty : float, optional
+        Beam search returns the hypothesis with the best ``score / length ** alpha``
+        (alpha = this; 0: the summed log-probability itself).
+    start : int, optional
+        The id fed at the first step (default: the loop feed's ``start``; a causal
+        decoder's first position: 0, the built-in tasks' BOS).
+    output : str, optional
+        Which model output to generate, when several can be.
+    return_attention : bool, optional
+        Also return the decoder's attention outputs at every step.
+    cache : bool, optional
+        A causal decoder computes only the new position at each step, keeping every
+        attention's keys and values (default); False re-runs the prefix. A graph the
+        cache cannot step warns (:class:`~attngraph.lower.decode.decoders.CacheNote`, naming
+        the node) and re-runs the prefix.
+
+    Returns
+    -------
+    Generation
+        ``tokens`` (B, L), ``lengths`` (B,), ``scores`` (B,) and ``attention``.
+
+    Raises
+    ------
+    LoweringError
+        A model with no generating output (saying what is missing), bad options, or
+        inputs that forward would refuse.
+
+    Examples
+    --------
+    >>> import torch, attngraph
+    >>> model = attngraph.compile("specs/bahdanau_translation.yaml", seed=0)
+    >>> src = torch.tensor([[3, 5, 7, 9]])
+    >>> out = attngraph.generate(model, {"source": src}, max_length=4, beam=3)
+    >>> out.tokens.shape, out.lengths.tolist()
+    (torch.Size([1, 4]), [4])
+    >>> greedy = attngraph.generate(model, {"source": src}, max_length=4)
+    >>> ref = model.eval()(source=src, target=greedy.tokens)["logits"].argmax(-1)
+    >>> bool((ref == greedy.tokens).all())
+    True
+    """
+    if not isinstance(model, AttnModel):
+        msg = f"generate takes a model from attngraph.compile, not {type(model).__name__}"
+        raise LoweringError(msg, None, "model = attngraph.compile(spec)")
+    found = generating_outputs(model)
+    if not found:
+        raise no_generation(model, "no output is made by a loop that feeds back its own tokens, or "
+                    "by a decoder over a token input")
+    if output is None:
+        if len(found) > 1:
+            msg = f"{model.graph.name} can generate {', '.join(found)}: say which"
+            raise LoweringError(msg, None, f"pass output='{next(iter(found))}'")
+        output = next(iter(found))
+    elif output not in found:
+        raise no_generation(model, f"output '{output}' is not made by a loop that feeds back its "
+                    f"own tokens or by a decoder over a token input (these are: "
+                    f"{', '.join(found)})")
+    how, where = found[output]
+    steps = max_length
+    if steps is None and how == "loop":
+        fixed = model.nodes[where].steps  # type: ignore[union-attr]
+        steps = fixed if isinstance(fixed, int) else None
+    steps = _check_options(model, steps, beam, length_penalty)
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            if how == "loop":
+                dec: Decoder = loop_decoder(model, where, start, inputs,
+                                              return_attention)
+            else:
+                dec = causal_decoder(model, output, where, start, inputs, return_attention,
+                                     cache=cache)
+            b = dec.batch
+            _check_eos(eos, dec.vocab)
+            fill = eos if pad is None else pad
+            fill = 0 if fill is None else fill
+            if beam == 1:
+                toks, lengths, scores, atts = _greedy(dec, b, steps, eos, fill)
+            else:
+                toks, lengths, scores, atts = _beam(dec, b, beam, steps, eos, fill,
+                                                    length_penalty)
+    finally:
+        model.train(was)
+    attention = {n: torch.stack([a[n] for a in atts], axis) for n, axis in dec.axes.items()}
+    return Generation(toks, lengths, scores, attention)
