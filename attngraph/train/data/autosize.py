@@ -24,18 +24,18 @@ place of ``auto`` (:func:`substitute`): that text is the run's spec, stored in i
 checkpoint, so ``load_run``, ``predict``, ``evaluate`` and ``export`` read the run
 as any other. A resumed run takes its sizes from its own ``data.json``.
 
-:func:`sized_spec` is what a training run loads its spec with; it states the sizes
-it chose on stderr (``attngraph: sizes from the data: vocab = 57 ...``).
+:func:`attngraph.train.run.sized.sized_spec` is what a training run loads its spec
+with (from its data file, or a resumed run's ``data.json``); it states the sizes it
+chose on stderr (``attngraph: sizes from the data: vocab = 57 ...``).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import AttnGraphError, Diagnostic, SourceLoc, TrainingError
 from attngraph.spec.models import AUTO
@@ -45,11 +45,9 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.source import Document
     from attngraph.train.data.encoding import Encoding
-    from attngraph.train.data.records import Record
-    from attngraph.train.run.config import RunConfig
 
 __all__ = ["STAND_IN", "Chosen", "auto_dims", "substitute", "choose", "sized_graph",
-           "sized_spec", "stored_text", "statement"]
+           "stored_text", "statement"]
 
 #: The first stand-in number an ``auto`` entry takes while the spec's uses of it are
 #: found (each entry its own: ``STAND_IN``, ``STAND_IN + 1``, ...); larger than any
@@ -186,57 +184,6 @@ def sized_graph(doc: Document, enc_of: Any) -> tuple[Graph, list[Chosen]]:
     chosen = choose(doc, graph, stand, enc)
     text = substitute(doc, {c.name: c.size for c in chosen})
     return loads_spec(text, doc.file, allow_large=True), chosen
-
-
-def _training_encoding(graph: Graph, config: RunConfig) -> Encoding:
-    """The encoding a fresh run of ``config`` learns from its training split."""
-    from attngraph.train.data.batches import split_records
-    from attngraph.train.data.encoding import make_encoding
-    from attngraph.train.data.records import read_records
-
-    data = str(config.data)
-    records: list[Record] = read_records(data)
-    if config.valid is None:
-        records, _ = split_records(records, config.valid_fraction, config.seed, data)
-    return make_encoding(graph, records, fields=dict(config.fields), mode=config.tokenize)
-
-
-def sized_spec(config: RunConfig, stream: TextIO | None = None) -> Graph:
-    """The graph a run of ``config`` trains: ``config.spec`` as it is, or with its
-    ``auto`` sizes decided by the training data (a resumed run: by its ``data.json``),
-    stated on ``stream`` (default stderr).
-
-    Raises
-    ------
-    AttnGraphError
-        The spec's own errors; an ``auto`` entry without data to decide it (a built-in
-        task), or that the data does not decide.
-    """
-    from attngraph.frontend import load_spec
-    from attngraph.source import load
-
-    doc = load(config.spec)
-    autos = auto_dims(doc)
-    if not autos:
-        return load_spec(config.spec, allow_large=True)
-    if config.resume:
-        from attngraph.train.data.batches import load_encoding
-
-        name = doc.data.get("name") if isinstance(doc.data, dict) else None
-        out = Path(config.out or Path("runs") / str(name))
-        graph, chosen = sized_graph(doc, lambda _g: load_encoding(out))
-        source = f"the run's {out / 'data.json'}"
-    elif config.data is None:
-        name, loc = next(iter(autos.items()))
-        msg = f"dims '{name}' is auto: only training on data decides it, and this run " \
-            "trains on a built-in task"
-        raise TrainingError(msg, loc, f"train it with --data FILE, or write a number for "
-                            f"{name}")
-    else:
-        graph, chosen = sized_graph(doc, lambda g: _training_encoding(g, config))
-        source = f"the data in {config.data}"
-    (stream or sys.stderr).write(statement(chosen, source) + "\n")
-    return graph
 
 
 def stored_text(text: str, file: str | Path, graph: Graph) -> str:

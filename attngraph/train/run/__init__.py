@@ -2,6 +2,8 @@
 
 - :mod:`~attngraph.train.run.config`: a run's settings (:class:`RunConfig`) and
   their check before anything is written (:func:`settle`).
+- :mod:`~attngraph.train.run.sized`: the graph a run trains, its ``auto`` sizes
+  decided by the run's data.
 - :mod:`~attngraph.train.run.runner`: :func:`run`, the run itself, driving
   :func:`attngraph.train.engine.loop.step_loop`.
 - :mod:`~attngraph.train.run.record`: rank 0's record: the run's files, its summary.

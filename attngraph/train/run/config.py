@@ -3,7 +3,7 @@
 :class:`RunConfig` holds the settings of one run of ``attngraph train`` (``None``:
 the spec's ``train:`` value). :func:`settle` checks them before the run starts,
 and before the output directory is touched: the seed, the spec's compile with
-its ``auto`` sizes decided by the data (:mod:`attngraph.train.data.autosize`),
+its ``auto`` sizes decided by the data (:mod:`attngraph.train.run.sized`),
 the output directory (:func:`attngraph.train.store.directory.check`), on resume
 the checkpoint and its stored settings (:mod:`attngraph.train.run.resume`), the
 data and the task, the resource guard at the batch and length the run will use
@@ -140,13 +140,13 @@ def settle(config: RunConfig, world: int = 1, *, rank: int = 0) -> tuple[Graph, 
 
 def settle_task(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunConfig, Any, Task]:
     """:func:`settle`, and the task it made: ``(graph, config, checkpoint or None, task)``."""
-    from attngraph.train.data.autosize import sized_spec
+    from attngraph.train.run.sized import sized_spec
 
     problem = seed_problem(config.seed)
     if problem is not None:
         raise TrainingError(problem, SourceLoc("--seed"), SEED_HINT)
     # the resource guard runs below, at the batch and length this run will use
-    graph = sized_spec(config)  # `auto` dims decided by the data (train/data/autosize.py)
+    graph = sized_spec(config)  # `auto` dims decided by the data (train/run/sized.py)
     out_dir = Path(config.out or Path("runs") / graph.name)
     if rank == 0:
         rundir.check(out_dir, resume=config.resume, overwrite=config.overwrite)
