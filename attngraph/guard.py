@@ -1,8 +1,9 @@
 """The resource guard: refuse a spec whose forward would exhaust the machine.
 
 :func:`check_resources` measures a graph as it will run
-(:func:`attngraph.analysis.sizes.measure`, kernel attention in its linear-time
-form) and refuses, with one located diagnostic per limit passed, a spec over any
+(:func:`attngraph.analysis.sizes.measure` after :func:`attngraph.passes.as_run`, the
+optimising passes that change what a forward holds: kernel attention in its
+linear-time form) and refuses, with one located diagnostic per limit passed, a spec over any
 of the limits below: parameters, a dimension, a learned table shorter than the
 length, a loop's steps, the largest tensor, all the tensors one forward keeps,
 multiply-adds, node runs and node modules; within them, a repeat whose rounds
@@ -22,7 +23,7 @@ from attngraph.analysis.magnitude import FLOAT32_MAX, growth
 from attngraph.analysis.sizes import ASSUMED_BATCH, ASSUMED_LENGTH, Sizes, measure
 from attngraph.errors import Diagnostic, SourceLoc, SpecError
 from attngraph.ir.graph import Graph, Node
-from attngraph.passes.linear_attention import linear_attention
+from attngraph.passes import as_run
 from attngraph.source import Document
 
 __all__ = [
@@ -94,7 +95,7 @@ def check_resources(graph: Graph, doc: Document | None = None, *, batch: int | N
         return loc if loc.line > 0 else root
 
     # measured as it will run: a kernel attention chain as its linear-time form
-    sizes = measure(linear_attention(graph), batch=batch, length=length)
+    sizes = measure(as_run(graph), batch=batch, length=length)
     diags = [*_size_limits(graph, sizes, where, allow_large, length),
              *_work_limits(sizes, where)]
     if not diags:  # within the limits, so the magnitude walk is bounded by them too

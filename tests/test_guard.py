@@ -284,3 +284,30 @@ outputs: {z: z}
     with pytest.raises(SpecError, match="node 's' would make a tensor of 28,800,000,000"):
         loads_spec(spec.replace("outputs: {z: z}", "outputs: {z: z, p: p}"), batch=2,
                    length=60_000)
+
+
+def test_the_guard_measures_after_the_passes_that_say_they_resize(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What lets the long kernel attention through is the pass's ``resizes`` trait, not
+    its name: the same pass without it leaves the N×N scores to be measured."""
+    from dataclasses import replace
+
+    import attngraph.passes as passes
+
+    spec = """attngraph: 1
+name: la
+inputs: {x: {type: vectors, dim: 16}}
+nodes:
+  fq: {kind: feature_map, from: x}
+  s:  {kind: scorer, fn: dot, query: fq, key: fq}
+  p:  {kind: softmax, scores: s, fn: sum}
+  z:  {kind: readout, weights: p, values: x}
+outputs: {z: z}
+"""
+    assert [p.name for p in passes.OPTIMIZE.passes if p.resizes] == ["linear_attention"]
+    assert passes.as_run(loads_spec(spec)).node("z").kind == "linear_attention"
+    loads_spec(spec, batch=2, length=60_000)
+    plain = passes.Pipeline(tuple(replace(p, resizes=False) for p in passes.OPTIMIZE.passes))
+    monkeypatch.setattr(passes, "OPTIMIZE", plain)
+    with pytest.raises(SpecError, match="node 's' would make a tensor"):
+        loads_spec(spec, batch=2, length=60_000)

@@ -39,6 +39,10 @@ class Pass:
     name: str
     run: Callable[[Graph], Graph]
     check: Callable[[Graph], None] = _no_check
+    #: it changes how what one forward holds grows with the sizes (a kernel attention
+    #: chain becomes linear-time): the resource guard measures a graph after the
+    #: optimising passes that say so (:func:`attngraph.passes.as_run`)
+    resizes: bool = False
 
     def register(self) -> Pass:
         """Add this pass to :data:`PASSES` under its name; returns it."""

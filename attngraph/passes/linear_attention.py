@@ -117,4 +117,5 @@ def linear_attention(graph: Graph) -> Graph:
 
 
 #: The pass form of :func:`linear_attention`.
-LINEAR_ATTENTION = Pass("linear_attention", linear_attention, infers_again).register()
+LINEAR_ATTENTION = Pass("linear_attention", linear_attention, infers_again,
+                        resizes=True).register()
