@@ -92,25 +92,26 @@ def compile(  # noqa: A001 - the public name the contract gives
     AttnGraphError
         Located errors from the front end, or a :class:`LoweringError`.
     """
-    import torch
-
-    from attngraph.lower.runtime.module import AttnModel
-
     graph = _graph(spec, allow_large)
     if fuse:
         from attngraph.passes import OPTIMIZE
 
         graph = (optimize or OPTIMIZE)(graph)
-
-    def build() -> Any:
-        if block is None:
-            return AttnModel(graph)
-        from attngraph.lower.runtime.layer import BlockLayer
-
-        return BlockLayer(graph, block)
-
     if seed is None:
-        return build()
+        return _build(graph, block)
+    import torch
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return build()
+        return _build(graph, block)
+
+
+def _build(graph: Graph, block: str | None) -> Any:
+    """The model of ``graph``, or of its block ``block`` as a layer."""
+    if block is None:
+        from attngraph.lower.runtime.module import AttnModel
+
+        return AttnModel(graph)
+    from attngraph.lower.runtime.layer import BlockLayer
+
+    return BlockLayer(graph, block)
