@@ -43,6 +43,7 @@ from typing import Any
 from attngraph.errors import LoweringError
 from attngraph.ir.graph import Edge, Graph, Node, Role, TensorType
 from attngraph.kinds import KINDS
+from attngraph.kinds.base import traits_of
 from attngraph.kinds.hooks import call_hook
 from attngraph.kinds.scorers import PrepareSpec
 from attngraph.passes.base import Pass
@@ -187,7 +188,7 @@ def hoist_invariants(graph: Graph) -> Graph:
         if n.body is None:
             continue
         body = hoist_invariants(n.body)
-        if n.kind == "loop":
+        if traits_of(n).body == "steps":  # a body run once a step: a loop
             body = _after(n, _before(n, _once(body, set(n.spec.inputs))))
         if body is not n.body:
             nodes[i] = replace(n, body=body)
@@ -206,7 +207,7 @@ def _check(graph: Graph) -> None:
         marked = [m for m in n.body.nodes if m.runs != "step"]
         if not marked:
             continue
-        if n.kind != "loop":
+        if traits_of(n).body != "steps":
             msg = f"node '{marked[0].id}' of '{n.id}' ({n.kind}) runs {marked[0].runs}"
             raise LoweringError(msg, marked[0].loc, "only a loop's body has stages")
         fixed = set(n.spec.inputs) | {m.id for m in n.body.nodes if m.runs == "once"}
