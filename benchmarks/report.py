@@ -135,7 +135,7 @@ LOWERING = """\
   N·w. It gives the dense masked numbers (to 1e-5, padding and causal included;
   `tests/test_lower_banded.py`). When the weights are requested the dense chain
   stays: the weights are an N×N output by type.
-- **Stacked projections** (`attngraph/lower/runtime/module.py`): queries, keys and
+- **Stacked projections** (`attngraph/lower/runtime/stacked.py`): queries, keys and
   values that apply a plain linear to the same value (self-attention) run as one
   `F.linear` over their concatenated weights, then split; parameters and their
   names stay per node.
@@ -152,7 +152,7 @@ LOWERING = """\
   here. Not measured on a GPU (none on this machine).
 - **Additive scorers** contract the hidden axis with a matmul (`tanh(...) @ v`)
   rather than a broadcast multiply and sum, which saves one (B, M, N, H) tensor.
-- **Loops** (`attngraph/passes/hoist.py`, `attngraph/lower/rules/structure.py`): the
+- **Loops** (`attngraph/passes/hoist.py`, `attngraph/lower/rules/loop.py`): the
   hoisting pass sorts a loop body's nodes by when they run (`attngraph compile
   --print-after hoist_invariants` marks them). What reads only the loop's inputs
   runs `once`, before the steps, and so does an additive score's U h_j (a `prepare`

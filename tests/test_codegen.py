@@ -151,9 +151,9 @@ def test_forward_is_plain_pytorch_one_line_per_node(catalog: tuple[Path, dict]) 
     assert "Runtime" not in code and "class Proj" not in code
 
 
-#: the catalog specs some of whose nodes still copy their lowering classes (none: the
-#: kinds that still fall back, rotary and position biases, are in no catalog spec; see
-#: docs/export-python.md)
+#: the catalog specs some of whose nodes still copy their lowering classes (none: every
+#: built-in kind has an emit rule; rotary and position biases are covered with the
+#: mechanisms and real models that hold them in test_codegen_relative.py)
 FALLS_BACK: set[str] = set()
 #: every other catalog spec: each node written by its kind's emit rule
 PLAIN = [p.stem for p in SPECS if p.stem not in FALLS_BACK]
@@ -413,6 +413,6 @@ def test_an_input_named_by_a_keyword_is_refused_at_its_line() -> None:
 def test_every_mechanism_file_equals_the_compiled_model_without_attngraph(
         tmp_path: Path) -> None:
     """The same property for the 21 mechanisms (sharing, tying, loops, hard attention,
-    rotary and ALiBi buffers the state dict does not hold)."""
+    rotary tables and ALiBi slopes made in forward)."""
     made = _export_all(MECHANISMS, tmp_path)
     _assert_same_outputs(tmp_path, made)

@@ -195,7 +195,7 @@ def _expr_work(ctx: WorkCtx) -> Work:
 
 @kind("expr", ExprSpec, lowering="attngraph.lower.rules.algebra:lower_expr",
       emit="attngraph.lower.export.emit.algebra:emit_expr", role="support",
-      style=Style("#f3f3f3", "box"), transparent=True, work=_expr_work)
+      style=Style("#f3f3f3", "box"), transparent=True, work=_expr_work, step="pointwise")
 def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The formula's value: its axes, named, and its role (scores, weights)."""
     s = ctx.spec
@@ -365,7 +365,7 @@ def _param_work(ctx: WorkCtx) -> Work:
 
 @kind("param", ParamSpec, lowering="attngraph.lower.rules.algebra:lower_param", role="support",
       emit="attngraph.lower.export.emit.algebra:emit_param", style=Style("#fff2cc", "box"),
-      work=_param_work)
+      work=_param_work, step="pointwise")
 def param_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """A free parameter of the declared shape, its axes named."""
     s = ctx.spec

@@ -183,7 +183,7 @@ def _check_kernel_scores(ctx: RuleCtx) -> None:
 
 @kind("feature_map", FeatureMapSpec, lowering="attngraph.lower.rules.attention:FeatureMap",
       emit="attngraph.lower.export.emit.attention:emit_feature_map", role="projection", style=_PROJ,
-      transparent=True, work=elementwise_work)
+      transparent=True, work=elementwise_work, step="pointwise")
 def feature_map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """φ(x) of queries or keys: the same type, every entry positive (elu1) or >= 0."""
     t = ctx.t("from")

@@ -46,9 +46,14 @@ element, ``rounds``, ``steps``), ``passthrough`` (its value is its input's: drop
 brings in positions: ``vectors``, ``bias``, ``rotary``), ``samples`` (it samples its
 weights: hard attention), ``addresses`` (it makes weights from content weights:
 NTM addressing), ``table`` (a lookup table a linear may tie to), ``phrase`` (how a
-traced origin names it), ``site`` (its own attention site) and ``picture`` (the
-attention picture that draws it). :func:`traits_of` gives a node's kind, or a kind
-of no traits for an unknown one.
+traced origin names it), ``site`` (its own attention site), ``picture`` (the
+attention picture that draws it) and ``part`` (its work is a part of another node's,
+with that node's parameters: an additive score's keys prepared before a loop's
+steps). :func:`traits_of` gives a node's kind, or a kind of no traits for an unknown
+one.
+
+One trait serves generation's key/value cache (:mod:`attngraph.lower.decode.cache`):
+``step``, how a node runs when the target gains one position (a :data:`StepTrait`).
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ __all__ = [
     "Kind", "KINDS", "Style", "NodeCtx", "RuleCtx", "ShapeRule", "KindRole", "kind",
     "DEFAULT_STYLE", "spec_kinds", "Bound", "Work", "WorkCtx", "WorkRule", "dense_work",
     "elementwise_work", "no_work", "HoistRule", "FIXED_IMAGE", "MagnitudeCtx", "MagnitudeRule",
-    "BodyRun", "Positions", "TableRule", "traits_of",
+    "BodyRun", "Positions", "StepTrait", "TableRule", "traits_of",
 ]
 
 SpecT = TypeVar("SpecT", bound=Model)
@@ -128,6 +133,13 @@ BodyRun = Literal["once", "each", "rounds", "steps"]
 #: query or key by its position, RoPE).
 Positions = Literal["vectors", "bias", "rotary"]
 
+#: How a kind runs when a decoder's target gains one position (the key/value cache,
+#: :mod:`attngraph.lower.decode.cache`): ``pointwise`` (each position alone),
+#: ``indexed`` (each position alone and its index), ``relative`` (scores [T, T] plus a
+#: bias of the relative position j - i alone: ALiBi, T5), ``rounds`` (a repeat's
+#: rounds, each with its own cache), ``body`` (a block's body).
+StepTrait = Literal["pointwise", "indexed", "relative", "rounds", "body"]
+
 #: ``rule(node) -> (vocab, d) | None``: the lookup table of ids a linear may tie its
 #: weight to (``tie:``), None when this node holds none.
 TableRule = Callable[[Node[Any]], "tuple[int, int] | None"]
@@ -163,7 +175,8 @@ class Kind(Generic[SpecT]):
     body: BodyRun | None = None
     #: its value is its one input's, up to noise the analyses look through (dropout)
     passthrough: bool = False
-    #: its value is the sum of its inputs: scores reach the weights through it
+    #: its value is the sum of its inputs: scores reach the weights through it (the
+    #: lowering ``add`` and ``mul`` share sums the inputs of such a kind, else multiplies)
     sums: bool = False
     #: how it brings positions in (:data:`Positions`), or None
     positions: Positions | None = None
@@ -184,6 +197,14 @@ class Kind(Generic[SpecT]):
     #: the attention picture (``attend``) that draws it: ``glimpses`` (patches of its
     #: spec's ``size`` at the locations), ``window`` (its ``weights`` port over time)
     picture: str | None = None
+    #: its work is a part of the work of the node its spec's ``of`` names, with that
+    #: node's parameters (a ``prepare`` the hoisting pass makes): it is lowered just
+    #: before that node, its module is bound to that node's (``bind(owner)``), and
+    #: that node reads its value in place of the input it prepares
+    part: bool = False
+    #: how it runs when the target gains one position (:data:`StepTrait`); None: the
+    #: cache asks :data:`attngraph.lower.decode.cache.STEP_TRAITS` (a plugin's kind)
+    step: StepTrait | None = None
 
     def is_pure(self, node: Node[Any]) -> bool:
         """Whether this node may run once for many uses (see ``pure``)."""
@@ -214,7 +235,8 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
          positions: Positions | None = None, samples: bool = False, addresses: bool = False,
          table: TableRule | None = None, phrase: str | None = None,
          site: str | Callable[..., Any] | None = None,
-         picture: str | None = None) -> Callable[[ShapeRule], Kind[SpecT]]:
+         picture: str | None = None, part: bool = False,
+         step: StepTrait | None = None) -> Callable[[ShapeRule], Kind[SpecT]]:
     """Define and register kind ``name`` whose shape rule is the decorated function.
 
     The keywords are the :class:`Kind`'s fields (see there). Returns the
@@ -231,7 +253,7 @@ def kind(name: str, spec: type[SpecT], *, lowering: str | Callable[..., Any] | N
                  transparent=transparent, internal=internal, work=work, pure=pure, hoist=hoist,
                  magnitude=magnitude, emit=emit, body=body, passthrough=passthrough, sums=sums,
                  positions=positions, samples=samples, addresses=addresses, table=table,
-                 phrase=phrase, site=site, picture=picture)
+                 phrase=phrase, site=site, picture=picture, part=part, step=step)
         KINDS.register(name, k)
         return k
 

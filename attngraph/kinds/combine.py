@@ -172,7 +172,7 @@ def _mismatch(ctx: RuleCtx, what: str, edges: list[Edge], ts: list[TensorType],
 
 @kind("add", AddSpec, lowering="attngraph.lower.rules.support:Add",
       emit="attngraph.lower.export.emit.support:emit_add", transparent=True,
-      magnitude=lambda ctx: sum(ctx.ins), sums=True)
+      magnitude=lambda ctx: sum(ctx.ins), sums=True, step="pointwise")
 def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Residual sum; shapes must match (a vector broadcasts over items)."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -186,7 +186,7 @@ def add_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("mul", MulSpec, lowering="attngraph.lower.rules.support:Add",
       emit="attngraph.lower.export.emit.support:emit_add", transparent=True,
-      work=elementwise_work, magnitude=lambda ctx: math.prod(ctx.ins))
+      work=elementwise_work, magnitude=lambda ctx: math.prod(ctx.ins), step="pointwise")
 def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Elementwise product; shapes must match (a vector or a [1] gate broadcasts)."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]
@@ -198,7 +198,8 @@ def mul_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("gain", GainSpec, lowering="attngraph.lower.rules.support:Gain",
       emit="attngraph.lower.export.emit.support:emit_gain", transparent=True,
-      work=elementwise_work, magnitude=lambda ctx: abs(ctx.node.spec.init) * ctx.most())
+      work=elementwise_work, magnitude=lambda ctx: abs(ctx.node.spec.init) * ctx.most(),
+      step="pointwise")
 def gain_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """γ·x: the input's shape, one parameter."""
     t = ctx.t("from")
@@ -232,7 +233,7 @@ def pool_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("concat", ConcatSpec, lowering="attngraph.lower.rules.support:Concat",
-      emit="attngraph.lower.export.emit.support:emit_concat", transparent=True)
+      emit="attngraph.lower.export.emit.support:emit_concat", transparent=True, step="pointwise")
 def concat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Join on the feature axis; other axes must match."""
     ts = [ctx.type_of(e) for e in ctx.node.edges("from")]

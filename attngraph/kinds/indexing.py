@@ -65,7 +65,7 @@ def gather_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("onehot", OnehotSpec, lowering="attngraph.lower.rules.indexing:Onehot", role="support",
       emit="attngraph.lower.export.emit.indexing:emit_onehot",
-      style=Style("#ffffff", "box"), work=elementwise_work)
+      style=Style("#ffffff", "box"), work=elementwise_work, step="pointwise")
 def onehot_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids long[...] -> float [..., classes]; classes from the input's vocab or classes."""
     t = ctx.t("from")

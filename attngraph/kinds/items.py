@@ -65,7 +65,7 @@ def _items_work(ctx: WorkCtx) -> Work:
 
 @kind("items", ItemsSpec, lowering="attngraph.lower.rules.attention:Items",
       emit="attngraph.lower.export.emit.attention:emit_items", role="items",
-      style=Style("#cfe2f3", "box"), work=_items_work, table=_items_table)
+      style=Style("#cfe2f3", "box"), work=_items_work, table=_items_table, step="pointwise")
 def items_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]: embedded tokens, projected vectors, image patches, graph nodes."""
     s = ctx.spec

@@ -1,6 +1,6 @@
 """The ``loop`` kind: a block run once per step, with carried state (``carry``) and
 per-step inputs (``feed``); its spec models are in :mod:`attngraph.kinds.structure`.
-Lowered in :mod:`attngraph.lower.rules.structure`.
+Lowered in :mod:`attngraph.lower.rules.loop`.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _fed_back(ctx: RuleCtx, body_out: dict[str, TensorType],
     return fed_back
 
 
-@kind("loop", LoopSpec, lowering="attngraph.lower.rules.structure:Loop",
+@kind("loop", LoopSpec, lowering="attngraph.lower.rules.loop:Loop",
       emit="attngraph.lower.export.emit.structure:emit_loop", role="structure",
       work=no_work, body="steps")
 def loop_shape(ctx: RuleCtx) -> dict[str, TensorType]:

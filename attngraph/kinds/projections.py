@@ -120,7 +120,7 @@ def _qkv(ctx: RuleCtx, what: str) -> dict[str, TensorType]:
 
 @kind("queries", QueriesSpec, lowering="attngraph.lower.rules.attention:Proj",
       emit="attngraph.lower.export.emit.attention:emit_proj", role="projection",
-      style=_PROJ, transparent=True, work=_qkv_work)
+      style=_PROJ, transparent=True, work=_qkv_work, step="pointwise")
 def queries_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[M, d] or [d]; with heads h, [M, d/h] per head."""
     return _qkv(ctx, "queries")
@@ -128,7 +128,7 @@ def queries_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("keys", KeysSpec, lowering="attngraph.lower.rules.attention:Proj",
       emit="attngraph.lower.export.emit.attention:emit_proj", role="projection",
-      style=_PROJ, transparent=True, work=_qkv_work)
+      style=_PROJ, transparent=True, work=_qkv_work, step="pointwise")
 def keys_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "keys")
@@ -136,7 +136,7 @@ def keys_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("values", ValuesSpec, lowering="attngraph.lower.rules.attention:Proj",
       emit="attngraph.lower.export.emit.attention:emit_proj", role="projection",
-      style=_PROJ, transparent=True, work=_qkv_work)
+      style=_PROJ, transparent=True, work=_qkv_work, step="pointwise")
 def values_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[N, d]; with heads h, [N, d/h] per head."""
     return _qkv(ctx, "values")

@@ -66,8 +66,9 @@ def alibi_slopes(heads: int) -> list[float]:
 
 
 @kind("position_bias", PositionBiasSpec, lowering="attngraph.lower.rules.relative:PositionBias",
+      emit="attngraph.lower.export.emit.relative:emit_position_bias",
       role="support", style=Style("#fff2cc", "box"), work=elementwise_work, sums=True,
-      positions="bias")
+      positions="bias", step="relative")
 def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The scores' type; t5 learns ``buckets`` scalars per head."""
     s = ctx.spec
@@ -100,8 +101,9 @@ def position_bias_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 
 @kind("rotary", RotarySpec, lowering="attngraph.lower.rules.relative:Rotary", role="projection",
+      emit="attngraph.lower.export.emit.relative:emit_rotary",
       style=Style("#d9ead3", "box"), transparent=True, work=elementwise_work,
-      positions="rotary")
+      positions="rotary", step="indexed")
 def rotary_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The same type: each pair of features rotated by position · θ_i (per head)."""
     t = ctx.t("from")

@@ -389,7 +389,7 @@ class PrepareSpec(NodeModel):
 
 @kind("prepare", PrepareSpec, lowering="attngraph.lower.rules.scorers:Prepare",
       emit="attngraph.lower.export.emit.scorers:emit_prepare", role="scorer",
-      style=Style("#fff2cc", "box"), internal=True)
+      style=Style("#fff2cc", "box"), internal=True, part=True, step="pointwise")
 def prepare_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The prepared value: the input's items, each mapped to ``dim`` (per head)."""
     t = ctx.t("from")

@@ -145,7 +145,7 @@ def _ports(body: Graph) -> dict[str, TensorType]:
 
 @kind("block", BlockUseSpec, lowering="attngraph.lower.rules.structure:Block",
       emit="attngraph.lower.export.emit.structure:emit_block", role="structure",
-      style=Style("#ffffff", "box"), work=no_work, body="once")
+      style=Style("#ffffff", "box"), work=no_work, body="once", step="body")
 def block_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """The block's output(s), with its inputs bound to ``from``."""
     name = ctx.spec.block
@@ -205,7 +205,7 @@ def map_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("repeat", RepeatSpec, lowering="attngraph.lower.rules.structure:Repeat",
       emit="attngraph.lower.export.emit.structure:emit_repeat", role="structure",
-      style=Style("#ffffff", "box3d"), work=no_work, body="rounds")
+      style=Style("#ffffff", "box3d"), work=no_work, body="rounds", step="rounds")
 def repeat_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """K rounds of a block whose (first) output has its (first) input's type, its other
     inputs bound under ``inputs`` to one value for every round; each further named

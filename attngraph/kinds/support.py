@@ -117,7 +117,7 @@ class DropoutSpec(NodeModel):
 
 @kind("linear", LinearSpec, lowering="attngraph.lower.rules.support:lower_linear",
       emit="attngraph.lower.export.emit.support:emit_linear", transparent=True,
-      phrase="a linear projection")
+      phrase="a linear projection", step="pointwise")
 def linear_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> [..., out]."""
     t = _float(ctx)
@@ -139,7 +139,7 @@ def _mlp_work(ctx: WorkCtx) -> Work:
 
 @kind("mlp", MlpSpec, lowering="attngraph.lower.rules.support:lower_mlp",
       emit="attngraph.lower.export.emit.support:emit_mlp", transparent=True,
-      work=_mlp_work, phrase="an mlp")
+      work=_mlp_work, phrase="an mlp", step="pointwise")
 def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """[..., d] -> hidden (× layers) -> [..., out]."""
     t = _float(ctx)
@@ -151,7 +151,8 @@ def mlp_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("embedding", EmbeddingSpec, lowering="attngraph.lower.rules.support:lower_embedding",
       emit="attngraph.lower.export.emit.support:emit_embedding",
-      work=elementwise_work, table=lambda n: (int(n.params) // int(n.spec.dim), int(n.spec.dim)))
+      work=elementwise_work, table=lambda n: (int(n.params) // int(n.spec.dim), int(n.spec.dim)),
+      step="pointwise")
 def embedding_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Ids [...] -> [..., dim]."""
     t = ctx.t("from")
@@ -184,7 +185,7 @@ def _position_work(ctx: WorkCtx) -> Work:
 
 @kind("position", PositionSpec, lowering="attngraph.lower.rules.support:lower_position",
       emit="attngraph.lower.export.emit.support:emit_position",
-      work=_position_work, positions="vectors")
+      work=_position_work, positions="vectors", step="indexed")
 def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Context vectors from positions: [N, dim] for the items of ``from``; for
     ``encoding: xy``, the (x, y) centre of each image patch, [N, 2]."""
@@ -224,7 +225,7 @@ def position_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("norm", NormSpec, lowering="attngraph.lower.rules.support:lower_norm",
       emit="attngraph.lower.export.emit.support:emit_norm", transparent=True,
-      magnitude=lambda ctx: 1.0)  # unit scale, whatever comes in
+      magnitude=lambda ctx: 1.0, step="pointwise")  # unit scale, whatever comes in
 def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same shape; learned scale (and shift for layer norm)."""
     t = _float(ctx)
@@ -234,7 +235,7 @@ def norm_shape(ctx: RuleCtx) -> dict[str, TensorType]:
 
 @kind("dropout", DropoutSpec, lowering="attngraph.lower.rules.support:lower_dropout",
       emit="attngraph.lower.export.emit.support:emit_dropout", transparent=True,
-      pure=False, passthrough=True)
+      pure=False, passthrough=True, step="pointwise")
 def dropout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     """Same type (attention weights stay weights)."""
     t = ctx.t("from")

@@ -17,18 +17,22 @@ one (items).
 :func:`plan_cache` reads this from the IR: the target's length symbol ``T`` in the
 nodes' types, each kind's role (``scorer``, ``weights``, ``readout``, ``attention``:
 the item side is the ``key`` and ``values`` fields) and the *step trait* of the
-other kinds in :data:`STEP_TRAITS` (``pointwise``: each position alone; ``indexed``:
-each position alone and its index; ``relative``: a bias of j - i on scores;
-``rounds``/``body``: a repeat's rounds, each with
-its own cache, or a block's body; a repeat's ``inputs`` bound to the target reach its
-rounds as such). A kind without a trait, a node that mixes the
-target's positions otherwise (a pool, a convolution, an attention over the target
-that is not causal, a softmax over the queries), or one that samples is refused
-with :class:`CacheRefused`, naming the node and why; generation then re-runs the
-prefix (:mod:`attngraph.lower.decode.decoders`). :mod:`attngraph.lower.decode.cached` runs the
-plan.
+other kinds (:attr:`attngraph.kinds.base.Kind.step`, a :data:`StepTrait`; for a kind
+that does not declare one, :data:`STEP_TRAITS`): ``pointwise``: each position alone;
+``indexed``: each position alone and its index; ``relative``: a bias of j - i on
+scores; ``rounds``/``body``: a repeat's rounds, each with its own cache, or a block's
+body; a repeat's ``inputs`` bound to the target reach its rounds as such. A kind
+without a trait, a node that mixes the target's positions otherwise (a pool, a
+convolution, an attention over the target that is not causal, a softmax over the
+queries), or one that samples is refused with :class:`CacheRefused`, naming the node
+and why; generation then re-runs the prefix (:mod:`attngraph.lower.decode.decoders`).
+:mod:`attngraph.lower.decode.cached` runs the plan.
 
-A plugin kind that works on each position alone says so::
+A plugin kind that works on each position alone says so where it is defined::
+
+    @kind("my_gate", MyGateSpec, lowering=..., step="pointwise")
+
+or, for a kind defined elsewhere, here::
 
     STEP_TRAITS.register("my_gate", "pointwise")
 """
@@ -37,13 +41,16 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import LoweringError
+from attngraph.errors import LoweringError, RegistryError, did_you_mean
 from attngraph.kinds import KINDS
+from attngraph.kinds.base import StepTrait, traits_of
 from attngraph.registry import Registry
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from torch import nn
 
     from attngraph.ir.graph import Graph, Node, TensorType
@@ -51,22 +58,47 @@ if TYPE_CHECKING:
 
 __all__ = ["STEP_TRAITS", "CachePlan", "CacheRefused", "Site", "StepTrait", "plan_cache"]
 
-#: ``pointwise``: each position alone; ``indexed``: each position alone and its index;
-#: ``relative``: scores [T, T] plus a bias of the relative position j - i alone (ALiBi,
-#: T5); ``rounds``: a repeat's rounds; ``body``: a block's body.
-StepTrait = Literal["pointwise", "indexed", "relative", "rounds", "body"]
 
-#: How each kind runs when one position is added (kinds with an attention role need none).
-STEP_TRAITS: Registry[StepTrait] = Registry("step trait")
-for _name in ("items", "queries", "keys", "values", "linear", "mlp", "norm", "add", "mul",
-              "gain", "dropout", "embedding", "concat", "feature_map", "onehot", "expr",
-              "prepare", "param"):
-    STEP_TRAITS.register(_name, "pointwise")
-for _name in ("position", "rotary"):
-    STEP_TRAITS.register(_name, "indexed")
-STEP_TRAITS.register("position_bias", "relative")
-STEP_TRAITS.register("repeat", "rounds")
-STEP_TRAITS.register("block", "body")
+class _StepTraits(Registry[StepTrait]):
+    """The step trait of each kind by name: the kind's own (its ``step``) first, else
+    the one registered here for a kind that does not declare it (a plugin's)."""
+
+    @staticmethod
+    def _own(name: object) -> StepTrait | None:
+        return traits_of(name).step if isinstance(name, str) else None
+
+    def __getitem__(self, name: str) -> StepTrait:
+        own = self._own(name)
+        if own is not None:
+            return own
+        if name not in self:
+            names = self.names()
+            hint = did_you_mean(name, names)
+            if hint.startswith("did you mean"):
+                hint += f" (known: {', '.join(names)})"
+            msg = f"unknown {self.what} '{name}'"
+            raise RegistryError(msg, hint=hint)
+        return super().__getitem__(name)
+
+    def get(self, name: str) -> StepTrait | None:
+        return self[name] if name in self else None
+
+    def __contains__(self, name: object) -> bool:
+        return self._own(name) is not None or super().__contains__(name)
+
+    def names(self) -> list[str]:
+        return sorted({*super().names(), *(n for n, k in KINDS.items() if k.step is not None)})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+
+#: How each kind runs when one position is added (kinds with an attention role need
+#: none): a kind's ``step`` trait, else the trait registered here under its name.
+STEP_TRAITS: Registry[StepTrait] = _StepTraits("step trait")
 
 #: The attention roles, and the fields of their item side (read over every position).
 _ATTEND = frozenset({"scorer", "weights", "readout", "attention"})
@@ -138,8 +170,7 @@ def _type(graph: Graph, key: str) -> TensorType:
 
 
 def _pure(node: Node[Any]) -> bool:
-    pure = KINDS[node.kind].pure
-    return bool(pure(node) if callable(pure) else pure)
+    return bool(traits_of(node).is_pure(node))
 
 
 def _outs(graph: Graph, gm: GraphModule, st: Step) -> list[str]:
@@ -148,8 +179,9 @@ def _outs(graph: Graph, gm: GraphModule, st: Step) -> list[str]:
             for p in graph.node(m).types]
 
 
-def _elementwise(node: Node[Any], mod: nn.Module) -> bool:
-    """A formula whose instructions all keep each position to itself."""
+def _elementwise(mod: nn.Module) -> bool:
+    """A module that runs no formula (its ``program``, an ``expr``'s), or one whose
+    instructions all keep each position to itself."""
     program = getattr(mod, "program", None)
     return program is None or all(ins[0] in _ELEMENTWISE for ins in program)
 
@@ -189,7 +221,7 @@ def _pointwise(graph: Graph, gm: GraphModule, st: Step, live: set[str], t: str) 
     or, over pairs of positions (scores plus a bias), other than as such a pair."""
     for nid in gm.groups.get(st.node, (st.node,)):
         node = graph.node(nid)
-        if node.kind == "expr" and not _elementwise(node, gm.nodes[nid]):
+        if not _elementwise(gm.nodes[nid]):
             raise CacheRefused(node, "reduces, multiplies or indexes over an axis: its "
                                "positions may mix")
         pairs = any(pair(ty, t) for ty in node.types.values())
@@ -231,7 +263,7 @@ def _attend(graph: Graph, gm: GraphModule, st: Step, node: Node[Any], live: set[
     scores = next((i for i in st.inputs if i.role == "scores"), None)
     over_t = bool(items) or (scores is not None and scores.key in live
                              and _type(graph, scores.key).dims[-1:] == (t,))
-    role = KINDS[node.kind].role
+    role = traits_of(node).role
     if not over_t or role not in ("weights", "attention"):
         return Site(st, "attend")
     mask = getattr(node.spec, "mask", None)
@@ -270,36 +302,47 @@ def plan_cache(gm: GraphModule, graph: Graph, live: set[str], t: str) -> CachePl
     wanted: dict[str, int] = {}
     for st in gm.plan:
         node = graph.node(st.node)
-        if not any(i.key in live and i.key not in positional for i in st.inputs):
-            if not any(t in ty.dims for ty in node.types.values()) \
-                    and not any(i.key in positional for i in st.inputs):
-                sites.append(Site(st, "static"))
-                continue
-            if not _pure(node):
-                raise CacheRefused(node, "samples or mixes the rows of a batch")
-            sites.append(_positional(graph, gm, st, node, t))
-            positional.update(_outs(graph, gm, st))
-            live.update(positional)
+        fresh = any(i.key in live and i.key not in positional for i in st.inputs)
+        if not fresh and not any(t in ty.dims for ty in node.types.values()) \
+                and not any(i.key in positional for i in st.inputs):
+            sites.append(Site(st, "static"))
             continue
         if not _pure(node):
             raise CacheRefused(node, "samples or mixes the rows of a batch")
-        trait = STEP_TRAITS.get(node.kind) if node.kind in STEP_TRAITS else None
-        if trait in ("pointwise", "indexed"):
-            _pointwise(graph, gm, st, live, t)
-            axis = _axis(node.types[""], t) or 0
-            sites.append(Site(st, str(trait), axis=axis))
-        elif trait == "relative":
-            _relative(graph, st, node, live, t)
-            sites.append(Site(st, "relative"))
-        elif trait in ("rounds", "body"):
-            sites.append(_structure(gm, st, node, live, t, str(trait)))
-        elif KINDS[node.kind].role in _ATTEND:
-            sites.append(_attend(graph, gm, st, node, live, t, wanted))
+        if fresh:
+            sites.append(_stepped(graph, gm, st, node, live, t, wanted))
         else:
-            raise CacheRefused(node, "has no step trait: it may mix the target's positions "
-                               "(a kind that works on each position alone registers "
-                               f"STEP_TRAITS.register('{node.kind}', 'pointwise'))")
+            sites.append(_positional(graph, gm, st, node, t))
+            positional.update(_outs(graph, gm, st))
         live.update(_outs(graph, gm, st))
+    return _plan(gm, graph, sites, wanted, live)
+
+
+def _stepped(graph: Graph, gm: GraphModule, st: Step, node: Node[Any], live: set[str],
+             t: str, wanted: dict[str, int]) -> Site:
+    """A step that reads the target's values: how it runs on the new position, by its
+    step trait or, for an attention, its role."""
+    trait = STEP_TRAITS.get(node.kind)
+    if trait in ("pointwise", "indexed"):
+        _pointwise(graph, gm, st, live, t)
+        return Site(st, str(trait), axis=_axis(node.types[""], t) or 0)
+    if trait == "relative":
+        _relative(graph, st, node, live, t)
+        return Site(st, "relative")
+    if trait in ("rounds", "body"):
+        return _structure(gm, st, node, live, t, str(trait))
+    if traits_of(node).role in _ATTEND:
+        return _attend(graph, gm, st, node, live, t, wanted)
+    raise CacheRefused(node, "has no step trait: it may mix the target's positions "
+                       "(a kind that works on each position alone says "
+                       f"@kind('{node.kind}', ..., step='pointwise'), or registers "
+                       f"STEP_TRAITS.register('{node.kind}', 'pointwise'))")
+
+
+def _plan(gm: GraphModule, graph: Graph, sites: list[Site], wanted: dict[str, int],
+          live: set[str]) -> CachePlan:
+    """The plan of ``sites``: each keeps the values of ``wanted`` (key -> position axis)
+    it makes; the values made once that the other sites or the outputs read are kept."""
     made = {k: i for i, s in enumerate(sites) for k in _outs(graph, gm, s.step)}
     readers: dict[str, set[str]] = {}
     for s in sites:

@@ -7,7 +7,7 @@ parent). Two kinds:
 
 - :class:`LoopDecoder`: a ``loop`` whose feed has ``feedback:``. What the loop reads
   (the encoder) runs once; the loop is stepped by its step API
-  (:meth:`~attngraph.lower.rules.structure.Loop.begin`, ``advance``), its carried state
+  (:meth:`~attngraph.lower.rules.loop.Loop.begin`, ``advance``), its carried state
   reordered with the beams.
 - :class:`CausalDecoder`: an output ``[T, vocab]`` over a ``tokens`` input of length
   ``T`` and that ``vocab``, from a prompt (that input, padded last) or the start id.
@@ -29,9 +29,10 @@ import torch
 from torch import Tensor
 
 from attngraph.errors import LoweringError, did_you_mean
+from attngraph.kinds.base import traits_of
 from attngraph.lower.decode.cache import CacheRefused, plan_cache
 from attngraph.lower.decode.cached import CachedDecoder
-from attngraph.lower.rules.structure import Loop, LoopCursor
+from attngraph.lower.rules.loop import Loop, LoopCursor
 from attngraph.lower.runtime.module import AttnModel, Runtime, input_sizes
 from attngraph.passes.hoist import ancestors
 
@@ -194,7 +195,7 @@ def generating_outputs(model: AttnModel) -> dict[str, tuple[str, str]]:
     for name, e in graph.outputs:
         node = graph.node(e.src)
         t = node.types[e.port]
-        if node.kind == "loop":
+        if traits_of(node).body == "steps":  # a loop, stepped by its step API
             loop = cast(Loop, model.nodes[node.id])
             port = e.port or loop.out_keys[0][0]
             if any(f.feedback == port for f in loop.feed):

@@ -23,11 +23,23 @@ forward does, so ``model(source, target=tokens)`` reproduces its logits. Beam
 search keeps, at every step, the ``beam`` best hypotheses of each example by summed
 log-probability; a hypothesis that emitted ``eos`` stays in the beam with its score
 fixed. The returned one is the best by ``score / length ** length_penalty``.
+
+>>> import torch, attngraph
+>>> model = attngraph.compile("specs/bahdanau_translation.yaml", seed=0)
+>>> src = torch.tensor([[3, 5, 7, 9]])
+>>> out = attngraph.generate(model, {"source": src}, max_length=4, beam=3)
+>>> out.tokens.shape, out.lengths.tolist()
+(torch.Size([1, 4]), [4])
+>>> greedy = attngraph.generate(model, {"source": src}, max_length=4)
+>>> ref = model.eval()(source=src, target=greedy.tokens)["logits"].argmax(-1)
+>>> bool((ref == greedy.tokens).all())
+True
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,38 +194,35 @@ def _check_eos(eos: int | None, vocab: int | None) -> None:
 
 def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None = None,
              beam: int = 1, eos: int | None = None, pad: int | None = None,
-             length_penalty: float = 0.0, start: int | None = None,
-             output: str | None = None, return_attention: bool = False,
-             cache: bool = True) -> Generation:
+             length_penalty: float = 0.0, start: int | None = None, output: str | None = None,
+             return_attention: bool = False, cache: bool = True) -> Generation:
     """Generate token sequences from a compiled model's decoder, without a target.
 
     Parameters
     ----------
     model : AttnModel
-        A model from :func:`attngraph.compile` with a generating output: one made by a
-        ``loop`` that feeds back its own tokens (``feed: {y: {feedback: logits}}``), or
-        a causal decoder's ``[T, vocab]`` output over a ``tokens`` input of length T
-        (stepped through a key/value cache; refused if an earlier position's output
-        moves when a token is appended). Run in eval mode without gradients; the
-        model's mode is restored afterwards.
+        A model from :func:`attngraph.compile` with a generating output (see the module
+        doc: a ``loop`` that feeds back its own tokens, ``feed: {y: {feedback:
+        logits}}``, or a causal decoder, refused if an earlier position's output moves
+        when a token is appended). Run in eval mode without gradients; its mode is
+        restored afterwards.
     inputs : mapping of str to Tensor
         The inputs the decoder conditions on, as forward takes them (``source``,
-        ``source_mask``). A loop decoder ignores the model's other inputs (the
-        target); a causal decoder takes its ``tokens`` input, if given, as the prompt
-        (with ``<input>_mask``: padded last) and continues each row after it.
+        ``source_mask``). A loop decoder ignores the others (the target); a causal
+        decoder continues each row of its ``tokens`` input, if given, after it (the
+        prompt, with ``<input>_mask``: padded last).
     max_length : int, optional
         The most tokens per sequence; required unless the loop has a fixed ``steps``.
     beam : int, optional
         1: greedy search, the argmax fed back as eval-mode forward does. K > 1: beam
         search keeping the K best hypotheses per example by summed log-probability.
-    eos : int, optional
-        The end id: an example stops once it emits it (the built-in tasks have none:
-        their targets have a known length). None: every sequence runs ``max_length``.
-    pad : int, optional
-        The id written after an example's ``eos`` (default: ``eos``).
+    eos, pad : int, optional
+        The end id: an example stops once it emits it (None, as the built-in tasks,
+        whose targets have a known length: every sequence runs ``max_length``); the id
+        written after it (default: ``eos``).
     length_penalty : float, optional
-        Beam search returns the hypothesis with the best ``score / length ** alpha``
-        (alpha = this; 0: the summed log-probability itself).
+        Beam search returns the best ``score / length ** length_penalty`` (0: the
+        summed log-probability itself).
     start : int, optional
         The id fed at the first step (default: the loop feed's ``start``; a causal
         decoder's first position: 0, the built-in tasks' BOS).
@@ -222,10 +231,9 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None
     return_attention : bool, optional
         Also return the decoder's attention outputs at every step.
     cache : bool, optional
-        A causal decoder computes only the new position at each step, keeping every
-        attention's keys and values (default); False re-runs the prefix. A graph the
-        cache cannot step warns (:class:`~attngraph.lower.decode.decoders.CacheNote`, naming
-        the node) and re-runs the prefix.
+        A causal decoder computes only the new position at each step (default); False
+        re-runs the prefix, as does a graph the cache cannot step, with a warning
+        (:class:`~attngraph.lower.decode.decoders.CacheNote`, naming the node).
 
     Returns
     -------
@@ -237,62 +245,74 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None
     LoweringError
         A model with no generating output (saying what is missing), bad options, or
         inputs that forward would refuse.
-
-    Examples
-    --------
-    >>> import torch, attngraph
-    >>> model = attngraph.compile("specs/bahdanau_translation.yaml", seed=0)
-    >>> src = torch.tensor([[3, 5, 7, 9]])
-    >>> out = attngraph.generate(model, {"source": src}, max_length=4, beam=3)
-    >>> out.tokens.shape, out.lengths.tolist()
-    (torch.Size([1, 4]), [4])
-    >>> greedy = attngraph.generate(model, {"source": src}, max_length=4)
-    >>> ref = model.eval()(source=src, target=greedy.tokens)["logits"].argmax(-1)
-    >>> bool((ref == greedy.tokens).all())
-    True
     """
+    how, output, where = _generated(model, output)
+    steps = _check_options(model, _steps(model, how, where, max_length), beam, length_penalty)
+    with _evaluating(model):
+        dec = _decoder(model, how, output, where, start, inputs, return_attention, cache)
+        _check_eos(eos, dec.vocab)
+        return _search(dec, steps, beam, eos, pad, length_penalty)
+
+
+def _decoder(model: AttnModel, how: str, output: str, where: str, start: int | None,
+             inputs: Mapping[str, Tensor], attend: bool, cache: bool) -> Decoder:
+    """The decoder that steps ``output``: the loop ``where``, or a causal decoder over
+    the tokens input ``where`` (through its key/value cache with ``cache``)."""
+    if how == "loop":
+        return loop_decoder(model, where, start, inputs, attend)
+    return causal_decoder(model, output, where, start, inputs, attend, cache=cache)
+
+
+def _search(dec: Decoder, steps: int, beam: int, eos: int | None, pad: int | None,
+            alpha: float) -> Generation:
+    """Greedy (``beam`` 1) or beam search over ``dec``'s rows: what generate returns."""
+    fill = (0 if eos is None else eos) if pad is None else pad
+    if beam == 1:
+        toks, lengths, scores, atts = _greedy(dec, dec.batch, steps, eos, fill)
+    else:
+        toks, lengths, scores, atts = _beam(dec, dec.batch, beam, steps, eos, fill, alpha)
+    attention = {n: torch.stack([a[n] for a in atts], axis) for n, axis in dec.axes.items()}
+    return Generation(toks, lengths, scores, attention)
+
+
+def _generated(model: Any, output: str | None) -> tuple[str, str, str]:
+    """How ``output`` (None: the one output that can be) is generated, and from where:
+    ``("loop", output, loop id)`` or ``("causal", output, tokens input)``."""
     if not isinstance(model, AttnModel):
         msg = f"generate takes a model from attngraph.compile, not {type(model).__name__}"
         raise LoweringError(msg, None, "model = attngraph.compile(spec)")
     found = generating_outputs(model)
     if not found:
-        raise no_generation(model, "no output is made by a loop that feeds back its own tokens, or "
-                    "by a decoder over a token input")
+        raise no_generation(model, "no output is made by a loop that feeds back its own "
+                            "tokens, or by a decoder over a token input")
     if output is None:
         if len(found) > 1:
             msg = f"{model.graph.name} can generate {', '.join(found)}: say which"
             raise LoweringError(msg, None, f"pass output='{next(iter(found))}'")
         output = next(iter(found))
     elif output not in found:
-        raise no_generation(model, f"output '{output}' is not made by a loop that feeds back its "
-                    f"own tokens or by a decoder over a token input (these are: "
-                    f"{', '.join(found)})")
+        raise no_generation(model, f"output '{output}' is not made by a loop that feeds back "
+                            "its own tokens or by a decoder over a token input (these are: "
+                            f"{', '.join(found)})")
     how, where = found[output]
-    steps = max_length
-    if steps is None and how == "loop":
+    return how, output, where
+
+
+def _steps(model: AttnModel, how: str, where: str, max_length: int | None) -> int | None:
+    """``max_length``, else a loop decoder's fixed number of steps (None: neither)."""
+    if max_length is None and how == "loop":
         fixed = model.nodes[where].steps  # type: ignore[union-attr]
-        steps = fixed if isinstance(fixed, int) else None
-    steps = _check_options(model, steps, beam, length_penalty)
+        return fixed if isinstance(fixed, int) else None
+    return max_length
+
+
+@contextmanager
+def _evaluating(model: AttnModel) -> Iterator[None]:
+    """``model`` in eval mode without gradients; its mode restored afterwards."""
     was = model.training
     model.eval()
     try:
         with torch.no_grad():
-            if how == "loop":
-                dec: Decoder = loop_decoder(model, where, start, inputs,
-                                              return_attention)
-            else:
-                dec = causal_decoder(model, output, where, start, inputs, return_attention,
-                                     cache=cache)
-            b = dec.batch
-            _check_eos(eos, dec.vocab)
-            fill = eos if pad is None else pad
-            fill = 0 if fill is None else fill
-            if beam == 1:
-                toks, lengths, scores, atts = _greedy(dec, b, steps, eos, fill)
-            else:
-                toks, lengths, scores, atts = _beam(dec, b, beam, steps, eos, fill,
-                                                    length_penalty)
+            yield
     finally:
         model.train(was)
-    attention = {n: torch.stack([a[n] for a in atts], axis) for n, axis in dec.axes.items()}
-    return Generation(toks, lengths, scores, attention)

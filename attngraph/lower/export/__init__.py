@@ -10,7 +10,7 @@
   writes the model as a standalone PyTorch file. The package
   :mod:`~attngraph.lower.export.emit` holds each kind's rule that writes its nodes as
   plain torch and the writer of the file; a node without one is copied
-  (``codegen_bundle`` and ``codegen_source`` copy its lowering code,
+  (``codegen_bundle``, ``codegen_defs`` and ``codegen_source`` copy its lowering code,
   ``codegen_values`` the literal arguments of its modules, ``codegen_body`` the
   bodies inside it); ``codegen_text`` does the layout, ``codegen_loader`` the loader
   of a file with its weights.

@@ -58,6 +58,7 @@ from attngraph.lower.export.emit.file import plain_source
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
+    from attngraph.lower.export.emit.writer import Writer
     from attngraph.lower.runtime.module import AttnModel
 
 __all__ = ["checked", "class_name", "python_source"]
@@ -113,28 +114,42 @@ def python_source(model: AttnModel, *, runtime: type, linear_group: Callable[...
     >>> "import attngraph" in code, "class MultiheadAttention(nn.Module):" in code
     (False, True)
     """
+    graph, sig = _compiled(model)
+    top = class_name(graph.name)
+    text, w = _plain(model, sig, top, weights, runtime, linear_group)
+    if report is not None:
+        report.extend(w.fallbacks)
+    header = _header(graph, top, sig, loads=weights is not None)
+    return checked(header + "from __future__ import annotations\n\n" + text, graph)
+
+
+def _compiled(model: Any) -> tuple[Graph, Any]:
+    """The graph of a compiled model, and its forward's signature (refused when an
+    input cannot be a parameter of it)."""
     if not hasattr(model, "binder"):
         msg = f"python_source takes a compiled model (AttnModel), not {type(model).__name__}"
         raise LoweringError(msg, None, "compile the spec first: attngraph.compile(spec)")
     graph: Graph = model.graph
-    sig = model.binder.signature()
-    sig = _check_inputs(graph, sig)
-    top = class_name(graph.name)
+    return graph, _check_inputs(graph, model.binder.signature())
+
+
+def _plain(model: AttnModel, sig: Any, top: str, weights: str | None, runtime: type,
+           linear_group: Callable[..., Any]) -> tuple[str, Writer]:
+    """The file's code after its header, and the writer that wrote it
+    (:func:`~attngraph.lower.export.emit.file.plain_source`); a node that cannot be
+    written is refused at the spec."""
+    graph = model.graph
     reserved = set(sig.parameters) | (set(LOADER_NAMES) if weights is not None else set())
 
     def tail(bundle: Any) -> str:
         return loader_source(bundle, top, weights) if weights is not None else ""
 
     try:
-        text, w = plain_source(model, sig, top, reserved, runtime, linear_group, tail,
-                               _class_doc(graph))
+        return plain_source(model, sig, top, reserved, runtime, linear_group, tail,
+                            _class_doc(graph))
     except _UNWRITABLE as exc:  # a value with no literal form; code with no source
         msg = f"{graph.name}: a node cannot be exported as Python: {exc}"
         raise LoweringError(msg, SourceLoc(graph.file), "export it as pt2 instead") from exc
-    if report is not None:
-        report.extend(w.fallbacks)
-    header = _header(graph, top, sig, loads=weights is not None)
-    return checked(header + "from __future__ import annotations\n\n" + text, graph)
 
 
 def checked(source: str, graph: Graph) -> str:

@@ -6,7 +6,7 @@ the rule declines its settings) and that node holds a body, the body's module
 (``Block``, ``Map``, ``Loop``, or each round of a ``Repeat``) runs its nodes through
 ``_exec(schedule, vals, rt)``, one stage at a time: a loop runs some nodes once, some
 before the steps, the others at each step of its Python ``for`` loop or after the
-steps (:mod:`attngraph.lower.rules.structure`). In the exported file each such body gets a
+steps (:mod:`attngraph.lower.rules.loop`). In the exported file each such body gets a
 subclass of its bundled class whose ``_exec`` is written out: the body's nodes in
 order, each one statement under its line of the spec, with its shape, run when the
 stage holds it (:func:`body_classes_under`).

@@ -22,13 +22,12 @@ and shape comments included, with these edits only:
 from __future__ import annotations
 
 import ast
-import builtins
 import importlib
 import inspect
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
+from attngraph.lower.export.codegen_defs import BUILTINS, Annotation, Def, Dropped
 from attngraph.lower.export.codegen_source import (
     Scope,
     binding,
@@ -70,29 +69,8 @@ CONFIG_INIT = '''\
             self.register_buffer(name, tensor, persistent=persistent)
 '''
 
-_BUILTINS = frozenset(dir(builtins))
 _KEEP_DUNDERS = frozenset({"__call__", "__iter__", "__len__", "__getitem__", "__contains__",
                            "__setitem__", "__delitem__", "__str__", "__repr__", "__post_init__"})
-
-
-@dataclass
-class _Def:
-    """One bundled top-level definition: its text (UTF-8) and the edits to apply."""
-
-    name: str
-    source: bytes
-    edits: list[tuple[int, int, Any]] = field(default_factory=list)
-    #: (method name, start, end, free names) of methods dropped unless called
-    optional: list[tuple[str, int, int, list[ast.Name], set[str], Any]] = field(
-        default_factory=list)
-    module: str = ""
-
-    def render(self) -> str:
-        out = self.source
-        for start, end, repl in sorted(self.edits, key=lambda e: e[0], reverse=True):
-            text = repl() if callable(repl) else repl
-            out = out[:start] + text.encode() + out[end:]
-        return out.decode()
 
 
 class Bundle:
@@ -113,7 +91,7 @@ class Bundle:
     def __init__(self, *, configured: Any = None) -> None:
         #: imports as (module, name, alias) for ``from`` and (module, None, alias)
         self.imports: dict[tuple[str, str | None, str], None] = {}
-        self.defs: list[_Def] = []
+        self.defs: list[Def] = []
         self.names: dict[str, Any] = {}  # name in the file -> object (or a key)
         self._done: dict[int, str] = {}
         self._objs: list[Any] = []  # keep ids alive
@@ -149,7 +127,7 @@ class Bundle:
 
     def add_def(self, name: str, source: str) -> None:
         """Append generated code (after what it uses, already added)."""
-        self.defs.append(_Def(name, source.encode()))
+        self.defs.append(Def(name, source.encode()))
 
     def add_import(self, module: str, name: str | None, alias: str) -> str:
         """An import line (``from module import name as alias`` or ``import module as
@@ -162,6 +140,10 @@ class Bundle:
         bound = self._claim(alias, key, module)
         self.imports[(module, name, bound)] = None
         return bound
+
+    def bound(self, obj: Any) -> str | None:
+        """The file's name of ``obj`` when it is bundled already, else None."""
+        return self._done.get(id(obj))
 
     def reserve(self, name: str) -> None:
         """Keep ``name`` for the generated code (it will not name a bundled object)."""
@@ -196,13 +178,13 @@ class Bundle:
             self.names["AttnGraphError"] = ("error", "AttnGraphError")
             self.names["LoweringError"] = ("error", "LoweringError")
             self.add_import("typing", "Any", "Any")
-            self.defs.append(_Def("LoweringError", ERRORS.encode()))
+            self.defs.append(Def("LoweringError", ERRORS.encode()))
         return which
 
     def _resolve(self, name: str, module: str) -> str | None:
         """The file's name for a free name of ``module``'s code, adding what it needs;
         None for a name the file does not define (a local, or a type-only import)."""
-        if name in _BUILTINS:
+        if name in BUILTINS:
             return name
         mod = sys.modules[module]
         if name not in mod.__dict__:
@@ -242,7 +224,7 @@ class Bundle:
         raw = source.encode()
         tree = ast.parse(source)
         stmt = tree.body[0]
-        d = _Def(bound, raw, module=module)
+        d = Def(bound, raw, module=module)
         starts = offsets(raw)
 
         def pos(line: int, col: int) -> int:
@@ -261,7 +243,7 @@ class Bundle:
         self.defs.append(d)
         self._revive()
 
-    def _class(self, stmt: ast.ClassDef, obj: Any, d: _Def, scope: Scope,
+    def _class(self, stmt: ast.ClassDef, obj: Any, d: Def, scope: Scope,
                pos: Any, drop_init: bool) -> None:
         """A class: header and fields always; methods kept when called (or roots)."""
         head = Scope()
@@ -300,7 +282,7 @@ class Bundle:
                     scope.imports += sub.imports
                 else:
                     d.optional.append((item.name, start, end, sub.free, sub.attrs, sub))
-                    d.edits.append((start, end, _Dropped(d, item.name)))
+                    d.edits.append((start, end, Dropped(d, item.name)))
             elif item is not doc:
                 scope.run(item, frozenset())
         if drop_init and not bases_have_init:
@@ -313,7 +295,7 @@ class Bundle:
             self.add_import("typing", "Any", "Any")
             self.add_import("torch", "Tensor", "Tensor")
 
-    def _link(self, d: _Def, scope: Scope, module: str, pos: Any) -> None:
+    def _link(self, d: Def, scope: Scope, module: str, pos: Any) -> None:
         """Resolve the free names of kept code; schedule the annotation edits."""
         self._attrs |= scope.attrs
         for imp in scope.imports:  # a lazy import inside a function
@@ -336,7 +318,7 @@ class Bundle:
                 d.edits.append((start, start + len(n.id.encode()), got))
         for ann in scope.annotations:
             start, end = pos(ann.lineno, ann.col_offset), pos(ann.end_lineno, ann.end_col_offset)
-            d.edits.append((start, end, _Annotation(self, ann, module)))
+            d.edits.append((start, end, Annotation(self, ann, module)))
         self._revive()
 
     def _revive(self) -> None:
@@ -351,7 +333,7 @@ class Bundle:
                         continue
                     d.optional.remove(item)
                     d.edits = [e for e in d.edits
-                               if not (isinstance(e[2], _Dropped) and e[2].name == name)]
+                               if not (isinstance(e[2], Dropped) and e[2].name == name)]
                     starts = offsets(d.source)
                     self._link(d, sub, d.module, lambda ln, c, s=starts: s[ln - 1] + c)
                     changed = True
@@ -387,55 +369,3 @@ def _member(name: str) -> tuple[int, str]:
     n = name.split(" as ")[0]
     kind = 0 if n.isupper() and len(n) > 1 else 1 if n[:1].isupper() else 2
     return kind, n
-
-
-@dataclass
-class _Dropped:
-    """The edit that leaves out an uncalled method (empty text)."""
-
-    d: _Def
-    name: str
-
-    def __call__(self) -> str:
-        return ""
-
-
-@dataclass
-class _Annotation:
-    """An annotation as written when the file defines every name in it, else ``Any``."""
-
-    bundle: Bundle
-    node: ast.expr
-    module: str
-
-    def __call__(self) -> str:
-        text = ast.unparse(self.node)
-        if isinstance(self.node, ast.Constant):
-            return self.bundle.add_import("typing", "Any", "Any")
-        names = [n for n in ast.walk(self.node) if isinstance(n, ast.Name)]
-        out: list[tuple[str, str]] = []
-        for n in names:
-            have = self.bundle.names.get(n.id)
-            if n.id in _BUILTINS or (have is not None and _defined(self.bundle, n.id)):
-                continue
-            mod = sys.modules[self.module]
-            value = mod.__dict__.get(n.id)
-            how = binding(module_tree(self.module), n.id)
-            src = import_source(how, n.id, self.module) if isinstance(
-                how, (ast.Import, ast.ImportFrom)) else None
-            if src is not None and not is_local(src[0]):
-                self.bundle.add_import(*src)
-                continue
-            if value is not None and id(value) in self.bundle._done:
-                out.append((n.id, self.bundle._done[id(value)]))
-                continue
-            return self.bundle.add_import("typing", "Any", "Any")
-        for old, new in out:
-            text = text.replace(old, new)
-        return text
-
-
-def _defined(bundle: Bundle, name: str) -> bool:
-    """``name`` is a definition or import of the file (not a reserved one)."""
-    v = bundle.names.get(name)
-    return not (isinstance(v, tuple) and v and v[0] == "reserved")

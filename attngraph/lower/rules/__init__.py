@@ -2,10 +2,11 @@
 
 A kind names its lowering (:attr:`attngraph.kinds.base.Kind.lowering`, a class or a
 lazy ``"module:attribute"``), which lives here: ``attention`` (items, projections,
-softmax, readout, the fused attention), ``scorers``, ``relative`` (ALiBi, T5 biases,
+softmax, readout, the fused attention), ``scorers`` (with ``scorers_base``,
+``scorers_additive`` and ``scorers_user``), ``relative`` (ALiBi, T5 biases,
 rotary), ``support`` (linear, mlp, embedding, position, norm, add, concat, dropout),
 ``algebra`` (``expr`` and ``param``; the torch form of the formula functions),
-``structure`` (block, map, repeat, loop), ``rnn``, ``memory``, ``hard`` (policies and
+``structure`` (block, map, repeat) and ``loop``, ``rnn``, ``memory``, ``hard`` (policies and
 REINFORCE), ``glimpse``, ``window``, ``latent``, ``conv``, ``indexing``.
 
 Shared numerics that the rules call: ``masks`` (padding, causal, window and adjacency

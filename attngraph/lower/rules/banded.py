@@ -82,17 +82,28 @@ def banded_attention(
         return tw.reshape(b, h * nb, span, t.shape[-1])
 
     kb, vb = windows(k), windows(v)
-    r = torch.arange(c, device=q.device)[:, None]
-    s = torch.arange(span, device=q.device)[None, :]
-    band = ((s - r) >= 0) & ((s - r) <= 2 * w)  # |i - j| <= w
-    if causal:
-        band = band & (s <= r + w)  # j <= i
-    real = key_mask.to(torch.bool) if key_mask is not None else torch.ones(
-        1, n, dtype=torch.bool, device=q.device)
-    real = F.pad(real, (w, w + tail), value=False).unfold(1, span, c)  # (B|1, nb, span)
-    mask = band & real.unsqueeze(-2)  # (B|1, nb, c, span)
-    mask = mask.unsqueeze(1).expand(-1, h, -1, -1, -1).reshape(mask.shape[0], h * nb, c, span)
+    mask = _band_mask(n, w, c, h, causal=causal, key_mask=key_mask, device=q.device)
     ok = mask.any(dim=-1, keepdim=True)  # rows with something to attend
     z = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask | ~ok, scale=scale)
     z = (z * ok.to(z.dtype)).reshape(b, h, nb * c, v.shape[-1])[:, :, :n]
     return z if heads else z.squeeze(1)
+
+
+def _band_mask(n: int, w: int, c: int, h: int, *, causal: bool, key_mask: Tensor | None,
+               device: torch.device) -> Tensor:
+    """Which keys of its window each query row of a block may attend, ``(B|1, h·nb, c,
+    c+2w)`` bool: the band ``|i - j| <= w`` (and ``j <= i`` when causal) among the real
+    keys (``key_mask``, True = real; none outside ``0..n-1``)."""
+    nb = -(-n // c)
+    tail = nb * c - n
+    span = c + 2 * w
+    r = torch.arange(c, device=device)[:, None]
+    s = torch.arange(span, device=device)[None, :]
+    band = ((s - r) >= 0) & ((s - r) <= 2 * w)  # |i - j| <= w
+    if causal:
+        band = band & (s <= r + w)  # j <= i
+    real = key_mask.to(torch.bool) if key_mask is not None else torch.ones(
+        1, n, dtype=torch.bool, device=device)
+    real = F.pad(real, (w, w + tail), value=False).unfold(1, span, c)  # (B|1, nb, span)
+    mask = band & real.unsqueeze(-2)  # (B|1, nb, c, span)
+    return mask.unsqueeze(1).expand(-1, h, -1, -1, -1).reshape(mask.shape[0], h * nb, c, span)

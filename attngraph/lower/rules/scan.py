@@ -44,7 +44,7 @@ from torch import Tensor
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from attngraph.lower.rules.structure import Feed, Loop, Stages
+    from attngraph.lower.rules.loop import Feed, Loop, Stages
     from attngraph.lower.runtime.module import Runtime
 
 __all__ = ["loop_scan", "rnn_scan"]

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attngraph.kinds.base import traits_of
 from attngraph.lower.rules.activations import activation_fn, activation_module
 from attngraph.lower.rules.masks import expand_to, padding_mask
 from attngraph.lower.runtime.module import LowerCtx, NodeModule, Runtime
@@ -198,8 +199,9 @@ def lower_norm(ctx: LowerCtx) -> NodeModule:
 
 
 class Add(NodeModule):
-    """Sum (``add``) or product (``mul``) of the inputs; a vector broadcasts over items,
-    and over an image's channels (one value per channel, ``trail`` axes of 1 after it)."""
+    """Sum (a kind that ``sums``: ``add``) or product (``mul``) of the inputs; a vector
+    broadcasts over items, and over an image's channels (one value per channel,
+    ``trail`` axes of 1 after it)."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         super().__init__()
@@ -208,7 +210,7 @@ class Add(NodeModule):
         edges = ctx.node.edges("from")
         self.roles = [str(e.role) for e in edges]
         self.out_type = ctx.node.types[""]
-        self.mul = ctx.node.kind == "mul"
+        self.mul = not traits_of(ctx.node).sums  # (mul)
         ts = [ctx.type_of(e) for e in edges]
         self.trail = [trailing_ones(t, ts) for t in ts]
 

@@ -1,8 +1,14 @@
 """The runtime: a lowered graph as an ``nn.Module`` that walks its schedule.
 
-- :mod:`~attngraph.lower.runtime.module`: :class:`NodeModule` (the interface a kind's
-  lowering implements), :class:`Runtime` (what one forward shares between its nodes),
-  ``AttnModel`` (the compiled model) and the walk of the schedule;
+- :mod:`~attngraph.lower.runtime.module`: the rule interface, where a kind's lowering
+  imports it from (every name below re-exported): :mod:`~attngraph.lower.runtime.node`
+  :class:`NodeModule` (what a kind's lowering implements) and :class:`Runtime` (what
+  one forward shares between its nodes); :mod:`~attngraph.lower.runtime.graph`
+  ``LowerCtx``, ``GraphModule`` and ``lower_graph`` (a graph's node modules and the
+  walk of its schedule); :mod:`~attngraph.lower.runtime.steps` the schedule's steps;
+  :mod:`~attngraph.lower.runtime.model` ``AttnModel``, the compiled model;
+  :mod:`~attngraph.lower.runtime.stacked` queries, keys and values of one input as
+  one matmul; :mod:`~attngraph.lower.runtime.sharing` shared and tied parameters;
 - :mod:`~attngraph.lower.runtime.inputs`: forward's arguments bound to the graph's
   inputs and checked before any node runs;
 - :mod:`~attngraph.lower.runtime.memo`: values of the positions alone, made once a

@@ -13,11 +13,17 @@ their families (``attention``, ``scorers``, ``support``, ``structure``, ``memory
 :mod:`attngraph.lower.export.emit.writer`. A rule that samples makes the lowering's torch
 calls in its order (the same draws under one seed) and records what the lowering
 records in ``rt.steps`` with :meth:`EmitCtx.record`.
+
+What depends on the sizes alone (a rotary table, a bias of the positions) is made
+once per forward: :meth:`EmitCtx.shared` makes a value the first time a node asks for
+it and gives its variables to the nodes after that see it; made at forward's top
+level (:meth:`EmitCtx.prelude`: before the top-level statement that holds the node,
+a repeat's or loop's ``for``), every node after sees it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from attngraph.lower.export.codegen_text import Doc, quote, render, shape
@@ -230,3 +236,41 @@ class EmitCtx:
 
     def quote(self, text: str) -> str:
         return quote(text)
+
+    # -- made once per forward ------------------------------------------------------
+
+    def prelude(self, text: str) -> None:
+        """Statements of forward's top level, placed before the top-level statement that
+        holds the node (itself, or the repeat, loop, map or block whose body holds it)
+        once that is written; dropped with the node when its rule declines. A text that
+        begins with a comment starts a paragraph; the next texts join it."""
+        st = self.w.statement
+        if st is None:
+            msg = "a prelude is written by a node's rule"
+            raise RuntimeError(msg)
+        para = type(self.scope)({}, {}, st.indent, set())  # a Scope of its own, laid out
+        self.w.add(text, para)
+        if st.prelude and text.lstrip().startswith("#"):
+            st.prelude.append("")
+        st.prelude.extend(para.lines)
+
+    def shared(self, key: Hashable, make: Callable[[], tuple[str, ...]], *,
+               top: bool = False) -> tuple[str, ...]:
+        """The variables of the value ``key`` (what names everything it is made of, the
+        rule's name first), made once: the first time, ``make()`` writes it and returns
+        them; later, a node that sees it gets them. Made at forward's top level
+        (``top``: ``make`` writes with :meth:`prelude`) it is seen by every node after;
+        else (``make`` writes with :meth:`line`) by the nodes after in this scope and
+        the bodies inside it, not outside (made in a loop's body, at its sizes: there
+        only). Forgotten with the node when its rule declines."""
+        made = self.w.made
+        scope: Scope | None = self.scope
+        while scope is not None:
+            if (scope, key) in made:
+                return made[scope, key]
+            scope = scope.parent
+        if (None, key) in made:
+            return made[None, key]
+        names = make()
+        made[None if top else self.scope, key] = names
+        return names

@@ -19,7 +19,8 @@ def _body_scope(ctx: EmitCtx, indent: int, gm: Any = None) -> Scope:
     outer = ctx.scope
     return Scope({}, outer.masks, indent, graph_reads(body)
                  | {k for _, k, _ in (gm or ctx.mod).out_keys},
-                 prefix=f"{outer.prefix}{ctx.node.id}/", index=outer.index, lines=outer.lines)
+                 prefix=f"{outer.prefix}{ctx.node.id}/", index=outer.index, lines=outer.lines,
+                 parent=outer)
 
 
 def _gpaths(ctx: EmitCtx) -> list[str]:
@@ -140,7 +141,9 @@ def emit_loop(ctx: EmitCtx) -> bool:
         if c.onehot:
             ctx.line(f"{var}[:, 0] = 1  # focused on the first slot")
     once = {st.node for st in m.once}
-    ctx.w.run_graph(ctx.body, ctx.mods, _gpaths(ctx), _shift(inner, -4), only=once)
+    before = _shift(inner, -4)  # the nodes that run once, before the steps
+    inner.parent = before  # (the steps see what those make)
+    ctx.w.run_graph(ctx.body, ctx.mods, _gpaths(ctx), before, only=once)
     fed = _feeds(ctx, inner)
     outs = [(name, key, det) for name, key, det in m.out_keys
             if ctx.reads(name) or (name == m.out_keys[0][0] and ctx.reads(""))]
@@ -194,7 +197,7 @@ def _carry_start(ctx: EmitCtx, c: Any) -> str:
 
 def _shift(scope: Scope, by: int) -> Scope:
     return Scope(scope.vals, scope.masks, scope.indent + by, scope.reads, scope.prefix,
-                 scope.index, scope.lines)
+                 scope.index, scope.lines, scope.parent)
 
 
 def _val(scope: Scope, key: str, det: bool) -> str:

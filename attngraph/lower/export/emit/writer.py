@@ -4,7 +4,8 @@ rules (:mod:`attngraph.lower.export.emit`), in the spec's order.
 The :class:`Writer` holds what the rules add to: ``__init__``'s module declarations
 (each under a readable attribute, with the compiled model's state-dict name it
 takes: :data:`STATE_NAMES` of the file), ``forward``'s statements (one scope per
-body: a loop's or repeat's statements sit inside its ``for``), and the helpers the
+body: a loop's or repeat's statements sit inside its ``for``; the values made once
+per forward: :meth:`EmitCtx.prelude`, :meth:`EmitCtx.shared`), and the helpers the
 file copies from attngraph (only those a rule asked for). A node whose kind has no
 emit rule, or whose rule declines its configuration, runs its lowering class,
 copied as :mod:`attngraph.lower.export.codegen_bundle` copies it, with the runtime state
@@ -13,6 +14,7 @@ it reads (:meth:`Writer.fallback`).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,7 @@ from attngraph.lower.runtime.names import Mangler, module_key
 if TYPE_CHECKING:
     from attngraph.ir.graph import Graph, Node
 
-__all__ = ["Scope", "Writer"]
+__all__ = ["Scope", "Statement", "Writer"]
 
 #: what copying a node can fail with: a value without a literal form (TypeError), a
 #: class whose source cannot be read (OSError, SyntaxError, KeyError)
@@ -38,7 +40,7 @@ _UNWRITABLE = (TypeError, OSError, SyntaxError, KeyError)
 _MODULE_ATTRS = frozenset(dir(nn.Module())) | {"aux"}
 
 
-@dataclass
+@dataclass(eq=False)  # (a scope is itself: a key of the values made once)
 class Scope:
     """Where forward's statements go: the values visible there (value key ->
     expression), the padding masks by length, the indent, and the values read."""
@@ -52,6 +54,18 @@ class Scope:
     #: the round index variable of an unshared repeat, else None
     index: str | None = None
     lines: list[str] = field(default_factory=list)
+    #: the scope this one's statements sit in (a body's: its node's), None at the top
+    parent: Scope | None = None
+
+
+@dataclass
+class Statement:
+    """The top-level statement being written (a node of the top scope, a repeat's ``for``
+    and all): its first line's index in forward's, its prelude (:meth:`EmitCtx.prelude`)."""
+
+    start: int
+    indent: int
+    prelude: list[str] = field(default_factory=list)
 
 
 def edge_key(e: Any, graph: Graph) -> str:
@@ -103,6 +117,10 @@ class Writer:
         self.first_input: str | None = None
         #: the size of each length in the batch (an input's dimension), by its symbol
         self.sizes: dict[str, str] = {}
+        #: the top-level statement being written, None between two
+        self.statement: Statement | None = None
+        #: values made once (:meth:`EmitCtx.shared`): (scope seeing it, None: all, key) -> vars
+        self.made: dict[tuple[Scope | None, Hashable], tuple[str, ...]] = {}
 
     # -- names and runtime ------------------------------------------------------------
 
@@ -223,16 +241,28 @@ class Writer:
 
     def node(self, node: Node[Any], graph: Graph, gms: list[Any], gpaths: list[str],
              scope: Scope) -> None:
+        """The statements of ``node`` at ``scope``; a node of the top scope is a top-level
+        statement, its prelude (:meth:`EmitCtx.prelude`) put before it once written."""
+        outer = self.statement
+        st = self.statement = outer or Statement(len(scope.lines), scope.indent)
+        try:
+            self._node(node, graph, gms, gpaths, scope, st)
+        finally:
+            self.statement = outer
+        if outer is None and st.prelude:
+            scope.lines[st.start:st.start] = ["", *st.prelude]
+
+    def _node(self, node: Node[Any], graph: Graph, gms: list[Any], gpaths: list[str],
+              scope: Scope, st: Statement) -> None:
+        """The node by its kind's rule, else its lowering class (:meth:`fallback`): a
+        rule that declines leaves nothing (lines, declarations, prelude, values made)."""
         key = module_key(node.id)
         mods = [g.nodes._modules[key] for g in gms]
         paths = [f"{p}nodes.{key}" for p in gpaths]
         ins = {str(e.role): scope.vals[edge_key(e, graph)] + (".detach()" if e.detach else "")
                for e in node.inputs}
-        mark = len(scope.lines), len(self.init)
-        self.add("", scope)
-        where = yaml_line(node)
-        if where:
-            scope.lines.extend(comment(where, scope.indent).rstrip("\n").split("\n"))
+        mark = len(scope.lines), len(self.init), len(st.prelude), len(self.made)
+        self._heading(node, scope)
         rule = emit_rule(node.kind)
         ctx = EmitCtx(self, node, graph, mods, paths, scope, ins)
         try:
@@ -240,12 +270,17 @@ class Writer:
                 return
         except (AttributeError, TypeError):  # a module not of the kind's own class
             pass
-        del scope.lines[mark[0]:]
-        del self.init[mark[1]:]
+        del scope.lines[mark[0]:], self.init[mark[1]:], st.prelude[mark[2]:]
+        self.made = dict(list(self.made.items())[:mark[3]])
+        self._heading(node, scope)
+        self.fallback(ctx)
+
+    def _heading(self, node: Node[Any], scope: Scope) -> None:
+        """A blank line, then the node's line of the spec as a comment."""
         self.add("", scope)
+        where = yaml_line(node)
         if where:
             scope.lines.extend(comment(where, scope.indent).rstrip("\n").split("\n"))
-        self.fallback(ctx)
 
     def fallback(self, ctx: EmitCtx) -> None:
         """The node's lowering class, copied, called as the compiled model calls it."""
@@ -363,7 +398,3 @@ def _configured(cls: type) -> bool:
     """Built from literal arguments: a module class of attngraph's (not a container)."""
     return issubclass(cls, nn.Module) and not issubclass(
         cls, (nn.ModuleDict, nn.ModuleList, nn.Sequential))
-
-
-def tensor_type() -> type:
-    return Tensor
