@@ -1,5 +1,5 @@
 """Lowering of the algebra kinds: ``expr`` runs its formula's program, ``param`` holds a
-tensor; and the torch implementations of the built-in formula functions.
+tensor.
 
 An expression's module holds the straight-line program of its formula
 (:mod:`attngraph.algebra.program`): a tuple of plain tuples, run in order, one
@@ -8,153 +8,83 @@ ONNX trace it as they trace any module. Values are laid out ``(B, [h,] *axes)``
 with their axes in one fixed order, so aligning two values only views them with
 axes of size one. Functions over an axis see only the real entries of a padded
 length, and the result is zero at every padded position: padding stays padding.
+
+A value the same for every example (a formula of the positions alone, a parameter,
+what a formula makes of those) is computed once, with batch 1, and handed on as a view
+over the batch (:func:`attngraph.lower.runtime.memo.broadcast`); an expression reading such a
+view computes on the batch-1 tensor it came from (:func:`attngraph.lower.runtime.memo.unbroadcast`),
+so T5's bucket of each pair of positions, and the bias read from it, are made once per
+forward, not once per example, and each layer's gradient of the bias is summed over the
+batch where it is used.
+
+The torch implementations of the built-in formula functions live in
+:mod:`attngraph.lower.rules.algebra_functions`, the Python export of an expression in
+:mod:`attngraph.lower.rules.algebra_python`; both are importable from here (the registry of
+functions names them ``attngraph.lower.rules.algebra:<name>``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attngraph.algebra.functions import FUNCTIONS
-from attngraph.lower.rules.masks import masked_softmax as masks_softmax
+
+# the registry's functions and the export's helpers, importable from here too
+from attngraph.lower.rules.algebra_functions import (  # noqa: F401
+    abs_,
+    axis_mask,
+    clamp,
+    cos,
+    elu,
+    elu1,
+    exp,
+    floor,
+    for_each_example,
+    gelu,
+    length_of,
+    log,
+    logsigmoid,
+    masked_amax,
+    masked_amin,
+    masked_cumsum,
+    masked_logsumexp,
+    masked_mean,
+    masked_norm,
+    masked_softmax,
+    masked_sum,
+    maximum,
+    minimum,
+    mm,
+    over_real,
+    positions,
+    project,
+    real_only,
+    relu,
+    relu2,
+    sigmoid,
+    sign,
+    silu,
+    sin,
+    softplus,
+    sqrt,
+    tanh,
+    where,
+    zero_padding,
+)
+from attngraph.lower.rules.algebra_python import python_line
+from attngraph.lower.runtime.memo import broadcast, unbroadcast
 from attngraph.lower.runtime.module import LowerCtx, NodeModule, Runtime
 
-__all__ = ["Expr", "Param", "lower_expr", "lower_param"]
-
-
-# ----------------------------------------------------------------------------
-# the built-in functions (registered, lazily, in attngraph.algebra.functions)
-
-exp, log, sqrt, sin, cos, tanh, sigmoid, sign, floor = (
-    torch.exp, torch.log, torch.sqrt, torch.sin, torch.cos, torch.tanh, torch.sigmoid,
-    torch.sign, torch.floor)
-relu, elu, softplus, gelu, silu, logsigmoid = F.relu, F.elu, F.softplus, F.gelu, F.silu, \
-    F.logsigmoid
-minimum, maximum, where = torch.minimum, torch.maximum, torch.where
-
-
-def abs_(x: Tensor) -> Tensor:
-    return torch.abs(x)
-
-
-def relu2(x: Tensor) -> Tensor:
-    return torch.relu(x) ** 2
-
-
-def elu1(x: Tensor) -> Tensor:
-    return F.elu(x) + 1
-
-
-def clamp(x: Tensor, lo: Tensor | float, hi: Tensor | float) -> Tensor:
-    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
-        return torch.minimum(torch.maximum(x, torch.as_tensor(lo, dtype=x.dtype)),
-                             torch.as_tensor(hi, dtype=x.dtype))
-    return torch.clamp(x, lo, hi)
-
-
-def _spread(x: Tensor, mask: Tensor) -> Tensor:
-    """``x`` expanded to its shape broadcast with ``mask``: a value the same for every
-    example (a position, a parameter: batch 1) reduced over an axis with padding
-    has one result per example."""
-    shape = torch.broadcast_shapes(x.shape, mask.shape)
-    return x if tuple(x.shape) == tuple(shape) else x.expand(shape)
-
-
-def masked_sum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    return (x if mask is None else _spread(x, mask).masked_fill(~mask, 0.0)).sum(dim)
-
-
-def masked_mean(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    if mask is None:
-        return x.mean(dim)
-    count = mask.sum(dim).to(x.dtype).clamp(min=1)
-    return _spread(x, mask).masked_fill(~mask, 0.0).sum(dim) / count
-
-
-def masked_amax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    if mask is None:
-        return x.amax(dim)
-    top = _spread(x, mask).masked_fill(~mask, torch.finfo(x.dtype).min).amax(dim)
-    return torch.where(mask.any(dim), top, torch.zeros_like(top))
-
-
-def masked_amin(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    return -masked_amax(-x, dim, mask)
-
-
-def masked_logsumexp(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    if mask is None:
-        return torch.logsumexp(x, dim)
-    out = torch.logsumexp(_spread(x, mask).masked_fill(~mask, torch.finfo(x.dtype).min),
-                          dim)
-    return torch.where(mask.any(dim), out, torch.zeros_like(out))
-
-
-def masked_norm(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    sq = (x * x) if mask is None else _spread(x * x, mask).masked_fill(~mask, 0.0)
-    return torch.sqrt(sq.sum(dim))
-
-
-def masked_cumsum(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    return (x if mask is None else _spread(x, mask).masked_fill(~mask, 0.0)).cumsum(dim)
-
-
-def masked_softmax(x: Tensor, dim: int, mask: Tensor | None) -> Tensor:
-    """The softmax kind's normaliser (:func:`attngraph.lower.rules.masks.masked_softmax`) along
-    dimension ``dim``: one implementation for the named kind and the formula."""
-    if mask is None:
-        return torch.softmax(x, dim)
-    x = _spread(x, mask)
-    last = x.movedim(dim, -1)
-    m = mask.expand_as(x).movedim(dim, -1)
-    return masks_softmax(last, m).movedim(-1, dim)
-
-
-def project(w: Tensor, x: Tensor, dim: int) -> Tensor:
-    """``w (1 or B, out, in)`` applied along dimension ``dim`` of ``x (B, ...)``: one
-    matrix for the batch (a param) or one per example (a value a node made)."""
-    moved = x.movedim(dim, -1)  # (B, ..., in)
-    wt = w.transpose(-1, -2)  # (1 or B, in, out)
-    if moved.dim() == 2:  # a vector per example
-        return (moved.unsqueeze(-2) @ wt).squeeze(-2)
-    wt = wt.reshape(wt.shape[0], *([1] * (moved.dim() - 3)), wt.shape[-2], wt.shape[-1])
-    return (moved @ wt).movedim(-1, dim)
-
-
-def mm(a: Tensor, b: Tensor, a_heads: bool, b_heads: bool, a_rank: int, b_rank: int) -> Tensor:
-    """``a (B, [h,] [M,] K) @ b (B, [h,] K, [N])``: heads broadcast, vectors as rows or
-    columns."""
-    if b_heads and not a_heads:
-        a = a.unsqueeze(1)
-    if a_heads and not b_heads:
-        b = b.unsqueeze(1)
-    a2 = a if a_rank == 2 else a.unsqueeze(-2)
-    b2 = b if b_rank == 2 else b.unsqueeze(-1)
-    out = a2 @ b2
-    if b_rank == 1:
-        out = out.squeeze(-1)
-    if a_rank == 1:
-        out = out.squeeze(-2 if b_rank == 2 else -1)
-    return out
+__all__ = ["Expr", "Param", "lower_expr", "lower_param", "python_line"]
 
 
 # ----------------------------------------------------------------------------
 # running a program
-
-
-def _mask(rt: Runtime, sym: str, ndim: int, dim: int) -> Tensor | None:
-    """The padding mask of length ``sym`` shaped to broadcast along dimension ``dim``
-    (negative: from the end)."""
-    m = rt.masks.get(sym) if sym else None
-    if m is None:
-        return None
-    shape = [m.shape[0]] + [1] * (ndim - 1)
-    shape[dim % ndim] = m.shape[1]
-    return m.reshape(shape)
 
 
 def _align(x: Tensor | float, shape: tuple[int, ...]) -> Tensor | float:
@@ -173,9 +103,107 @@ def _float(x: Any, dtype: torch.dtype) -> Any:
     return x.to(dtype) if isinstance(x, Tensor) and x.dtype == torch.bool else x
 
 
+def _tensor(x: Any, dtype: torch.dtype, rt: Runtime) -> Tensor:
+    """A register as an operand: a truth value as a float, a number as a 0-d tensor (an
+    operator of a number and a tensor exports to ONNX either way round)."""
+    return _float(x, dtype) if isinstance(x, Tensor) else \
+        torch.tensor(x, dtype=dtype, device=rt.device)
+
+
 _BIN: dict[str, Any] = {
     "+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div, "^": torch.pow,
     "<": torch.lt, "<=": torch.le, ">": torch.gt, ">=": torch.ge, "==": torch.eq, "!=": torch.ne,
+}
+_CMP = ("<", "<=", ">", ">=", "==", "!=")
+
+
+class _Run:
+    """One run of a program: its registers, the dtype of its floats, the runtime and the
+    functions it calls."""
+
+    __slots__ = ("regs", "dtype", "rt", "impls")
+
+    def __init__(self, regs: list[Any], dtype: torch.dtype, rt: Runtime,
+                 impls: dict[str, Any]) -> None:
+        self.regs = regs
+        self.dtype = dtype
+        self.rt = rt
+        self.impls = impls
+
+
+def _num(r: _Run, ins: tuple[Any, ...]) -> Any:
+    return ins[1]
+
+
+def _len(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    rt = r.rt
+    m = rt.masks.get(ins[1])
+    if m is not None:
+        return m.sum(-1).to(r.dtype)
+    if ins[1] in rt.sizes:
+        n = rt.sizes[ins[1]]
+    else:  # the length itself, kept symbolic (torch.export, ONNX)
+        n = r.regs[ins[2]].shape[ins[3]] if ins[2] >= 0 else rt.sizes[ins[1]]
+    return torch.ones(rt.batch, dtype=r.dtype, device=rt.device) * n
+
+
+def _idxn(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    n = ins[1] if isinstance(ins[1], int) else r.rt.sizes[ins[1]]
+    return torch.arange(n, device=r.rt.device, dtype=r.dtype).reshape(1, n)
+
+
+def _idx(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    n = r.regs[ins[1]].shape[ins[2]]
+    return torch.arange(n, device=r.rt.device, dtype=r.dtype).reshape(1, n)
+
+
+def _align_ins(r: _Run, ins: tuple[Any, ...]) -> Any:
+    return _align(r.regs[ins[1]], ins[2])
+
+
+def _neg(r: _Run, ins: tuple[Any, ...]) -> Any:
+    return -r.regs[ins[1]]
+
+
+def _bin(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    a, b = r.regs[ins[2]], r.regs[ins[3]]
+    if ins[1] in _CMP:  # truth values compared as they are
+        a = a if isinstance(a, Tensor) else torch.tensor(a, dtype=r.dtype, device=r.rt.device)
+    else:
+        a, b = _tensor(a, r.dtype, r.rt), _tensor(b, r.dtype, r.rt)
+    return _BIN[ins[1]](a, b)
+
+
+def _call(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    args = [r.regs[i] for i in ins[2]]
+    first = 1 if ins[1] == "where" else 0  # where's condition stays bool
+    args = args[:first] + [_tensor(a, r.dtype, r.rt) for a in args[first:]]
+    return r.impls[ins[1]](*args)
+
+
+def _axis(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    v = _float(r.regs[ins[2]], r.dtype)
+    return r.impls[ins[1]](v, ins[3], axis_mask(r.rt, ins[4], v.dim(), ins[3]))
+
+
+def _take(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    return r.impls[ins[1]](_float(r.regs[ins[2]], r.dtype), r.regs[ins[3]], *ins[4:7])
+
+
+def _mm(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    a = real_only(_float(r.regs[ins[1]], r.dtype), r.rt, ins[7], -1)
+    return mm(a, _float(r.regs[ins[2]], r.dtype), *ins[3:7])
+
+
+def _proj(r: _Run, ins: tuple[Any, ...]) -> Tensor:
+    v = real_only(_float(r.regs[ins[2]], r.dtype), r.rt, ins[4], ins[3])
+    return project(r.regs[ins[1]], v, ins[3])
+
+
+#: each instruction's operation (any other copies a register)
+_OPS: dict[str, Callable[[_Run, tuple[Any, ...]], Any]] = {
+    "num": _num, "len": _len, "idxn": _idxn, "idx": _idx, "align": _align_ins, "neg": _neg,
+    "bin": _bin, "call": _call, "axis": _axis, "take": _take, "mm": _mm, "proj": _proj,
 }
 
 
@@ -206,15 +234,40 @@ class Expr(NodeModule):
         self.impls = impls
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
+        regs, dtype, shared = self._read(x, rt)
+        run = _Run(regs, dtype, rt, self.impls)
+        for ins in self.program[len(regs):]:
+            op = _OPS.get(ins[0])
+            regs.append(op(run, ins) if op is not None else regs[ins[1]])
+        y = regs[self.out]
+        if not isinstance(y, Tensor) or y.dim() == 0:  # a number: one per example
+            y = torch.ones(rt.batch, dtype=dtype, device=rt.device) * y
+        for sym, d in self.pads:
+            m = axis_mask(rt, sym, y.dim(), d)
+            if m is not None:
+                y = torch.where(m, y, torch.zeros((), dtype=y.dtype, device=y.device))
+        if self.perm:
+            y = y.permute(self.perm)
+        if (self.unbatched or shared) and y.shape[0] == 1:  # one value for every example
+            y = broadcast(rt, y, rt.batch)
+        return y
+
+    def _read(self, x: dict[str, Tensor], rt: Runtime) -> tuple[list[Any], torch.dtype, bool]:
+        """The registers of the values read (each value the same for every example at
+        batch 1), parameters over a length cut to the batch's; the dtype of floats made;
+        whether a value was read at batch 1 from a view over the batch."""
         regs: list[Any] = []
         dtype = rt.dtype
+        shared = False
         for ins in self.program:  # the values read come first
             if ins[0] != "in":
                 break
             v = x["formula." + ins[1]]
             if v.dtype.is_floating_point:
                 dtype = v.dtype
-            regs.append(v)
+            one = unbroadcast(rt, v)
+            shared = shared or one is not v
+            regs.append(one)
         for reg, d, src, sd in self.cuts:  # parameters over a length: its first N entries
             if src < 0:  # cut by the parameter itself, to the batch's size
                 continue
@@ -223,73 +276,7 @@ class Expr(NodeModule):
                 f"a parameter of this formula holds {most} positions (its max_len), but this "
                 f"batch has {n}: raise max_len, or give shorter inputs"))
             regs[reg] = regs[reg].narrow(d, 0, n)
-        for ins in self.program[len(regs):]:
-            op = ins[0]
-            if op == "num":
-                regs.append(ins[1])
-            elif op == "len":
-                m = rt.masks.get(ins[1])
-                if m is not None:
-                    regs.append(m.sum(-1).to(dtype))
-                elif ins[1] in rt.sizes:
-                    regs.append(torch.ones(rt.batch, dtype=dtype, device=rt.device)
-                                * rt.sizes[ins[1]])
-                else:  # the length itself, kept symbolic (torch.export, ONNX)
-                    n = regs[ins[2]].shape[ins[3]] if ins[2] >= 0 else rt.sizes[ins[1]]
-                    regs.append(torch.ones(rt.batch, dtype=dtype, device=rt.device) * n)
-            elif op == "idxn":
-                n = ins[1] if isinstance(ins[1], int) else rt.sizes[ins[1]]
-                regs.append(torch.arange(n, device=rt.device, dtype=dtype).reshape(1, n))
-            elif op == "idx":
-                n = regs[ins[1]].shape[ins[2]]
-                regs.append(torch.arange(n, device=rt.device, dtype=dtype).reshape(1, n))
-            elif op == "align":
-                regs.append(_align(regs[ins[1]], ins[2]))
-            elif op == "neg":
-                regs.append(-regs[ins[1]])
-            elif op == "bin":
-                # numbers as 0-d tensors: an operator of a number and a tensor exports to
-                # ONNX either way round
-                a, b = (_float(r, dtype) if isinstance(r, Tensor) else
-                        torch.tensor(r, dtype=dtype, device=rt.device)
-                        for r in (regs[ins[2]], regs[ins[3]]))
-                if ins[1] in ("<", "<=", ">", ">=", "==", "!="):
-                    a, b = regs[ins[2]], regs[ins[3]]
-                    a = a if isinstance(a, Tensor) else torch.tensor(a, dtype=dtype,
-                                                                     device=rt.device)
-                regs.append(_BIN[ins[1]](a, b))
-            elif op == "call":
-                args = [regs[r] for r in ins[2]]
-                first = 1 if ins[1] == "where" else 0  # where's condition stays bool
-                args = args[:first] + [_float(a, dtype) if isinstance(a, Tensor) else
-                                       torch.tensor(a, dtype=dtype, device=rt.device)
-                                       for a in args[first:]]
-                regs.append(self.impls[ins[1]](*args))
-            elif op == "axis":
-                v = _float(regs[ins[2]], dtype)
-                mask = _mask(rt, ins[4], v.dim(), ins[3])
-                regs.append(self.impls[ins[1]](v, ins[3], mask))
-            elif op == "take":
-                regs.append(self.impls[ins[1]](_float(regs[ins[2]], dtype), regs[ins[3]],
-                                               *ins[4:7]))
-            elif op == "mm":
-                a = real_only(_float(regs[ins[1]], dtype), rt, ins[7], -1)
-                regs.append(mm(a, _float(regs[ins[2]], dtype), *ins[3:7]))
-            elif op == "proj":
-                v = real_only(_float(regs[ins[2]], dtype), rt, ins[4], ins[3])
-                regs.append(project(regs[ins[1]], v, ins[3]))
-            else:
-                regs.append(regs[ins[1]])
-        y = regs[self.out]
-        if not isinstance(y, Tensor) or y.dim() == 0:  # a number: one per example
-            y = torch.ones(rt.batch, dtype=dtype, device=rt.device) * y
-        for sym, d in self.pads:
-            m = _mask(rt, sym, y.dim(), d)
-            if m is not None:
-                y = torch.where(m, y, torch.zeros((), dtype=y.dtype, device=y.device))
-        if self.unbatched:  # one value for every example of the batch
-            y = y.expand(rt.batch, *y.shape[1:])
-        return y.permute(self.perm) if self.perm else y
+        return regs, dtype, shared
 
     def python_line(self, args: dict[str, str], rt: str, require: Any) -> str:
         """This expression as one line of torch (see :func:`python_line`)."""
@@ -393,183 +380,3 @@ def lower_param(ctx: LowerCtx) -> NodeModule:
     return Param(shape, s.init, float(s.value), float(s.std), (float(s.range[0]),
                  float(s.range[1])), s.fixed, (float(s.clamp[0]), float(s.clamp[1]))
                  if s.clamp is not None else None, lengths)
-
-
-# ----------------------------------------------------------------------------
-# the Python export: an expression as one line of torch
-
-
-def length_of(rt: Runtime, sym: str, like: Tensor | None = None, dim: int = 0) -> Tensor:
-    """Per example, the real items of length ``sym``: its padding mask's count, else its
-    size in the batch (else dimension ``dim`` of ``like``). ``(B,)``."""
-    m = rt.masks.get(sym)
-    if m is not None:
-        return m.sum(-1).to(rt.dtype)
-    n = rt.sizes[sym] if sym in rt.sizes or like is None else like.shape[dim]
-    return torch.ones(rt.batch, dtype=rt.dtype, device=rt.device) * n
-
-
-def positions(like: Tensor, dim: int) -> Tensor:
-    """0, 1, ... along dimension ``dim`` of ``like``, as ``(1, L)``."""
-    n = like.shape[dim]
-    return torch.arange(n, device=like.device, dtype=like.dtype).reshape(1, n)
-
-
-def real_only(x: Tensor, rt: Runtime, sym: str, dim: int) -> Tensor:
-    """``x`` with 0 at the padded entries of its dimension ``dim`` (length ``sym``)."""
-    m = _mask(rt, sym, x.dim(), dim)
-    return x if m is None else _spread(x, m).masked_fill(~m, 0.0)
-
-
-def over_real(fn: Any, x: Tensor, dim: int, rt: Runtime, sym: str) -> Tensor:
-    """``fn(x, dim, mask)`` over the real entries of dimension ``dim`` (length ``sym``)."""
-    return fn(x, dim, _mask(rt, sym, x.dim(), dim))
-
-
-def zero_padding(y: Tensor, rt: Runtime, pads: tuple[tuple[str, int], ...]) -> Tensor:
-    """``y`` with 0 at every padded position of its lengths ``(symbol, dimension)``."""
-    for sym, d in pads:
-        m = _mask(rt, sym, y.dim(), d)
-        if m is not None:
-            y = torch.where(m, y, torch.zeros((), dtype=y.dtype, device=y.device))
-    return y
-
-
-#: over an axis without padding: the plain torch call, ``{0}`` the value, ``{1}`` the dim
-_PLAIN_AXIS = {"sum": "{0}.sum({1})", "mean": "{0}.mean({1})", "amax": "{0}.amax({1})",
-               "amin": "{0}.amin({1})", "logsumexp": "torch.logsumexp({0}, {1})",
-               "norm": "torch.linalg.vector_norm({0}, dim={1})", "cumsum": "{0}.cumsum({1})",
-               "softmax": "torch.softmax({0}, {1})"}
-_MASKED_AXIS = {"sum": masked_sum, "mean": masked_mean, "amax": masked_amax,
-                "amin": masked_amin, "logsumexp": masked_logsumexp, "norm": masked_norm,
-                "cumsum": masked_cumsum, "softmax": masked_softmax}
-_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "<": "<", "<=": "<=", ">": ">",
-        ">=": ">=", "==": "==", "!=": "!="}
-
-
-def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
-    """The expression ``mod`` computes, as one Python expression of torch calls.
-
-    ``args`` maps each input role (``formula.s``) to its variable, ``rt`` names the
-    forward's runtime, ``require(obj)`` bundles a helper and gives its name (the
-    padding-aware reductions, the lengths). Numbers are written as numbers, aligned
-    values as indexing with ``None``, functions as their registered Python text.
-    """
-    text: list[str] = []
-    bools: list[bool] = []
-    ndims: list[int] = []
-    reads = [ins for ins in mod.program if ins[0] == "in"]  # the values read come first
-    for ins in reads:
-        text.append(args["formula." + ins[1]])
-        bools.append(False)
-        ndims.append(-1)  # their rank is their own
-    for reg, d, src, sd in mod.cuts:  # parameters over a length: the first N entries
-        if src >= 0:
-            text[reg] = f"{text[reg]}.narrow({d}, 0, {text[src]}.shape[{sd}])"
-    for ins in mod.program[len(reads):]:
-        op = ins[0]
-        is_bool = False
-        if op == "num":
-            t, nd = repr(float(ins[1])), 0
-        elif op == "len" and ins[2] < 0:
-            t, nd = f"{require(length_of)}({rt}, {ins[1]!r})", 1
-        elif op == "len":
-            t, nd = f"{require(length_of)}({rt}, {ins[1]!r}, {text[ins[2]]}, {ins[3]})", 1
-        elif op == "idxn":
-            n = ins[1] if isinstance(ins[1], int) else f"{rt}.sizes[{ins[1]!r}]"
-            t, nd = (f"torch.arange({n}, device={rt}.device, dtype={rt}.dtype)[None, :]", 2)
-        elif op == "idx":
-            t, nd = f"{require(positions)}({text[ins[1]]}, {ins[2]})", 2
-        elif op == "align" and ndims[ins[1]] == 0:  # numbers broadcast as they are
-            t, nd, is_bool = text[ins[1]], 0, bools[ins[1]]
-        elif op == "align":
-            src = text[ins[1]]
-            keys = [":"] + [":" if d > 0 else "None" for d in ins[2]]
-            if ndims[ins[1]] == 1:  # a per-example scalar
-                keys = [":"] + ["None"] * len(ins[2])
-            while keys and keys[-1] == ":":
-                keys.pop()
-            t, nd = f"{src}[{', '.join(keys)}]", 1 + len(ins[2])
-            is_bool = bools[ins[1]]
-        elif op == "neg":
-            t, nd = f"-{text[ins[1]]}", ndims[ins[1]]
-        elif op == "bin":
-            a, b = text[ins[2]], text[ins[3]]
-            cmp = ins[1] in ("<", "<=", ">", ">=", "==", "!=")
-            if not cmp:
-                a = f"{a}.to({rt}.dtype)" if bools[ins[2]] else a
-                b = f"{b}.to({rt}.dtype)" if bools[ins[3]] else b
-            t, nd, is_bool = f"({a} {_OPS[ins[1]]} {b})", _rank(ndims[ins[2]], ndims[ins[3]]), cmp
-        elif op == "call":
-            fn = FUNCTIONS[ins[1]]
-            vals = [text[r] if not bools[r] or (ins[1] == "where" and k == 0)
-                    else f"{text[r]}.to({rt}.dtype)" for k, r in enumerate(ins[2])]
-            if ins[1] in ("min", "max", "where", "clamp"):  # torch wants tensors there
-                vals = [v if ndims[r] != 0 else f"torch.tensor({v})"
-                        for v, r in zip(vals, ins[2], strict=True)]
-            if fn.python:
-                t = fn.python.format(*vals)
-            else:
-                t = f"{require(mod.impls[ins[1]])}({', '.join(vals)})"
-            nd = _rank(*(ndims[r] for r in ins[2]))
-        elif op == "axis":
-            x = text[ins[2]]
-            if ins[4]:
-                fn_name = require(_MASKED_AXIS[ins[1]]) if ins[1] in _MASKED_AXIS \
-                    else require(mod.impls[ins[1]])
-                t = f"{require(over_real)}({fn_name}, {x}, {ins[3]}, {rt}, {ins[4]!r})"
-            elif ins[1] in _PLAIN_AXIS:
-                t = _PLAIN_AXIS[ins[1]].format(x, ins[3])
-            else:
-                t = f"{require(mod.impls[ins[1]])}({x}, {ins[3]}, None)"
-            nd = ndims[ins[2]] if ndims[ins[2]] < 0 else \
-                ndims[ins[2]] - (1 if FUNCTIONS[ins[1]].form == "reduce" else 0)
-        elif op == "take":
-            t = (f"{require(mod.impls[ins[1]])}({text[ins[2]]}, {text[ins[3]]}, "
-                 f"{', '.join(map(repr, ins[4:7]))})")
-            nd = 1 + len(ins[6])
-        elif op == "mm":
-            a = text[ins[1]]
-            if ins[7]:
-                a = f"{require(real_only)}({a}, {rt}, {ins[7]!r}, -1)"
-            t = f"{require(mm)}({a}, {text[ins[2]]}, {', '.join(map(repr, ins[3:7]))})"
-            nd = -1
-        else:  # proj
-            x = text[ins[2]]
-            if ins[4]:
-                x = f"{require(real_only)}({x}, {rt}, {ins[4]!r}, {ins[3]})"
-            t, nd = f"{require(project)}({text[ins[1]]}, {x}, {ins[3]})", ndims[ins[2]]
-        text.append(t)
-        bools.append(is_bool)
-        ndims.append(nd)
-    y = text[mod.out]
-    if y.startswith("(") and y.endswith(")") and _balanced(y[1:-1]):
-        y = y[1:-1]
-    if ndims[mod.out] == 0:
-        y = f"torch.ones({rt}.batch, dtype={rt}.dtype, device={rt}.device) * {y}"
-    if mod.pads:
-        y = f"{require(zero_padding)}({y}, {rt}, {mod.pads!r})"
-    if mod.unbatched:
-        y = f"{require(for_each_example)}({y}, {rt})"
-    if mod.perm:
-        y = f"({y}).permute{mod.perm!r}"
-    return y
-
-
-def for_each_example(y: Tensor, rt: Runtime) -> Tensor:
-    """``y (1, ...)``, the same for every example, as ``(B, ...)``."""
-    return y.expand(rt.batch, *y.shape[1:])
-
-
-def _rank(*nds: int) -> int:
-    """The dimensions of a result of operands of these (-1: a value read, of its own rank)."""
-    return -1 if -1 in nds else max(nds, default=0)
-
-
-def _balanced(s: str) -> bool:
-    depth = 0
-    for ch in s:
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth < 0:
-            return False
-    return depth == 0

@@ -16,12 +16,20 @@ from attngraph.kinds.choices import load
 from attngraph.kinds.normalisers import NORMALISERS
 from attngraph.lower.rules.activations import activation_fn, feature_map_fn
 from attngraph.lower.rules.banded import banded_attention, use_banded
+from attngraph.lower.rules.heads import (  # noqa: F401  (importable from here, as before)
+    group_heads,
+    grouped_matmul,
+    merge_heads,
+    split_heads,
+)
 from attngraph.lower.rules.masks import (
     attention_mask,
     combine,
+    no_empty_row,
     padding_mask,
     row_any,
 )
+from attngraph.lower.runtime.memo import tracing
 from attngraph.lower.runtime.module import LowerCtx, NodeModule, Runtime
 
 
@@ -71,31 +79,6 @@ def patches(image: Tensor, size: tuple[int, int]) -> Tensor:
         return F.unfold(image, kernel_size=size, stride=size).transpose(1, 2)
     v = image.reshape(b, c, h // ph, ph, w // pw, pw).permute(0, 2, 4, 1, 3, 5)
     return v.reshape(b, (h // ph) * (w // pw), c * ph * pw)
-
-
-def split_heads(v: Tensor, heads: int) -> Tensor:
-    """(B, [L,] d) -> (B, h, [L,] d/h)."""
-    if v.dim() == 2:
-        return v.reshape(v.shape[0], heads, -1)  # (B, h, d/h)
-    b, n, d = v.shape
-    return v.reshape(b, n, heads, d // heads).transpose(1, 2)  # (B, h, N, d/h)
-
-
-def group_heads(x: Tensor, t: TensorType, heads: int | None) -> Tensor:
-    """Keys or values ``x`` of type ``t`` with a head per query head: grouped-query
-    attention's h_kv heads, each repeated for its group of ``heads / h_kv`` query heads."""
-    if heads and t.heads and t.heads != heads:
-        return x.repeat_interleave(heads // t.heads, dim=1)
-    return x
-
-
-def merge_heads(z: Tensor, combine: str) -> Tensor:
-    """(B, h, [M,] d) -> (B, [M,] h·d) for concat, (B, [M,] d) for mean."""
-    if combine == "mean":
-        return z.mean(1)
-    if z.dim() == 3:
-        return z.reshape(z.shape[0], -1)  # (B, h·d)
-    return z.transpose(1, 2).flatten(2)  # (B, M, h·d)
 
 
 class Proj(NodeModule):
@@ -242,12 +225,17 @@ class Readout(_ReadoutOut):
         #: one weight vector per row, no heads, nothing after the sum (a decoder's context)
         self.plain = (self.wtype.rank == 1 and not self.heads and not self.normalize
                       and self.out is None and self.offset is None and self.act is None)
+        #: grouped-query heads: each value head read by a group of query heads
+        self.grouped = bool(self.heads and self.vtype.heads
+                            and self.vtype.heads != self.heads and self.wtype.rank == 2)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         w, v = x["weights"], x["values"]  # (B, [h,] [M,] N), (B, [h,] N, d)
         if self.plain and not rt.masks and v.dim() == 3 and v.stride(0) != 0:
             return torch.bmm(w.unsqueeze(1), v).squeeze(1)  # (B, d)
-        v = group_heads(v, self.vtype, self.heads)
+        grouped = self.grouped and w.dim() == 4 and not tracing()
+        if not grouped:  # a value head per query head
+            v = group_heads(v, self.vtype, self.heads)
         pad = padding_mask(rt, self.wtype) if rt.masks else None
         if self.normalize:  # (w + eps) / Σ_items (w + eps), over the real items
             w = w + self.eps
@@ -260,6 +248,8 @@ class Readout(_ReadoutOut):
             z = w @ v[0]  # values shared by the batch (positions, learned items): (B, d)
         elif self.wtype.rank == 1:
             z = (w.unsqueeze(-2) @ v).squeeze(-2)  # (B, [h,] d)
+        elif grouped:
+            z = grouped_matmul(w, v)  # (B, h, M, d)
         else:
             z = w @ v  # (B, [h,] M, d)
         z = self.finish(z)  # (B, [M,] d)
@@ -289,10 +279,14 @@ class FusedAttention(_ReadoutOut):
         self.window: int | None = m.window if m else None
         self.self_loops = m.self_loops if m else True
         self.scale = 1.0 / (math.sqrt(ctx.features("key")) * float(s.temperature))
+        #: grouped-query heads (Ainslie et al. 2023): keys and values of one head count,
+        #: each read by a group of query heads, which SDPA reads in place
+        #: (``enable_gqa``) rather than from a copy per query head
+        self.grouped = bool(q.heads and k.heads and k.heads == self.vtype.heads
+                            and k.heads != q.heads)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
-        q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h,] N, d) x2
-        k, v = group_heads(k, self.ktype, self.heads), group_heads(v, self.vtype, self.heads)
+        q, k, v = x["query"], x["key"], x["values"]  # (B, [h,] M, d), (B, [h', ] N, d) x2
         if self.vector_query:
             q = q.unsqueeze(-2)  # (B, [h,] 1, d)
         adjacency = x.get("mask.adjacency")
@@ -300,6 +294,10 @@ class FusedAttention(_ReadoutOut):
         pad = rt.masks.get(key_sym) if isinstance(key_sym, str) else None
         m, n = q.shape[-2], k.shape[-2]
         window = self.window
+        gqa = self.grouped and adjacency is None and not use_banded(m, n, window) \
+            and not tracing()
+        if not gqa:  # a key and value head per query head
+            k, v = group_heads(k, self.ktype, self.heads), group_heads(v, self.vtype, self.heads)
         if adjacency is None and window is not None and use_banded(m, n, window):
             # local attention: O(N·w) blocks instead of an N×N masked matrix
             z = banded_attention(q, k, v, int(window), scale=self.scale,
@@ -307,7 +305,7 @@ class FusedAttention(_ReadoutOut):
         elif adjacency is None and pad is None and window is None:
             # no mask, or only the causal one: SDPA's own (fused) causal path
             z = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal and bool(m > 0),
-                                               scale=self.scale)
+                                               scale=self.scale, enable_gqa=gqa)
         else:
             mask = attention_mask(
                 self.stype, rt, causal=self.causal, window=window,
@@ -319,13 +317,25 @@ class FusedAttention(_ReadoutOut):
                 raise ValueError(msg)
             if self.vector_query:
                 mask = mask.unsqueeze(-2)  # (B, [1,] 1, N)
-            ok = row_any(mask)  # rows with something to attend
-            # a fully masked row attends everything here and is zeroed below: no NaN
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~ok, scale=self.scale)
-            z = z * ok.to(z.dtype)  # (B, [h,] M, d)
+            z = _masked_sdpa(q, k, v, mask, self.scale, gqa)  # (B, [h,] M, d)
         if self.vector_query:
             z = z.squeeze(-2)  # (B, [h,] d)
         return self.finish(z)
+
+
+def _masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float,
+                 gqa: bool) -> Tensor:
+    """SDPA under a bool ``mask``, a fully masked row giving zeros, never NaN: such a row
+    attends everything and is zeroed after; where no row can be fully masked
+    (:func:`~attngraph.lower.rules.masks.no_empty_row`), SDPA under the mask alone. ``gqa``:
+    the keys and values have a head per group of query heads (SDPA's ``enable_gqa``)."""
+    if no_empty_row(mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale,
+                                              enable_gqa=gqa)
+    ok = row_any(mask)  # rows with something to attend
+    z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~ok, scale=scale,
+                                       enable_gqa=gqa)
+    return z * ok.to(z.dtype)
 
 
 class LinearAttention(_ReadoutOut):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from attngraph.lower.runtime.memo import shared
+from attngraph.lower.runtime.memo import shared, tracing
 
 if TYPE_CHECKING:
     from attngraph.ir.graph import TensorType
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "padding_mask", "attention_mask", "combine", "masked_softmax", "masked_fill_scores",
-    "row_any", "expand_to",
+    "row_any", "no_empty_row", "expand_to",
 ]
 
 
@@ -133,6 +133,21 @@ def row_any(mask: Tensor) -> Tensor:
     return mask.any(dim=-1, keepdim=True)
 
 
+def no_empty_row(mask: Tensor) -> bool:
+    """Whether every row (last axis) of ``mask`` is known to hold an attendable item.
+
+    Checked on the mask itself (``(B, 1, M, N)`` or smaller, bools: a small pass beside
+    the scores it masks), and only where that costs no more: in eager mode on the CPU.
+    On an accelerator the answer would stall the host until the device catches up, and
+    under torch.compile, torch.export, torch.jit.trace or an FX trace it would be a
+    branch on data; there the answer is False ("not known"), and callers keep their
+    branch-free form, which is right whatever the rows hold.
+    """
+    if not isinstance(mask, Tensor) or mask.device.type != "cpu" or tracing():
+        return False  # (an FX trace's mask is a Proxy, not a Tensor)
+    return bool(mask.any(dim=-1).all())
+
+
 def masked_fill_scores(scores: Tensor, mask: Tensor | None, fill: float | None = None) -> Tensor:
     """Scores with masked items at a very low value; fully masked rows become 0."""
     if mask is None:
@@ -145,13 +160,21 @@ def masked_fill_scores(scores: Tensor, mask: Tensor | None, fill: float | None =
 def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     """Softmax over the last axis ignoring masked items; fully masked rows give 0.
 
-    Masked items take the lowest finite score, and the result is multiplied by the
-    mask: a fully masked row (every score the same) is uniform before that product
-    and zeros after it, so it needs no step of its own (:func:`masked_fill_scores`'
-    zeroed rows give the same numbers and gradients, at two more passes over the
+    Masked items take the lowest finite score (one ``where``: a single pass over the
+    scores, and one over the gradient, where ``masked_fill`` copies first). A row with
+    a real item then gives its masked items exactly 0 (``exp`` of the lowest score
+    less the row's largest underflows), so nothing more is needed when no row is
+    fully masked (:func:`no_empty_row`: a causal mask always has its first item, an
+    unpadded batch has no mask at all). Otherwise the result is multiplied by the
+    mask: a fully masked row (every score the same) is uniform before that product and
+    zeros after it, never NaN. Either way the numbers and gradients are the same
+    (:func:`masked_fill_scores`' zeroed rows give them too, at more passes over the
     scores).
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    p = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
+    low = torch.finfo(scores.dtype).min
+    p = torch.softmax(torch.where(mask, scores, low), dim=-1)
+    if no_empty_row(mask):
+        return p
     return p * mask.to(p.dtype)

@@ -28,6 +28,14 @@ one it was made for:
   save such a tensor for the backward pass);
 - while torch.compile, torch.export or torch.jit.trace follows the forward, nothing
   is kept: the traced program computes each value where it is used, as before.
+
+A value the same for every example is handed from node to node as a view over the
+batch (``expand``: nothing copied), which :func:`broadcast` makes and remembers with
+the batch-1 tensor it views; :func:`unbroadcast` gives that tensor back, so a node that
+reads the view can compute once for the batch (T5's bucket of each pair of positions,
+and the bias read from it, are made once a forward, not once an example) and its
+gradient is summed over the batch where the value is used, as when a hand-written
+model adds a ``(1, h, N, N)`` bias.
 """
 
 from __future__ import annotations
@@ -38,10 +46,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["KEEP", "shared", "same_key"]
+__all__ = ["KEEP", "KEEP_BROADCAST", "broadcast", "shared", "same_key", "tracing",
+           "unbroadcast"]
 
 #: How many values of one name a runtime keeps (the newest).
 KEEP = 8
+#: How many views over the batch a runtime remembers the batch-1 tensor of (the newest).
+KEEP_BROADCAST = 32
 
 
 def same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -68,9 +79,14 @@ def _versioned(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _tracing() -> bool:
+def tracing() -> bool:
     """Whether torch.compile, torch.export or torch.jit.trace is following the forward."""
     return bool(torch.compiler.is_compiling() or torch.jit.is_tracing())
+
+
+def _tracing() -> bool:
+    """Whether :func:`shared` keeps nothing: while tracing."""
+    return tracing()
 
 
 def shared(rt: Any, name: str, key: Callable[[], tuple[Any, ...]],
@@ -114,3 +130,31 @@ def shared(rt: Any, name: str, key: Callable[[], tuple[Any, ...]],
         kept.insert(0, (full, value))
         del kept[KEEP:]
     return value
+
+
+def broadcast(rt: Any, one: Tensor, batch: int) -> Tensor:
+    """``one (1, ...)``, the same for every example, as a view ``(batch, ...)``; the
+    forward's runtime remembers ``one`` for :func:`unbroadcast` (the :data:`KEEP_BROADCAST`
+    newest views, not while tracing)."""
+    view = one.expand(batch, *one.shape[1:])
+    memo = getattr(rt, "memo", None)
+    if memo is None or batch == 1 or tracing():
+        return view
+    kept: list[tuple[tuple[Any, ...], Tensor]] = memo.setdefault("broadcast", [])
+    kept.insert(0, ((view,), one))
+    del kept[KEEP_BROADCAST:]
+    return view
+
+
+def unbroadcast(rt: Any, x: Tensor) -> Tensor:
+    """What ``x`` holds for the whole batch at batch 1: the tensor :func:`broadcast` made
+    ``x`` from (the same autograd node: its gradient is summed over the batch where it
+    is read), else, for a view over the batch (stride 0) that needs no gradient, its
+    first row; anything else is ``x``. Not while tracing (the traced program reads ``x``)."""
+    if tracing() or x.dim() == 0 or x.shape[0] == 1 or x.stride(0) != 0:
+        return x
+    memo = getattr(rt, "memo", None)
+    for key, one in (memo.get("broadcast", ()) if memo is not None else ()):
+        if key[0] is x:
+            return one
+    return x if x.requires_grad else x[:1]
