@@ -205,14 +205,30 @@ REASONS = {
         "The lowered scorer runs the hand-written module's operations (W s + b, U h, "
         "one broadcast add, tanh, a matmul with v, softmax, a batched matmul); this "
         "row has the widest run-to-run spread of the table on this shared machine "
-        "(earlier full runs in the same session gave 0.71x and 1.02x). A quiet "
-        "machine, or more rounds (`--repeats`), settles it."
+        "(earlier full runs in the same session gave 0.71x and 1.02x; on 2026-11-27 a "
+        "full run gave 1.30x (1.09-1.44) with the hand-written side itself 17% slower "
+        "than in the run before, and three alternating runs of 150 rounds each gave "
+        "1.12x, 0.94x, 1.01x for the spec of the day before and 0.98x, 0.94x, 0.94x "
+        "for the spec after that day's changes). A quiet machine, or more rounds "
+        "(`--repeats`), settles it."
     ),
     "masked bidirectional": (
         "The spec runs the reference's kernels (one packed nn.GRU/nn.LSTM call); the "
         "spec adds the forward's input checks and the mask-to-lengths step, about "
         "0.5 ms a call. The LSTM row has a wide spread on this shared machine (ten "
         "runs gave medians 0.92x-1.17x); rerun with `--only rnn`."
+    ),
+    "glimpse_soft spec": (
+        "A step of under 3 ms (2.5-2.7 ms either side), where the spec's per-node "
+        "Python, a dozen node calls, is a few per cent; its full runs give 1.01x-1.07x "
+        "from one to the next on this shared machine (1.01x, 1.03x and 1.07x on "
+        "2026-11-26 and 27). The computation is the twin's (equal outputs)."
+    ),
+    "bert spec / transformers": (
+        "BERT's step has no rotary positions, no causal mask and, in this batch, no "
+        "padding: nothing of issue 27's work changes it, and its full runs give "
+        "1.00x, 1.01x and 1.01x (IQR about 0.96-1.06): parity within the spread, the "
+        "matmuls being the same work on both sides."
     ),
     "glimpse_hard spec": (
         "The twin's autograd graph has the spec's nodes but for one: the location "
@@ -226,52 +242,43 @@ REASONS = {
         "meet it: values shared by the batch kept unexpanded ([1, ...]) end to end."
     ),
     "llama spec with every layer's weights": (
-        'Three runs of `benchmarks/real.py` on this machine within a quarter of an hour'
-        ' gave 0.99x, 1.02x and 1.03x (10, 10 and 20 rounds): the row sits at parity, '
-        "inside the rounds' spread. Before this run the spec made the rotary angles' "
-        'cos and sin for the queries and again for the keys of every layer, and each '
-        "layer's causal mask (arange, compare); both are now made once per forward and "
-        'read by every layer (`attngraph/lower/runtime/memo.py`: one `cos`, one `sin` and one '
-        'mask a step, as in `transformers`), the rotation is `v·C + swap(v)·S` (one '
-        'flip, two multiplies, an add, the same numbers bit for bit), and the masked '
-        'softmax lost a redundant `where` over the scores. A profile of both steps '
-        '(torch.profiler, best of 3 × 3 steps) then gives the same operator time either'
-        ' side (the matmuls are 80% of it and move by ±10 ms between profiles of the '
-        'same model) and fewer operators for the spec (2,574 aten calls and 396 '
-        'autograd nodes a step against 2,908 and 438). What the spec still does beyond '
-        '`transformers` is small: its masked softmax fills the masked scores and '
-        'multiplies the weights by the mask (so that a fully masked row gives zeros, '
-        'never NaN), one full pass over the [B, h, N, N] weights forward and two '
-        'backward a layer where `transformers` adds a float mask (about 0.5%); and the '
-        "`heads` output stacks the four layers' weights into one tensor (a copy "
-        '`transformers`, returning a tuple, does not make). The same-process comparison'
-        ' of the spec before and after the change gave 0.98x-1.00x (spec with the '
-        'change / without, both rows, 10 and 25 rounds): the recomputed angles and '
-        'masks were about 1% of the step, not the 3% the earlier run showed.'
+        "Parity within the rounds' spread: the matmuls are 75-80% of a step and the "
+        "same work on both sides (a profile at 2 threads: 105.0 ms of the spec's "
+        "operators against 105.9 ms of `transformers`'), and outside them the spec now "
+        "does less: the rotary cos/sin and the causal mask once a forward "
+        "(`attngraph/lower/runtime/memo.py`), the masked softmax one `where` and no "
+        "multiply by the mask where no row can be fully masked (a causal mask always "
+        "has its first item; `no_empty_row` in `attngraph/lower/rules/masks.py`), the "
+        "grouped keys and values read in place (SDPA's `enable_gqa`, a grouped matmul "
+        "for the weights) instead of repeated per query head: 1.1-1.2 ms a step less "
+        "(same-process profile, old against new). What the spec still does that "
+        "`transformers` does not: the `heads` output stacks every layer's weights into "
+        "one tensor (0.6-1.2 ms) and the stacked q/k/v projection concatenates its "
+        "weights each forward and their gradients each backward. Same-process runs also "
+        "move by +-3% with the heap's history (which side pays for re-zeroing pages the "
+        "system just handed back), more than is left to win."
     ),
     "bert spec with every layer's weights": (
-        'Not changed by this work (BERT has no rotary positions and no causal mask, and'
-        " the benchmark's batch has no padding, so its softmax gets no mask): the two "
-        '10-round runs of the same session gave 1.00x and 0.99x, the previous full run '
-        "1.00x (0.99-1.00). Parity within the rounds' spread."
+        "BERT's step has no rotary positions, no causal mask and, in this batch, no "
+        "padding, so none of the changes of issue 27 touch it: its runs give 0.96x-1.01x "
+        "from one run to the next, the noise floor of this comparison on this machine "
+        "(see the Llama row)."
     ),
     "t5 spec with every layer's weights": (
-        'the 10-round runs gave 1.01x and 1.03x, and the row without weights 0.99x here'
-        ' (0.99x and 1.02x in those runs). The first measurement gave 1.13x and 1.10x: '
-        'a profile (torch.profiler) showed the relative position bias `take(e_table, '
-        "e_bucket, features)` gathering from the table expanded to the result's shape, "
-        'whose backward made a zero tensor of [B, h, N, N, buckets] (33 MB here; '
-        '`fill_` 16 ms, `sum` 15 ms, `scatter_add_` 5 ms a step, twice: encoder and '
-        'decoder). `take` now gathers from the table where it is '
-        '(`attngraph/lower/rules/algebra_take.py`: a flat offset per entry; its gradient is '
-        "the table's size), which brought both rows to parity. What remains, a per cent"
-        ' or two: the bucket formula runs once per example (the expression lowering '
-        'expands a value of the positions alone over the batch, so `e_bucket` is [B, N,'
-        ' N] and the take reads B·h·N·N entries where `transformers` embeds N·N once), '
-        "the decoder's masked softmax fills and multiplies as in the Llama row, and "
-        '`transformers` adds one bias that already holds its causal mask. What would '
-        'meet it with a margin: values shared by the batch kept unexpanded ([1, ...]) '
-        "through the expression lowering (the glimpse_hard row's remedy too)."
+        "The relative position bias is made once a forward: the bucket of each pair of "
+        "positions is a value of the positions alone, computed at batch 1 and handed "
+        "on as a view over the batch (`broadcast`/`unbroadcast` in "
+        "`attngraph/lower/runtime/memo.py`), so the take gathers h·N·N entries, as "
+        "`transformers` embeds N·N once (gather 0.53 -> 0.15 ms, its scatter_add "
+        "0.87 -> 0.23 ms), and `take` reads the table where it is "
+        "(`attngraph/lower/rules/algebra_take.py`: no [B, h, N, N, buckets] zeros "
+        "in the backward). The operators outside the matmuls: 37.6 -> 33.3 ms a step; "
+        "the matmuls are the same work either side (169.2 vs 168.8 ms). What is left: "
+        "the decoder's causal mask could be folded into the shared bias as "
+        "`transformers` does (about 0.5%), and with padding the bucket is zeroed per "
+        "example (the benchmark does not pad). Not done: the unscaled attention as one "
+        "SDPA call with the bias as its mask: with a bias that needs a gradient SDPA "
+        "takes its math path, no faster at this size."
     ),
     "MHSA spec / projections+SDPA": (
         "The spec lowers to the same kernels as the hand-written module (one stacked "
