@@ -37,7 +37,7 @@ import contextlib
 import io
 import logging
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -242,6 +242,17 @@ def _internal(model: Any, fmt: str, why: str) -> LoweringError:
                          "report it with the spec")
 
 
+def _read_back(model: Any, fmt: str, check: Callable[[], object]) -> None:
+    """Run ``check`` (torch's reader, onnx's checker) on the bytes just written; its
+    failure is said as attngraph's bug (:func:`_internal`), in its first line."""
+    try:
+        check()
+    except Exception as exc:  # noqa: BLE001 - the reader's failure: said as our bug
+        text = str(exc).strip()
+        raise _internal(model, fmt, text.splitlines()[0] if text else type(exc).__name__
+                        ) from None
+
+
 def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
                 seed: int = 0, weights: str | None = None,
                 traced: Exported | None = None) -> ExportedFile:
@@ -275,22 +286,14 @@ def export_file(model: Any, fmt: str, *, batch: int = 2, length: int = 8,
         buf = io.BytesIO()
         torch.export.save(done.program, buf)
         data = buf.getvalue()
-        try:
-            torch.export.load(io.BytesIO(data))
-        except Exception as exc:  # noqa: BLE001 - torch's reader: said as our bug
-            raise _internal(model, fmt, str(exc).strip().splitlines()[0]
-                            if str(exc).strip() else type(exc).__name__) from None
+        _read_back(model, fmt, lambda: torch.export.load(io.BytesIO(data)))
         return ExportedFile(fmt, data, done)
     if fmt == "onnx":
         import onnx
 
         data, done = export_onnx(model, batch=batch, length=length, seed=seed,
                                  traced=traced)
-        try:
-            onnx.checker.check_model(onnx.load_from_string(data))
-        except Exception as exc:  # noqa: BLE001 - onnx's checker: said as our bug
-            raise _internal(model, fmt, str(exc).strip().splitlines()[0]
-                            if str(exc).strip() else type(exc).__name__) from None
+        _read_back(model, fmt, lambda: onnx.checker.check_model(onnx.load_from_string(data)))
         return ExportedFile(fmt, data, done)
     msg = f"unknown export format {fmt!r}"
     raise RegistryError(msg, None, did_you_mean(fmt, FORMATS))

@@ -16,6 +16,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
+from attngraph.ir.graph import Graph
 from attngraph.lower.rules.loop import Carry, Feed, Loop, LoopCursor, Stages
 from attngraph.lower.runtime.module import GraphModule, LowerCtx, NodeModule, Runtime
 
@@ -31,17 +32,21 @@ def _result(outs: dict[str, Tensor]) -> Tensor | dict[str, Tensor]:
     return res
 
 
+def _binding(ctx: LowerCtx, body: Graph) -> list[tuple[str, str]]:
+    """(the node's input role, the body input it binds) for each of ``from``'s values:
+    each entry of a ``from:`` mapping, or the one value to the body's first input."""
+    if isinstance(ctx.spec.from_, dict):
+        return [(str(e.role), str(e.role.key)) for e in ctx.node.edges("from")]
+    return [("from", body.inputs[0].id)]
+
+
 class Block(GraphModule):
     """One use of a block: binds ``from`` to the body's inputs and runs it."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         body = ctx.body()
         super().__init__(body)
-        names = [n.id for n in body.inputs]
-        if isinstance(ctx.spec.from_, dict):
-            self.bind = [(str(e.role), str(e.role.key)) for e in ctx.node.edges("from")]
-        else:
-            self.bind = [("from", names[0])]
+        self.bind = _binding(ctx, body)
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
         return _result(self.run({name: x[role] for role, name in self.bind}, rt))
@@ -55,11 +60,7 @@ class Map(GraphModule):
     def __init__(self, ctx: LowerCtx) -> None:
         body = ctx.body()
         super().__init__(body)
-        names = [n.id for n in body.inputs]
-        if isinstance(ctx.spec.from_, dict):
-            self.bind = [(str(e.role), str(e.role.key)) for e in ctx.node.edges("from")]
-        else:
-            self.bind = [("from", names[0])]
+        self.bind = _binding(ctx, body)
         self.lead = ctx.node.types[""].dims[0]
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
