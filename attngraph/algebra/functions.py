@@ -54,8 +54,12 @@ class Function:
 
     ``arity`` is the (least, most) number of value arguments (the axis of a
     ``reduce``/``scan``/``normalise`` function is not counted); ``positive``: the
-    result is never negative (kernel feature maps, weights); ``python``: the Python
-    export's text for a call, with ``{0}``, ``{1}``... for the arguments.
+    result is never negative (kernel feature maps, weights); ``singular``: its
+    derivative is infinite at a finite argument (√x and ‖x‖ at 0, ln x at 0), so a
+    formula calling it has its values read zeroed at padded positions first, where a
+    masked sum can be 0 (see :class:`attngraph.lower.rules.algebra.Expr`);
+    ``python``: the Python export's text for a call, with ``{0}``, ``{1}``... for the
+    arguments.
     """
 
     name: str
@@ -64,6 +68,7 @@ class Function:
     form: Form = "elementwise"
     arity: tuple[int, int] = (1, 1)
     positive: bool = False
+    singular: bool = False
     doc: str = ""
     python: str = ""
     #: the arguments as the docs write a call (default ``x``, or ``x, axis``)
@@ -105,9 +110,10 @@ _BUILTINS = (
     # elementwise, one argument
     Function("exp", "eˣ", _impl("exp"), positive=True, doc="the exponential",
              python="torch.exp({0})"),
-    Function("log", "ln x", _impl("log"), doc="the natural logarithm (of a positive value)",
+    Function("log", "ln x", _impl("log"), singular=True,
+             doc="the natural logarithm (of a positive value)",
              python="torch.log({0})"),
-    Function("sqrt", "√x", _impl("sqrt"), positive=True, doc="the square root",
+    Function("sqrt", "√x", _impl("sqrt"), positive=True, singular=True, doc="the square root",
              python="torch.sqrt({0})"),
     Function("abs", "|x|", _impl("abs_"), positive=True, doc="the absolute value",
              python="torch.abs({0})"),
@@ -165,6 +171,7 @@ _BUILTINS = (
     Function("logsumexp", "log Σ eˣ over the axis", _impl("masked_logsumexp"), form="reduce",
              doc="log of the sum of exponentials over the real entries, computed stably"),
     Function("norm", "‖x‖₂ over the axis", _impl("masked_norm"), form="reduce", positive=True,
+             singular=True,
              doc="the Euclidean norm over the real entries"),
     Function("cumsum", "Σ_{k ≤ j} x_k", _impl("masked_cumsum"), form="scan",
              doc="the running sum along the axis (padded entries add nothing)"),

@@ -214,12 +214,17 @@ class Expr(NodeModule):
     ``out`` the register of the result, ``pads`` the ``(length, dimension)`` of each
     padded axis of the result (zeroed there), ``cuts`` the ``(register, dimension,
     source register, source dimension)`` of each parameter over a length, narrowed
-    to the run-time length, ``formula`` its text (for errors and the export).
+    to the run-time length, ``formula`` its text (for errors and the export),
+    ``in_pads`` the padded axes of each value read, ``(register, pads)``: zeroed there
+    before the program runs, so that no gradient reaches a value read at a padded
+    position (where the program may divide by a sum that is 0 there: 0/0 in the
+    backward, which the result's own zeroing would not stop).
     """
 
     def __init__(self, program: tuple[tuple[Any, ...], ...], out: int,
                  pads: tuple[tuple[str, int], ...], cuts: tuple[tuple[int, int, int, int], ...],
-                 perm: tuple[int, ...], formula: str, impls: dict[str, Any]) -> None:
+                 perm: tuple[int, ...], formula: str, impls: dict[str, Any],
+                 in_pads: tuple[tuple[int, tuple[tuple[str, int], ...]], ...] = ()) -> None:
         super().__init__()
         #: the exported file sets the runtime's sizes when a formula reads one
         self.reads_sizes = any(ins[0] in ("len", "idxn") for ins in program)
@@ -232,9 +237,12 @@ class Expr(NodeModule):
         self.perm = perm
         self.formula = formula
         self.impls = impls
+        self.in_pads = in_pads
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         regs, dtype, shared = self._read(x, rt)
+        for r, pads in self.in_pads if rt.masks else ():
+            regs[r] = zero_padding(regs[r], rt, pads)
         run = _Run(regs, dtype, rt, self.impls)
         for ins in self.program[len(regs):]:
             op = _OPS.get(ins[0])
@@ -242,10 +250,7 @@ class Expr(NodeModule):
         y = regs[self.out]
         if not isinstance(y, Tensor) or y.dim() == 0:  # a number: one per example
             y = torch.ones(rt.batch, dtype=dtype, device=rt.device) * y
-        for sym, d in self.pads:
-            m = axis_mask(rt, sym, y.dim(), d)
-            if m is not None:
-                y = torch.where(m, y, torch.zeros((), dtype=y.dtype, device=y.device))
+        y = zero_padding(y, rt, self.pads)
         if self.perm:
             y = y.permute(self.perm)
         if (self.unbatched or shared) and y.shape[0] == 1:  # one value for every example
@@ -283,6 +288,14 @@ class Expr(NodeModule):
         return python_line(self, args, rt, require)
 
 
+def _singular(prog: Any) -> bool:
+    """Whether the program divides, raises to a power or calls a function whose
+    derivative is infinite at a finite argument (:attr:`Function.singular`)."""
+    return any((ins[0] == "bin" and ins[1] in ("/", "^"))
+               or (ins[0] in ("call", "axis") and FUNCTIONS[ins[1]].singular)
+               for ins in prog.instrs)
+
+
 def lower_expr(ctx: LowerCtx) -> NodeModule:
     """The formula's program; functions resolved from the registry."""
     from attngraph.kinds.algebra import program_of
@@ -311,8 +324,11 @@ def lower_expr(ctx: LowerCtx) -> NodeModule:
         lead = 1 if v.axes[:1] == ("heads",) else 0
         order = canonical(named)
         perm = (0, *range(1, 1 + lead), *(1 + lead + named.index(a) for a in order))
+    in_pads = tuple((r, p) for r, ins in enumerate(prog.instrs) if ins[0] == "in"
+                    if (p := tuple((s, i + 1) for i, s in enumerate(prog.vals[r].sizes)
+                                   if isinstance(s, str)))) if _singular(prog) else ()
     return Expr(tuple(prog.instrs), prog.out, pads, tuple(cuts), perm, ctx.node.spec.formula,
-                impls)
+                impls, in_pads)
 
 
 # ----------------------------------------------------------------------------

@@ -181,8 +181,12 @@ def python_line(mod: Expr, args: dict[str, str], rt: str, require: Any) -> str:
     """
     w = _Line(mod, rt, require)
     reads = [ins for ins in mod.program if ins[0] == "in"]  # the values read come first
-    for ins in reads:
-        w.push(args["formula." + ins[1]], -1)  # their rank is their own
+    in_pads = dict(mod.in_pads)
+    for r, ins in enumerate(reads):
+        text = args["formula." + ins[1]]
+        if r in in_pads:  # zeroed at padded positions first (see Expr)
+            text = f"{require(zero_padding)}({text}, {rt}, {in_pads[r]!r})"
+        w.push(text, -1)  # their rank is their own
     for reg, d, src, sd in mod.cuts:  # parameters over a length: the first N entries
         if src >= 0:
             w.text[reg] = f"{w.text[reg]}.narrow({d}, 0, {w.text[src]}.shape[{sd}])"
