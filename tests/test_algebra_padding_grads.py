@@ -77,3 +77,18 @@ def test_a_formula_that_cannot_blow_up_reads_its_values_as_they_are() -> None:
     assert model.nodes["r"].in_pads == ()
     assert model.nodes["dm"].in_pads == ()
     assert attngraph.compile(SPEC, seed=0).nodes["r"].in_pads != ()
+
+
+@pytest.mark.parametrize("singular", [True, False])
+def test_a_registered_function_is_read_by_its_singular_trait(singular: bool) -> None:
+    """The choice reads the function's trait, not its name: a copy of sqrt registered as
+    ``root`` guards the formula's inputs exactly when it says ``singular``."""
+    from dataclasses import replace
+
+    from attngraph.algebra.functions import FUNCTIONS, register_function
+
+    text = SPEC.replace('"s * dm / sqrt(sum(dm, items))"', '"s * root(sum(dm, items))"')
+    with FUNCTIONS.scoped():
+        register_function(replace(FUNCTIONS["sqrt"], name="root", singular=singular))
+        model = attngraph.compile(text, seed=0)
+    assert (model.nodes["r"].in_pads != ()) is singular
