@@ -161,13 +161,13 @@ def test_the_rotary_tables_and_the_causal_mask_are_made_once_per_forward() -> No
     its own."""
     model = attngraph.compile(_spec("llama"), seed=0)
     inputs = _inputs("llama", 7, [7, 4])
-    with _counted(Rotary, "tables") as tables, _counted(masks, "_made_mask") as made, \
+    with _counted(Rotary, "angles") as tables, _counted(masks, "_made_mask") as made, \
             torch.no_grad():
         model(**inputs)
         assert (tables[0], made[0]) == (1, 1)
         model(**inputs)
         assert (tables[0], made[0]) == (2, 2)
-    with _counted(Rotary, "tables") as tables, _counted(masks, "_made_mask") as made, \
+    with _counted(Rotary, "angles") as tables, _counted(masks, "_made_mask") as made, \
             torch.no_grad(), _unshared():
         model(**inputs)
         assert (tables[0], made[0]) == (6, 3)
@@ -233,7 +233,7 @@ def test_a_rotary_buffer_changed_in_place_gets_tables_of_its_own() -> None:
     with torch.no_grad():
         rotary[0].theta.mul_(2.0)
     inputs = _inputs("llama", 7, [7, 4])
-    with _counted(Rotary, "tables") as tables, torch.no_grad():
+    with _counted(Rotary, "angles") as tables, torch.no_grad():
         got = model(**inputs)
         assert tables[0] == 2
         with _unshared():

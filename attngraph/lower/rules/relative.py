@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from attngraph.kinds.relative import alibi_slopes
-from attngraph.lower.runtime.memo import shared
+from attngraph.lower.runtime.memo import shared, tracing
 from attngraph.lower.runtime.module import LowerCtx, NodeModule, Runtime
 
 __all__ = ["PositionBias", "Rotary", "t5_bucket"]
@@ -118,24 +118,54 @@ class Rotary(NodeModule):
         theta = self.base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
         self.register_buffer("theta", theta.float(), persistent=False)
 
-    def tables(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-        """C and S over ``n`` positions, ``(2, N, d)`` in ``dtype``."""
-        if dtype == torch.float64:  # the angles in float64, not float32's values cast
+    def angles(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """Each pair's angle n·θ_i over ``n`` positions, ``(N, d/2)``: in float64 for
+        float64 (not float32's values cast), else in float32."""
+        if dtype == torch.float64:
             theta = self.base ** (-torch.arange(0, self.d, 2, device=device,
                                                 dtype=torch.float64) / self.d)
-            angle = torch.arange(n, device=device, dtype=torch.float64)[:, None] * theta
-        else:
-            angle = torch.arange(n, device=device, dtype=torch.float32)[:, None] * self.theta
+            return torch.arange(n, device=device, dtype=torch.float64)[:, None] * theta
+        return torch.arange(n, device=device, dtype=torch.float32)[:, None] * self.theta
+
+    def tables(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """C and S over ``n`` positions, ``(2, N, d)`` in ``dtype``."""
+        angle = self.angles(n, dtype, device)
         cos, sin = angle.cos().to(dtype), angle.sin().to(dtype)  # (N, d/2)
         c = torch.stack((cos, cos), dim=-1).flatten(-2)  # (N, d): (cos_i, cos_i) per pair
         s = torch.stack((-sin, sin), dim=-1).flatten(-2)  # (N, d): (−sin_i, sin_i)
         return torch.stack((c, s))
 
+    def turns(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """cos + i·sin of each pair's angle over ``n`` positions, ``(N, d/2)`` complex
+        (of ``dtype``'s precision)."""
+        angle = self.angles(n, dtype, device).to(dtype)
+        return torch.polar(torch.ones_like(angle), angle)
+
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor:
         v = x["from"]  # (B, [h,] N, d)
         n = v.shape[-2]
-        cs = shared(rt, "rotary", lambda: (n, self.d, self.base, v.dtype, v.device,
-                                           _as_built(self.theta, self.d, self.base)),
-                    lambda: self.tables(n, v.dtype, v.device))
+
+        def key() -> tuple[object, ...]:
+            return (n, self.d, self.base, v.dtype, v.device,
+                    _as_built(self.theta, self.d, self.base))
+
+        if _as_complex(v):
+            # each pair (a, b) as a + ib times cos + i·sin: one complex multiply, in
+            # and back, where the real form is a swap of the pairs, two multiplies and
+            # a sum (a third of the time, forward and backward, on the CPU)
+            turn = shared(rt, "rotary_turns", key, lambda: self.turns(n, v.dtype, v.device))
+            return torch.view_as_real(torch.view_as_complex(v.unflatten(-1, (-1, 2)))
+                                      * turn).flatten(-2)
+        cs = shared(rt, "rotary", key, lambda: self.tables(n, v.dtype, v.device))
         swapped = v.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)  # (b, a) for each pair (a, b)
         return v * cs[0] + swapped * cs[1]
+
+
+def _as_complex(v: Tensor) -> bool:
+    """Whether :class:`Rotary` turns ``v``'s pairs as complex numbers: float32 or float64
+    values whose pairs lie side by side (a complex view of them exists), in eager mode
+    (ONNX and some export paths have no complex tensors; half precisions no complex
+    multiply on every device)."""
+    return (not tracing() and v.dtype in (torch.float32, torch.float64)
+            and v.stride(-1) == 1 and v.storage_offset() % 2 == 0
+            and all(s % 2 == 0 for s in v.stride()[:-1]))
