@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="torch threads, all variants")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    print(render_table(bench_real(a.quick, a.repeats or (2 if a.quick else 10))))
+    print(render_table(bench_real(a.quick, a.repeats or (2 if a.quick else 24))))
     return 0
 
 
