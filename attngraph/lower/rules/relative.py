@@ -163,9 +163,10 @@ class Rotary(NodeModule):
 
 def _as_complex(v: Tensor) -> bool:
     """Whether :class:`Rotary` turns ``v``'s pairs as complex numbers: float32 or float64
-    values whose pairs lie side by side (a complex view of them exists), in eager mode
-    (ONNX and some export paths have no complex tensors; half precisions no complex
-    multiply on every device)."""
+    values whose pairs lie side by side (a complex view of them exists), on the CPU or a
+    CUDA device, in eager mode (ONNX and some export paths have no complex tensors; half
+    precisions and some devices no complex multiply)."""
     return (not tracing() and v.dtype in (torch.float32, torch.float64)
+            and v.device.type in ("cpu", "cuda")
             and v.stride(-1) == 1 and v.storage_offset() % 2 == 0
             and all(s % 2 == 0 for s in v.stride()[:-1]))
