@@ -103,10 +103,11 @@ class Rotary(NodeModule):
 
     The rotation is ``v ⊙ C + swap(v) ⊙ S``, ``swap`` exchanging the features of each
     pair, with the tables C = (cos, cos) and S = (−sin, sin) of each pair's angle:
-    the pair (a, b) becomes (a·cos − b·sin, b·cos + a·sin). The tables depend on the
-    positions alone: they are made once per forward and read by every rotary node of
-    the same size and base, the queries' and the keys' of every layer
-    (:func:`attngraph.lower.runtime.memo.shared`).
+    the pair (a, b) becomes (a·cos − b·sin, b·cos + a·sin). In eager mode, on float32
+    or float64 values, the same rotation is one complex multiply, (a + ib)(cos + i·sin)
+    (see :func:`_as_complex`). The tables depend on the positions alone: they are made
+    once per forward and read by every rotary node of the same size and base, the
+    queries' and the keys' of every layer (:func:`attngraph.lower.runtime.memo.shared`).
     """
 
     theta: Tensor
