@@ -150,3 +150,44 @@ def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside
         bad[1, 0, 0] = outside
         with pytest.raises(RuntimeError):
             take(table, bad, 2, (1, -1, -1), (-1, 1, 2))
+
+
+@pytest.mark.parametrize(("formula", "col", "message"), [
+    # the positions as the bucket node computes them, shifted past the 5 entries
+    ("take(table, clamp(floor((j - i) / 2) + 2, 0, 4) + 3, features)", 113,
+     "take's positions run from 3 to 7, but the features axis of x has 5 entries (0 to 4)"),
+    ("take(table, 5, features)", 77, "take's positions run from 5 to 5"),
+    ("take(table, -1, features)", 77, "take's positions run from -1 to -1"),
+    ("take(table, min(abs(i - j), buckets), features)", 77,
+     "take's positions run from 0 to 5"),
+])
+def test_positions_the_formula_bounds_outside_the_table_are_refused(
+        formula: str, col: int, message: str) -> None:
+    """Positions bounded by the formula itself (numbers, indices of a known size,
+    clamps, min, floor, abs) that reach outside the table are one located error when
+    the spec is read, not an index error when the forward runs."""
+    text = SPEC.replace('"take(table, bucket, features)"', f'"{formula}"').replace(
+        "  sb:     {kind: expr, formula: \"s + bias\"}\n", "")
+    text = text.replace("outputs: {bias: bias, sb: sb,", "outputs: {bias: bias,")
+    text = text.replace("  bias:   {kind: expr, formula:",
+                        "  bias:   {kind: expr, sizes: {queries: N, items: N}, formula:")
+    with pytest.raises(AttnGraphError) as err:
+        attngraph.compile(text)
+    d = err.value.diagnostics[0]
+    assert message in d.message, d.message
+    assert (d.loc.line, d.loc.col) == (15, col) and d.hint and "clamp(" in d.hint
+
+
+@pytest.mark.parametrize("formula", [
+    "take(table, clamp(floor((j - i) / 2) + 2, 0, 4), features)",  # within 0 .. 4
+    "take(table, where(j <= i, 9, 0), features)",  # where: either branch may be unused
+    "take(table, s, features)",  # a node's values: only the forward knows them
+])
+def test_positions_the_formula_cannot_bound_or_keeps_in_range_are_accepted(
+        formula: str) -> None:
+    """No refusal on a range the formula does not pin down: the check never refuses
+    positions that may all be in range."""
+    text = SPEC.replace('"take(table, bucket, features)"', f'"{formula}"').replace(
+        "  bias:   {kind: expr, formula:",
+        "  bias:   {kind: expr, sizes: {queries: N, items: N}, formula:")
+    attngraph.compile(text)

@@ -36,10 +36,12 @@ arguments' text (elementwise functions only; default ``<torch name>({0}, ...)``)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from attngraph.algebra import spans
 from attngraph.registry import Registry
 
 __all__ = ["Function", "FUNCTIONS", "register_function", "Form", "function_table", "START", "END"]
@@ -57,7 +59,11 @@ class Function:
     result is never negative (kernel feature maps, weights); ``singular``: its
     derivative is infinite at a finite argument (√x and ‖x‖ at 0, ln x at 0), so a
     formula calling it has its values read zeroed at padded positions first, where a
-    masked sum can be 0 (see :class:`attngraph.lower.rules.algebra.Expr`);
+    masked sum can be 0 (see :class:`attngraph.lower.rules.algebra.Expr`); ``span``:
+    the range of the result from the ranges of the value arguments, each a (low, high)
+    pair that may be infinite (:mod:`attngraph.algebra.spans`), for an elementwise
+    function whose range follows from them (None: unbounded), with which the compiler
+    refuses a ``take`` whose positions can leave the table;
     ``python``: the Python export's text for a call, with ``{0}``, ``{1}``... for the
     arguments.
     """
@@ -73,6 +79,7 @@ class Function:
     python: str = ""
     #: the arguments as the docs write a call (default ``x``, or ``x, axis``)
     args: str = ""
+    span: Callable[[tuple[spans.Span, ...]], spans.Span] | None = None
 
     @property
     def call(self) -> str:
@@ -109,24 +116,31 @@ def _impl(name: str) -> str:
 _BUILTINS = (
     # elementwise, one argument
     Function("exp", "eˣ", _impl("exp"), positive=True, doc="the exponential",
+             span=spans.increasing(math.exp, high=math.inf),
              python="torch.exp({0})"),
     Function("log", "ln x", _impl("log"), singular=True,
              doc="the natural logarithm (of a positive value)",
+             span=spans.increasing(math.log, low=0.0),
              python="torch.log({0})"),
     Function("sqrt", "√x", _impl("sqrt"), positive=True, singular=True, doc="the square root",
+             span=spans.increasing(math.sqrt, low=0.0),
              python="torch.sqrt({0})"),
     Function("abs", "|x|", _impl("abs_"), positive=True, doc="the absolute value",
+             span=spans.unsigned,
              python="torch.abs({0})"),
     Function("sin", "sin x", _impl("sin"), doc="the sine", python="torch.sin({0})"),
     Function("cos", "cos x", _impl("cos"), doc="the cosine", python="torch.cos({0})"),
     Function("tanh", "tanh x", _impl("tanh"), doc="the hyperbolic tangent",
+             span=spans.increasing(math.tanh),
              python="torch.tanh({0})"),
     Function("sigmoid", "σ(x) = 1/(1 + e⁻ˣ)", _impl("sigmoid"), positive=True,
-             doc="the logistic function", python="torch.sigmoid({0})"),
+             doc="the logistic function", span=spans.increasing(spans.logistic),
+             python="torch.sigmoid({0})"),
     Function("logsigmoid", "log σ(x)", _impl("logsigmoid"),
              doc="the log of the logistic function, computed stably",
              python="F.logsigmoid({0})"),
     Function("relu", "max(x, 0)", _impl("relu"), positive=True, doc="the rectifier",
+             span=lambda a: spans.most((a[0], (0.0, 0.0))),
              python="torch.relu({0})"),
     Function("relu2", "max(x, 0)²", _impl("relu2"), positive=True,
              doc="the squared rectifier (Primer; gated attention units)",
@@ -142,19 +156,24 @@ _BUILTINS = (
              python="F.gelu({0})"),
     Function("silu", "x σ(x)", _impl("silu"), doc="the sigmoid linear unit (swish)",
              python="F.silu({0})"),
-    Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", python="torch.sign({0})"),
+    Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", span=spans.increasing(spans.sign),
+             python="torch.sign({0})"),
     Function("floor", "⌊x⌋", _impl("floor"),
              doc="the largest whole number not above x (T5's log-spaced buckets of distances)",
+             span=lambda a: spans.floor_span(a[0]),
              python="torch.floor({0})"),
     # elementwise, several arguments
     Function("clamp", "min(max(x, lo), hi)", _impl("clamp"), arity=(3, 3),
-             doc="x clamped to [lo, hi]", python="torch.clamp({0}, {1}, {2})",
+             doc="x clamped to [lo, hi]", span=spans.clamp,
+             python="torch.clamp({0}, {1}, {2})",
              args="x, lo, hi"),
     Function("min", "min(a, b) — or min(x, axis): the least over the axis", _impl("minimum"),
              arity=(2, 2), doc="the smaller of two values (with an axis: a reduction)",
+             span=spans.least,
              python="torch.minimum({0}, {1})", args="a, b"),
     Function("max", "max(a, b) — or max(x, axis): the largest over the axis", _impl("maximum"),
              arity=(2, 2), doc="the larger of two values (with an axis: a reduction)",
+             span=spans.most,
              python="torch.maximum({0}, {1})", args="a, b"),
     Function("where", "a if c else b", _impl("where"), arity=(3, 3),
              doc="a where the condition c holds, else b", python="torch.where({0}, {1}, {2})",

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attngraph.algebra.axes import canonical
-from attngraph.algebra.formula import Expr, FormulaError
+from attngraph.algebra.formula import Call, Expr, FormulaError
+from attngraph.algebra.spans import ANY, Span, bounded
 
 if TYPE_CHECKING:
     from attngraph.algebra.program import Dim, Val
@@ -28,14 +29,16 @@ TakeLayout = tuple[tuple[str, ...], tuple["Dim", ...], int, tuple[int, ...], tup
                    str]
 
 
-def take_layout(e: Expr, vx: Val, vi: Val, axis: str) -> TakeLayout:
+def take_layout(e: Expr, vx: Val, vi: Val, axis: str, span: Span = ANY) -> TakeLayout:
     """Where the axes of ``take(x, index, axis)`` come from (see the module docstring).
 
     Raises
     ------
     FormulaError
         ``x`` without that axis, positions that run along it themselves or are truth
-        values, axes of two sizes, or a result of more than three axes besides heads.
+        values, positions whose range (``span``, where the formula bounds them:
+        :mod:`attngraph.algebra.spans`) leaves the axis, axes of two sizes, or a result
+        of more than three axes besides heads.
     """
     if axis not in vx.axes:
         have = ", ".join(vx.axes) or "no axis"
@@ -49,6 +52,7 @@ def take_layout(e: Expr, vx: Val, vi: Val, axis: str) -> TakeLayout:
     if vi.dtype == "bool":
         msg = "take's positions are a truth value"
         raise FormulaError(msg, e.pos, "give whole numbers: where(c, 1, 0)")
+    _check_range(e, vx.size(axis), axis, span)
     rest = tuple(a for a in vx.axes if a != axis)
     sizes: dict[str, Dim] = {a: vx.size(a) for a in rest}
     for a, s in zip(vi.axes, vi.sizes, strict=True):
@@ -67,3 +71,20 @@ def take_layout(e: Expr, vx: Val, vi: Val, axis: str) -> TakeLayout:
     size = vx.size(axis)
     return (axes, tuple(sizes[a] for a in axes), 1 + vx.axes.index(axis), xdims, idims,
             size if isinstance(size, str) else "")
+
+
+def _check_range(e: Expr, size: Dim, axis: str, span: Span) -> None:
+    """Refuse positions that the formula bounds (numbers, indices, clamps) to a range
+    reaching outside ``0 .. size - 1``: at some length of the input they are read, and
+    a position outside the table is no entry of it."""
+    if not isinstance(size, int) or not bounded(span):
+        return
+    lo, hi = span
+    if lo >= 0 and hi <= size - 1:
+        return
+    where = e.args[1] if isinstance(e, Call) and len(e.args) > 1 else e
+    msg = (f"take's positions run from {lo:g} to {hi:g}, but the {axis} axis of x has "
+           f"{size} entries (0 to {size - 1})")
+    hint = f"keep them in range, e.g. clamp({where}, 0, {size - 1})"
+    raise FormulaError(msg, where.pos, hint + (f", or give x {hi + 1:g} entries along the "
+                                               f"{axis}" if lo >= 0 else ""))

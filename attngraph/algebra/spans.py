@@ -1,0 +1,145 @@
+"""The range of a formula's values, where the compiler can bound it from the formula
+alone: numbers, the indices ``i``, ``j`` and ``pos(axis)`` over an axis of known size,
+and what arithmetic and the functions that say how they map ranges (a
+:class:`~attngraph.algebra.functions.Function`'s ``span``) make of them. A value read
+from a node is unbounded, and so is ``where`` (either branch may be the one never
+taken), so that a bound is one the formula can reach, not an over-estimate: the
+compiler refuses a ``take`` whose positions can leave its table's axis
+(:mod:`attngraph.algebra.take`).
+
+>>> plus(shifted(floor_span((-3.5, 3.0)), 4.0), (0.0, 0.0))
+(0.0, 7.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ANY", "Span", "binary", "bounded", "clamp", "floor_span", "increasing",
+           "least", "logistic", "most", "plus", "shifted", "sign", "unsigned"]
+
+#: (low, high), either end possibly infinite
+Span = tuple[float, float]
+#: no bound known
+ANY: Span = (-math.inf, math.inf)
+
+
+def bounded(s: Span) -> bool:
+    """Both ends finite."""
+    return math.isfinite(s[0]) and math.isfinite(s[1])
+
+
+def plus(a: Span, b: Span) -> Span:
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def shifted(a: Span, c: float) -> Span:
+    return (a[0] + c, a[1] + c)
+
+
+def _corners(a: Span, b: Span, op: Callable[[float, float], float]) -> Span:
+    try:
+        xs = [op(x, y) for x in a for y in b]
+    except (ZeroDivisionError, OverflowError):
+        return ANY
+    if any(math.isnan(x) for x in xs):  # 0 · ∞
+        return ANY
+    return (min(xs), max(xs))
+
+
+def binary(op: str, a: Span, b: Span) -> Span:
+    """``a op b`` for the arithmetic operators; a comparison is 0 or 1."""
+    if op == "+":
+        return plus(a, b)
+    if op == "-":
+        return (a[0] - b[1], a[1] - b[0])
+    if op == "*":
+        return _corners(a, b, lambda x, y: x * y)
+    if op == "/":
+        if b[0] <= 0 <= b[1]:
+            return ANY
+        return _corners(a, b, lambda x, y: x / y)
+    if op in ("<", "<=", ">", ">=", "==", "!="):
+        return (0.0, 1.0)
+    return ANY  # '^'
+
+
+def increasing(f: Callable[[float], float], low: float = -math.inf,
+               high: float = math.inf) -> Callable[[tuple[Span, ...]], Span]:
+    """The span of a non-decreasing function ``f`` (of ``math``'s, infinities taken) that
+    is defined from ``low``; ``high``: its supremum."""
+    def span(args: tuple[Span, ...]) -> Span:
+        (lo, hi), = args
+        if lo < low:
+            return ANY
+        try:
+            return (f(lo), min(f(hi), high))
+        except (ValueError, OverflowError):
+            return ANY
+    return span
+
+
+def logistic(x: float) -> float:
+    """σ(x), at the infinities too."""
+    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+
+
+def sign(x: float) -> float:
+    return float((x > 0) - (x < 0))
+
+
+def floor_span(a: Span) -> Span:
+    return (math.floor(a[0]) if math.isfinite(a[0]) else a[0],
+            math.floor(a[1]) if math.isfinite(a[1]) else a[1])
+
+
+def least(args: tuple[Span, ...]) -> Span:
+    """``min(a, b)``."""
+    a, b = args
+    return (min(a[0], b[0]), min(a[1], b[1]))
+
+
+def most(args: tuple[Span, ...]) -> Span:
+    """``max(a, b)``."""
+    a, b = args
+    return (max(a[0], b[0]), max(a[1], b[1]))
+
+
+def clamp(args: tuple[Span, ...]) -> Span:
+    """``clamp(x, lo, hi)``: ``min(max(x, lo), hi)``."""
+    x, lo, hi = args
+    return least((most((x, lo)), hi))
+
+
+def unsigned(args: tuple[Span, ...]) -> Span:
+    """``abs(x)``."""
+    (lo, hi), = args
+    if lo >= 0:
+        return (lo, hi)
+    if hi <= 0:
+        return (-hi, -lo)
+    return (0.0, max(-lo, hi))
+
+
+def of_instr(instr: tuple[Any, ...], const: float | None, size: object,
+             regs: list[Span], fn_span: Callable[[tuple[Span, ...]], Span] | None) -> Span:
+    """The span of one instruction of a typed formula
+    (:mod:`attngraph.algebra.program`): ``const`` its value when known, ``size`` the
+    length of an index's axis, ``regs`` the spans of the registers before it,
+    ``fn_span`` a called function's ``span``."""
+    op = instr[0]
+    if const is not None:
+        return (const, const)
+    if op in ("idx", "idxn"):  # 0, 1, ..., size - 1
+        return (0.0, float(size) - 1) if isinstance(size, int) else (0.0, math.inf)
+    if op == "neg":
+        lo, hi = regs[instr[1]]
+        return (-hi, -lo)
+    if op == "bin":
+        return binary(str(instr[1]), regs[instr[2]], regs[instr[3]])
+    if op == "call" and fn_span is not None and instr[1] != "where":
+        args = tuple(regs[r] for r in instr[2])
+        return fn_span(args)
+    return ANY
