@@ -41,7 +41,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from attngraph.algebra import spans
+from attngraph.algebra.spans import (
+    Span,
+    clamp,
+    floor_span,
+    increasing,
+    least,
+    logistic,
+    most,
+    sign,
+    unsigned,
+)
 from attngraph.registry import Registry
 
 __all__ = ["Function", "FUNCTIONS", "register_function", "Form", "function_table", "START", "END"]
@@ -79,7 +89,7 @@ class Function:
     python: str = ""
     #: the arguments as the docs write a call (default ``x``, or ``x, axis``)
     args: str = ""
-    span: Callable[[tuple[spans.Span, ...]], spans.Span] | None = None
+    span: Callable[[tuple[Span, ...]], Span] | None = None
 
     @property
     def call(self) -> str:
@@ -116,31 +126,31 @@ def _impl(name: str) -> str:
 _BUILTINS = (
     # elementwise, one argument
     Function("exp", "eˣ", _impl("exp"), positive=True, doc="the exponential",
-             span=spans.increasing(math.exp, high=math.inf),
+             span=increasing(math.exp, high=math.inf),
              python="torch.exp({0})"),
     Function("log", "ln x", _impl("log"), singular=True,
              doc="the natural logarithm (of a positive value)",
-             span=spans.increasing(math.log, low=0.0),
+             span=increasing(math.log, low=0.0),
              python="torch.log({0})"),
     Function("sqrt", "√x", _impl("sqrt"), positive=True, singular=True, doc="the square root",
-             span=spans.increasing(math.sqrt, low=0.0),
+             span=increasing(math.sqrt, low=0.0),
              python="torch.sqrt({0})"),
     Function("abs", "|x|", _impl("abs_"), positive=True, doc="the absolute value",
-             span=spans.unsigned,
+             span=unsigned,
              python="torch.abs({0})"),
     Function("sin", "sin x", _impl("sin"), doc="the sine", python="torch.sin({0})"),
     Function("cos", "cos x", _impl("cos"), doc="the cosine", python="torch.cos({0})"),
     Function("tanh", "tanh x", _impl("tanh"), doc="the hyperbolic tangent",
-             span=spans.increasing(math.tanh),
+             span=increasing(math.tanh),
              python="torch.tanh({0})"),
     Function("sigmoid", "σ(x) = 1/(1 + e⁻ˣ)", _impl("sigmoid"), positive=True,
-             doc="the logistic function", span=spans.increasing(spans.logistic),
+             doc="the logistic function", span=increasing(logistic),
              python="torch.sigmoid({0})"),
     Function("logsigmoid", "log σ(x)", _impl("logsigmoid"),
              doc="the log of the logistic function, computed stably",
              python="F.logsigmoid({0})"),
     Function("relu", "max(x, 0)", _impl("relu"), positive=True, doc="the rectifier",
-             span=lambda a: spans.most((a[0], (0.0, 0.0))),
+             span=lambda a: most((a[0], (0.0, 0.0))),
              python="torch.relu({0})"),
     Function("relu2", "max(x, 0)²", _impl("relu2"), positive=True,
              doc="the squared rectifier (Primer; gated attention units)",
@@ -156,24 +166,24 @@ _BUILTINS = (
              python="F.gelu({0})"),
     Function("silu", "x σ(x)", _impl("silu"), doc="the sigmoid linear unit (swish)",
              python="F.silu({0})"),
-    Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", span=spans.increasing(spans.sign),
+    Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", span=increasing(sign),
              python="torch.sign({0})"),
     Function("floor", "⌊x⌋", _impl("floor"),
              doc="the largest whole number not above x (T5's log-spaced buckets of distances)",
-             span=lambda a: spans.floor_span(a[0]),
+             span=lambda a: floor_span(a[0]),
              python="torch.floor({0})"),
     # elementwise, several arguments
     Function("clamp", "min(max(x, lo), hi)", _impl("clamp"), arity=(3, 3),
-             doc="x clamped to [lo, hi]", span=spans.clamp,
+             doc="x clamped to [lo, hi]", span=clamp,
              python="torch.clamp({0}, {1}, {2})",
              args="x, lo, hi"),
     Function("min", "min(a, b) — or min(x, axis): the least over the axis", _impl("minimum"),
              arity=(2, 2), doc="the smaller of two values (with an axis: a reduction)",
-             span=spans.least,
+             span=least,
              python="torch.minimum({0}, {1})", args="a, b"),
     Function("max", "max(a, b) — or max(x, axis): the largest over the axis", _impl("maximum"),
              arity=(2, 2), doc="the larger of two values (with an axis: a reduction)",
-             span=spans.most,
+             span=most,
              python="torch.maximum({0}, {1})", args="a, b"),
     Function("where", "a if c else b", _impl("where"), arity=(3, 3),
              doc="a where the condition c holds, else b", python="torch.where({0}, {1}, {2})",
