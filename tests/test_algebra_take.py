@@ -191,3 +191,16 @@ def test_positions_the_formula_cannot_bound_or_keeps_in_range_are_accepted(
         "  bias:   {kind: expr, formula:",
         "  bias:   {kind: expr, sizes: {queries: N, items: N}, formula:")
     attngraph.compile(text)
+
+
+def test_positions_another_formula_bounds_are_checked_where_they_are_read() -> None:
+    """The bucket node clamps its values to 0 .. 4; a table of 3 entries read at them is
+    refused at the take's positions (the name of the bucket node), one node back."""
+    text = SPEC.replace("shape: [buckets]", "shape: [3]").replace(
+        '  first:  {kind: expr, formula: "take(table, 3, features)"}\n', "").replace(
+        ", first: first}", "}")
+    with pytest.raises(AttnGraphError) as err:
+        attngraph.compile(text)
+    d = err.value.diagnostics[0]
+    assert "take's positions run from 0 to 4, but the features axis of x has 3" in d.message
+    assert (d.loc.line, d.loc.col) == (15, 46) and d.hint

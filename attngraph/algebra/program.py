@@ -82,8 +82,7 @@ class _Checker:
 
     def emit(self, instr: tuple[Any, ...], val: Val) -> int:
         fn = FUNCTIONS.get(instr[1]) if instr[0] == "call" else None
-        self.spans.append(of_instr(instr, val.const, val.sizes[0] if val.sizes else None,
-                                   self.spans, fn.span if fn is not None else None))
+        self.spans.append(of_instr(instr, val, self.spans, fn.span if fn is not None else None))
         self.instrs.append(instr)
         self.vals.append(val)
         return len(self.instrs) - 1
@@ -359,7 +358,8 @@ class _Checker:
                          Val(axes, sizes, "float", weights=w))
 
     def finish(self, r: int) -> Program:
-        return Program(self.instrs, r, self.vals[r], self.reads, self.vals)
+        return Program(self.instrs, r, replace(self.vals[r], span=self.spans[r]), self.reads,
+                       self.vals)
 
 
 def _axis_arg(e: Call) -> bool:

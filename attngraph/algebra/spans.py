@@ -123,16 +123,19 @@ def unsigned(args: tuple[Span, ...]) -> Span:
     return (0.0, max(-lo, hi))
 
 
-def of_instr(instr: tuple[Any, ...], const: float | None, size: object,
-             regs: list[Span], fn_span: Callable[[tuple[Span, ...]], Span] | None) -> Span:
+def of_instr(instr: tuple[Any, ...], val: Any, regs: list[Span],
+             fn_span: Callable[[tuple[Span, ...]], Span] | None) -> Span:
     """The span of one instruction of a typed formula
-    (:mod:`attngraph.algebra.program`): ``const`` its value when known, ``size`` the
-    length of an index's axis, ``regs`` the spans of the registers before it,
-    ``fn_span`` a called function's ``span``."""
+    (:mod:`attngraph.algebra.program`) whose type is ``val`` (a value read keeps the
+    span its type carries), ``regs`` the spans of the registers before it, ``fn_span``
+    a called function's ``span``."""
     op = instr[0]
-    if const is not None:
-        return (const, const)
+    if val.const is not None:
+        return (val.const, val.const)
+    if op == "in":
+        return val.span  # type: ignore[no-any-return]
     if op in ("idx", "idxn"):  # 0, 1, ..., size - 1
+        size = val.sizes[0]
         return (0.0, float(size) - 1) if isinstance(size, int) else (0.0, math.inf)
     if op == "neg":
         lo, hi = regs[instr[1]]

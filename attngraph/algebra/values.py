@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from attngraph.algebra.spans import ANY, Span
+
 __all__ = ["Dim", "INDICES", "Val", "Env", "Program"]
 
 #: A size: a fixed integer, or a symbol known at run time (as the IR's ``Dim``; the
@@ -31,6 +33,8 @@ class Val:
     weights: bool = False
     simplex: bool = False
     const: float | None = None
+    #: the range of its entries where the formula bounds it (:mod:`attngraph.algebra.spans`)
+    span: Span = ANY
 
     def size(self, axis: str) -> Dim:
         return self.sizes[self.axes.index(axis)]

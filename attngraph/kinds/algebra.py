@@ -16,6 +16,7 @@ Lowered in :mod:`attngraph.lower.rules.algebra`.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
@@ -124,8 +125,12 @@ def _val(ctx: RuleCtx, name: str, t: TensorType, scores: bool, where: SourceLoc)
     return Val(lead + axes, sizes, dtype, weights=t.weights, simplex=t.simplex)
 
 
-def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> Program:
-    """The typed program of an ``expr`` node (located errors inside its formula)."""
+def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None, *,
+               spans: bool = True) -> Program:
+    """The typed program of an ``expr`` node (located errors inside its formula).
+    ``spans``: the values read from other ``expr`` nodes carry the range their formula
+    bounds them to (one node back: each of those read as unbounded), while shapes are
+    inferred."""
     node = ctx.node
     text = node.spec.formula
     base = node.where("formula")
@@ -158,7 +163,11 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> 
             )
             raise ShapeError(msg_1, e.loc, "embed them first (items with "
                              "embed:, or an embedding) and read the vectors")
-        values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
+        val = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
+        if spans and src.kind == "expr" and isinstance(ctx, RuleCtx):
+            up = RuleCtx(src, ctx.graph, ctx.done, ctx.infer, ctx.ids)
+            val = replace(val, span=program_of(up, graph_dims, spans=False).val.span)
+        values[e.role.key or e.ref] = val
     dims = dict(ctx.graph.dims if graph_dims is None else graph_dims)
     lengths = _input_lengths(ctx)
     sizes: dict[str, Dim] = {}
