@@ -131,7 +131,7 @@ def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside
     length): it equals a gather along the axis over a table with heads and a batch, in
     values and gradients, and a position outside 0 .. size-1 is refused as a gather
     refuses it, not read from the next row of the table."""
-    from attngraph.lower.rules.algebra_take import take
+    from attngraph.lower.rules.algebra_take import PositionError, take
 
     gen = torch.Generator().manual_seed(0)
     table = torch.randn(2, 3, 5, generator=gen, requires_grad=True)  # (B, h, buckets)
@@ -148,8 +148,12 @@ def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside
     for outside in (5.0, -1.0):
         bad = pos.clone()
         bad[1, 0, 0] = outside
-        with pytest.raises(RuntimeError):
+        with pytest.raises(PositionError, match=f"position {int(outside)} is outside"):
             take(table, bad, 2, (1, -1, -1), (-1, 1, 2))
+    half = pos.clone()
+    half[0, 1, 2] = 2.5
+    with pytest.raises(PositionError, match="whole numbers, but one is 2.5"):
+        take(table, half, 2, (1, -1, -1), (-1, 1, 2))
 
 
 @pytest.mark.parametrize(("formula", "col", "message"), [
@@ -204,3 +208,23 @@ def test_positions_another_formula_bounds_are_checked_where_they_are_read() -> N
     d = err.value.diagnostics[0]
     assert "take's positions run from 0 to 4, but the features axis of x has 3" in d.message
     assert (d.loc.line, d.loc.col) == (15, 46) and d.hint
+
+
+@pytest.mark.parametrize(("positions", "message", "hint"), [
+    ("floor(abs(s) * 100)", "is outside the table's axis of 5 entries (0 to 4)",
+     "clamp(..., 0, 4)"),
+    ("sigmoid(s) + 1", "whole numbers, but one is 1.", "floor(...)"),  # within 1 .. 2
+])
+def test_positions_from_values_outside_the_table_are_a_located_error_at_run_time(
+        positions: str, message: str, hint: str) -> None:
+    """Positions computed from a node's values, which only the forward knows: one
+    located error at the take's node naming a position and what to do, not an index
+    error of torch's."""
+    text = SPEC.replace('"take(table, bucket, features)"',
+                        f'"take(table, {positions}, features)"')
+    model = attngraph.compile(text, seed=0)
+    with pytest.raises(AttnGraphError) as err, torch.no_grad():
+        model(x=torch.randn(2, 6, 8) * 3)
+    d = err.value.diagnostics[0]
+    assert "node 'bias'" in d.message and message in d.message, d.message
+    assert d.loc.line == 15 and d.hint and hint in d.hint

@@ -7,7 +7,35 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["take"]
+from attngraph.lower.runtime.memo import tracing
+
+__all__ = ["PositionError", "take"]
+
+
+class PositionError(ValueError):
+    """Positions a forward computed that are no entry of the table (outside its axis, or
+    not whole numbers); ``hint`` says what to do (the located error shows it)."""
+
+    def __init__(self, msg: str, hint: str) -> None:
+        super().__init__(msg)
+        self.hint = hint
+
+
+def _check(index: Tensor, pos: Tensor, bad: Tensor, size: int) -> None:
+    """Eager mode on the CPU: refuse positions outside ``0 .. size - 1`` or not whole,
+    naming one (on an accelerator the gather itself fails on a position outside, and
+    a fraction is truncated: a check there would wait for the device every forward)."""
+    if index.is_floating_point():
+        split = index != index.floor()
+        if bool(split.any()):
+            got = float(index[split].flatten()[0])
+            msg = f"take's positions are whole numbers, but one is {got:g}"
+            raise PositionError(msg, "make them whole: floor(...) the formula of the positions")
+    if bool(bad.any()):
+        got = int(pos[bad].flatten()[0])
+        msg = (f"take's position {got} is outside the table's axis of {size} entries "
+               f"(0 to {size - 1})")
+        raise PositionError(msg, f"keep the positions in range: clamp(..., 0, {size - 1})")
 
 
 def take(x: Tensor, index: Tensor | float, dim: int, xdims: tuple[int, ...],
@@ -42,5 +70,7 @@ def take(x: Tensor, index: Tensor | float, dim: int, xdims: tuple[int, ...],
     # a position outside 0 .. size-1 is out of range, as for a gather along the axis
     # (not an entry of the next row)
     bad = (pos < 0) | (pos >= size)
+    if ia.device.type == "cpu" and not tracing():  # (elsewhere: no sync every forward)
+        _check(ia, pos, bad, size)
     at = torch.where(bad, xa.numel(), at)
     return xa.reshape(-1).gather(0, at.expand(full).reshape(-1)).reshape(full)

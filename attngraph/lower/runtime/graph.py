@@ -122,7 +122,7 @@ class GraphModule(nn.Module):
         also = f", computed with {', '.join(group[1:])}" if group else ""
         msg = f"node '{nid}' ({kind}{also}) failed at run time: {text or exc}"
         hint = ("the error is in a plugin's code (named above), not in the spec: fix it "
-                "there" if plugin else
+                "there" if plugin else getattr(exc, "hint", None) or
                 "check the shapes and dtypes of the inputs given to forward")
         return LoweringError(msg, self._locs[nid], hint)
 
