@@ -164,6 +164,9 @@ def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside
     ("take(table, -1, features)", 77, "take's positions run from -1 to -1"),
     ("take(table, min(abs(i - j), buckets), features)", 77,
      "take's positions run from 0 to 5"),
+    # positions whole by their formula alone: not the scores, not a quotient
+    ("take(table, s, features)", 77, "take's positions must be whole numbers"),
+    ("take(table, clamp(j / 2, 0, 4), features)", 77, "must be whole numbers"),
 ])
 def test_positions_the_formula_bounds_outside_the_table_are_refused(
         formula: str, col: int, message: str) -> None:
@@ -179,13 +182,15 @@ def test_positions_the_formula_bounds_outside_the_table_are_refused(
         attngraph.compile(text)
     d = err.value.diagnostics[0]
     assert message in d.message, d.message
-    assert (d.loc.line, d.loc.col) == (15, col) and d.hint and "clamp(" in d.hint
+    assert (d.loc.line, d.loc.col) == (15, col) and d.hint
+    assert ("clamp(" if "run from" in message else "floor(") in d.hint
 
 
 @pytest.mark.parametrize("formula", [
     "take(table, clamp(floor((j - i) / 2) + 2, 0, 4), features)",  # within 0 .. 4
     "take(table, where(j <= i, 9, 0), features)",  # where: either branch may be unused
-    "take(table, s, features)",  # a node's values: only the forward knows them
+    "take(table, floor(s), features)",  # a node's values: only the forward knows them
+    "take(table, min(abs(i - j), buckets - 1), features)",  # whole and within 0 .. 4
 ])
 def test_positions_the_formula_cannot_bound_or_keeps_in_range_are_accepted(
         formula: str) -> None:
@@ -213,7 +218,8 @@ def test_positions_another_formula_bounds_are_checked_where_they_are_read() -> N
 @pytest.mark.parametrize(("positions", "message", "hint"), [
     ("floor(abs(s) * 100)", "is outside the table's axis of 5 entries (0 to 4)",
      "clamp(..., 0, 4)"),
-    ("sigmoid(s) + 1", "whole numbers, but one is 1.", "floor(...)"),  # within 1 .. 2
+    ("floor(s) - 50", "is outside the table's axis of 5 entries (0 to 4)",
+     "clamp(..., 0, 4)"),
 ])
 def test_positions_from_values_outside_the_table_are_a_located_error_at_run_time(
         positions: str, message: str, hint: str) -> None:

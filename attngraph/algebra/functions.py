@@ -73,7 +73,9 @@ class Function:
     the range of the result from the ranges of the value arguments, each a (low, high)
     pair that may be infinite (:mod:`attngraph.algebra.spans`), for an elementwise
     function whose range follows from them (None: unbounded), with which the compiler
-    refuses a ``take`` whose positions can leave the table;
+    refuses a ``take`` whose positions can leave the table; ``makes_whole``: the result
+    is a whole number, ``keeps_whole``: it is one where the arguments are (the positions
+    a ``take`` reads must be whole by their formula);
     ``python``: the Python export's text for a call, with ``{0}``, ``{1}``... for the
     arguments.
     """
@@ -90,6 +92,9 @@ class Function:
     #: the arguments as the docs write a call (default ``x``, or ``x, axis``)
     args: str = ""
     span: Callable[[tuple[Span, ...]], Span] | None = None
+    #: its result is a whole number (floor), or is one where its arguments are (min)
+    makes_whole: bool = False
+    keeps_whole: bool = False
 
     @property
     def call(self) -> str:
@@ -119,6 +124,13 @@ def register_function(fn: Function) -> Function:
     return fn
 
 
+def _over_axis(args: tuple[Span, ...]) -> Span:
+    """The span of the largest or least entry over an axis: the entries', or 0 (a row
+    with no real entry)."""
+    (lo, hi), = args
+    return (min(lo, 0.0), max(hi, 0.0))
+
+
 def _impl(name: str) -> str:
     return f"attngraph.lower.rules.algebra:{name}"
 
@@ -137,6 +149,7 @@ _BUILTINS = (
              python="torch.sqrt({0})"),
     Function("abs", "|x|", _impl("abs_"), positive=True, doc="the absolute value",
              span=unsigned,
+             keeps_whole=True,
              python="torch.abs({0})"),
     Function("sin", "sin x", _impl("sin"), doc="the sine", python="torch.sin({0})"),
     Function("cos", "cos x", _impl("cos"), doc="the cosine", python="torch.cos({0})"),
@@ -151,6 +164,7 @@ _BUILTINS = (
              python="F.logsigmoid({0})"),
     Function("relu", "max(x, 0)", _impl("relu"), positive=True, doc="the rectifier",
              span=lambda a: most((a[0], (0.0, 0.0))),
+             keeps_whole=True,
              python="torch.relu({0})"),
     Function("relu2", "max(x, 0)²", _impl("relu2"), positive=True,
              doc="the squared rectifier (Primer; gated attention units)",
@@ -167,42 +181,50 @@ _BUILTINS = (
     Function("silu", "x σ(x)", _impl("silu"), doc="the sigmoid linear unit (swish)",
              python="F.silu({0})"),
     Function("sign", "sign x", _impl("sign"), doc="−1, 0 or 1", span=increasing(sign),
+             makes_whole=True,
              python="torch.sign({0})"),
     Function("floor", "⌊x⌋", _impl("floor"),
              doc="the largest whole number not above x (T5's log-spaced buckets of distances)",
              span=lambda a: floor_span(a[0]),
+             makes_whole=True,
              python="torch.floor({0})"),
     # elementwise, several arguments
     Function("clamp", "min(max(x, lo), hi)", _impl("clamp"), arity=(3, 3),
              doc="x clamped to [lo, hi]", span=clamp,
+             keeps_whole=True,
              python="torch.clamp({0}, {1}, {2})",
              args="x, lo, hi"),
     Function("min", "min(a, b) — or min(x, axis): the least over the axis", _impl("minimum"),
              arity=(2, 2), doc="the smaller of two values (with an axis: a reduction)",
              span=least,
+             keeps_whole=True,
              python="torch.minimum({0}, {1})", args="a, b"),
     Function("max", "max(a, b) — or max(x, axis): the largest over the axis", _impl("maximum"),
              arity=(2, 2), doc="the larger of two values (with an axis: a reduction)",
              span=most,
+             keeps_whole=True,
              python="torch.maximum({0}, {1})", args="a, b"),
     Function("where", "a if c else b", _impl("where"), arity=(3, 3),
-             doc="a where the condition c holds, else b", python="torch.where({0}, {1}, {2})",
+             doc="a where the condition c holds, else b", keeps_whole=True,
+             python="torch.where({0}, {1}, {2})",
              args="c, a, b"),
     # over an axis
-    Function("sum", "Σ over the axis", _impl("masked_sum"), form="reduce",
+    Function("sum", "Σ over the axis", _impl("masked_sum"), keeps_whole=True, form="reduce",
              doc="the sum over the real entries of the axis"),
     Function("mean", "the mean over the axis", _impl("masked_mean"), form="reduce",
              doc="the mean over the real entries (0 where there is none)"),
     Function("amax", "max over the axis", _impl("masked_amax"), form="reduce",
+             keeps_whole=True, span=_over_axis,
              doc="the largest real entry (0 where there is none); max(x, axis) says the same"),
     Function("amin", "min over the axis", _impl("masked_amin"), form="reduce",
+             keeps_whole=True, span=_over_axis,
              doc="the least real entry (0 where there is none); min(x, axis) says the same"),
     Function("logsumexp", "log Σ eˣ over the axis", _impl("masked_logsumexp"), form="reduce",
              doc="log of the sum of exponentials over the real entries, computed stably"),
     Function("norm", "‖x‖₂ over the axis", _impl("masked_norm"), form="reduce", positive=True,
              singular=True,
              doc="the Euclidean norm over the real entries"),
-    Function("cumsum", "Σ_{k ≤ j} x_k", _impl("masked_cumsum"), form="scan",
+    Function("cumsum", "Σ_{k ≤ j} x_k", _impl("masked_cumsum"), keeps_whole=True, form="scan",
              doc="the running sum along the axis (padded entries add nothing)"),
     Function("softmax", "eˣ / Σ eˣ over the axis", _impl("masked_softmax"), form="normalise",
              positive=True, doc="normalised exponentials over the real entries of the axis "

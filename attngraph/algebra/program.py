@@ -55,7 +55,7 @@ from attngraph.algebra.axes import AXES, canonical, is_scores
 from attngraph.algebra.fold import FOLD, fold
 from attngraph.algebra.formula import Binary, Call, Expr, FormulaError, Name, Num, Unary, names
 from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF, Function
-from attngraph.algebra.spans import Span, of_instr
+from attngraph.algebra.spans import Span, of_instr, whole_of
 from attngraph.algebra.take import take_layout
 from attngraph.algebra.values import INDICES, Dim, Env, Program, Val
 from attngraph.errors import did_you_mean
@@ -76,13 +76,15 @@ class _Checker:
         self.vals: list[Val] = []
         #: each register's range where the formula bounds it (:mod:`~attngraph.algebra.spans`)
         self.spans: list[Span] = []
+        self.wholes: list[bool] = []
         self.reads: dict[str, int] = {}
         #: for each (axis, size) seen on a value read, a register and its dimension
         self.where: dict[tuple[str, Dim], tuple[int, int]] = {}
 
     def emit(self, instr: tuple[Any, ...], val: Val) -> int:
-        fn = FUNCTIONS.get(instr[1]) if instr[0] == "call" else None
+        fn = FUNCTIONS.get(instr[1]) if instr[0] in ("call", "axis") else None
         self.spans.append(of_instr(instr, val, self.spans, fn.span if fn is not None else None))
+        self.wholes.append(whole_of(instr, val, self.wholes, fn))
         self.instrs.append(instr)
         self.vals.append(val)
         return len(self.instrs) - 1
@@ -235,8 +237,9 @@ class _Checker:
             return self.matmul(e, *regs)
         assert axis_name is not None
         if fn.form == "take":
-            lay = take_layout(e, self.vals[regs[0]], self.vals[regs[1]], axis_name,
-                              self.spans[regs[1]])
+            lay = take_layout(e, self.vals[regs[0]],
+                              replace(self.vals[regs[1]], span=self.spans[regs[1]],
+                                      whole=self.wholes[regs[1]]), axis_name)
             return self.emit(("take", name, *regs, *lay[2:]), Val(lay[0], lay[1], "float"))
         if fn.form == "project":
             w, x = regs
@@ -358,8 +361,8 @@ class _Checker:
                          Val(axes, sizes, "float", weights=w))
 
     def finish(self, r: int) -> Program:
-        return Program(self.instrs, r, replace(self.vals[r], span=self.spans[r]), self.reads,
-                       self.vals)
+        return Program(self.instrs, r, replace(self.vals[r], span=self.spans[r],
+                                               whole=self.wholes[r]), self.reads, self.vals)
 
 
 def _axis_arg(e: Call) -> bool:

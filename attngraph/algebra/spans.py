@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["ANY", "Span", "binary", "bounded", "clamp", "floor_span", "increasing",
-           "least", "logistic", "most", "plus", "shifted", "sign", "unsigned"]
+           "least", "logistic", "most", "plus", "shifted", "sign", "unsigned", "whole_of"]
 
 #: (low, high), either end possibly infinite
 Span = tuple[float, float]
@@ -137,12 +137,39 @@ def of_instr(instr: tuple[Any, ...], val: Any, regs: list[Span],
     if op in ("idx", "idxn"):  # 0, 1, ..., size - 1
         size = val.sizes[0]
         return (0.0, float(size) - 1) if isinstance(size, int) else (0.0, math.inf)
+    if op == "align":  # a view of the register with singleton axes
+        return regs[instr[1]]
     if op == "neg":
         lo, hi = regs[instr[1]]
         return (-hi, -lo)
     if op == "bin":
         return binary(str(instr[1]), regs[instr[2]], regs[instr[3]])
     if op == "call" and fn_span is not None and instr[1] != "where":
-        args = tuple(regs[r] for r in instr[2])
-        return fn_span(args)
+        return fn_span(tuple(regs[r] for r in instr[2]))
+    if op == "axis" and fn_span is not None:  # over an axis: amax, amin
+        return fn_span((regs[instr[2]],))
     return ANY
+
+
+def whole_of(instr: tuple[Any, ...], val: Any, regs: list[bool], fn: Any) -> bool:
+    """Whether one instruction's entries are whole numbers: a whole number, an index or
+    a length, a value read that is whole, ``+ - *`` and comparisons of whole numbers,
+    and a function that makes them (``makes_whole``: floor) or keeps them
+    (``keeps_whole``: min, max, clamp, abs, where's branches...)."""
+    op = instr[0]
+    if val.const is not None:
+        return float(val.const).is_integer()
+    if op == "in":
+        return bool(val.whole)
+    if op in ("idx", "idxn", "len"):
+        return True
+    if op in ("neg", "align"):
+        return regs[instr[1]]
+    if op == "bin":
+        return str(instr[1]) not in ("/", "^") and regs[instr[2]] and regs[instr[3]]
+    if op == "call" and fn is not None:
+        args = list(instr[2])[1:] if instr[1] == "where" else list(instr[2])
+        return bool(fn.makes_whole or (fn.keeps_whole and all(regs[r] for r in args)))
+    if op == "axis" and fn is not None:  # sum, amax, amin, cumsum of whole numbers
+        return bool(fn.makes_whole or (fn.keeps_whole and regs[instr[2]]))
+    return False

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from attngraph.algebra.axes import canonical
 from attngraph.algebra.formula import Call, Expr, FormulaError
-from attngraph.algebra.spans import ANY, Span, bounded
+from attngraph.algebra.spans import bounded
 
 if TYPE_CHECKING:
     from attngraph.algebra.program import Dim, Val
@@ -29,15 +29,16 @@ TakeLayout = tuple[tuple[str, ...], tuple["Dim", ...], int, tuple[int, ...], tup
                    str]
 
 
-def take_layout(e: Expr, vx: Val, vi: Val, axis: str, span: Span = ANY) -> TakeLayout:
+def take_layout(e: Expr, vx: Val, vi: Val, axis: str) -> TakeLayout:
     """Where the axes of ``take(x, index, axis)`` come from (see the module docstring).
 
     Raises
     ------
     FormulaError
         ``x`` without that axis, positions that run along it themselves or are truth
-        values, positions whose range (``span``, where the formula bounds them:
-        :mod:`attngraph.algebra.spans`) leaves the axis, axes of two sizes, or a result
+        values or not whole numbers by their formula (``vi.whole``), positions whose
+        range (``vi.span``, where the formula bounds them: :mod:`attngraph.algebra.spans`)
+        leaves the axis, axes of two sizes, or a result
         of more than three axes besides heads.
     """
     if axis not in vx.axes:
@@ -52,7 +53,7 @@ def take_layout(e: Expr, vx: Val, vi: Val, axis: str, span: Span = ANY) -> TakeL
     if vi.dtype == "bool":
         msg = "take's positions are a truth value"
         raise FormulaError(msg, e.pos, "give whole numbers: where(c, 1, 0)")
-    _check_range(e, vx.size(axis), axis, span)
+    _check_positions(e, vx.size(axis), axis, vi)
     rest = tuple(a for a in vx.axes if a != axis)
     sizes: dict[str, Dim] = {a: vx.size(a) for a in rest}
     for a, s in zip(vi.axes, vi.sizes, strict=True):
@@ -73,16 +74,23 @@ def take_layout(e: Expr, vx: Val, vi: Val, axis: str, span: Span = ANY) -> TakeL
             size if isinstance(size, str) else "")
 
 
-def _check_range(e: Expr, size: Dim, axis: str, span: Span) -> None:
-    """Refuse positions that the formula bounds (numbers, indices, clamps) to a range
-    reaching outside ``0 .. size - 1``: at some length of the input they are read, and
-    a position outside the table is no entry of it."""
-    if not isinstance(size, int) or not bounded(span):
+def _check_positions(e: Expr, size: Dim, axis: str, vi: Val) -> None:
+    """Refuse positions that are not whole numbers by their formula, and those that the
+    formula bounds (numbers, indices, clamps) to a range reaching outside
+    ``0 .. size - 1``: at some length of the input they are read, and a position
+    outside the table is no entry of it."""
+    where = e.args[1] if isinstance(e, Call) and len(e.args) > 1 else e
+    if not vi.whole:
+        msg = ("take's positions must be whole numbers, but this formula's are not known "
+               "to be")
+        raise FormulaError(msg, where.pos, f"make them whole: floor({where}); whole numbers "
+                           "are numbers, indices, lengths, and what + - * floor clamp min "
+                           "max abs where make of them")
+    if not isinstance(size, int) or not bounded(vi.span):
         return
-    lo, hi = span
+    lo, hi = vi.span
     if lo >= 0 and hi <= size - 1:
         return
-    where = e.args[1] if isinstance(e, Call) and len(e.args) > 1 else e
     msg = (f"take's positions run from {lo:g} to {hi:g}, but the {axis} axis of x has "
            f"{size} entries (0 to {size - 1})")
     hint = f"keep them in range, e.g. clamp({where}, 0, {size - 1})"

@@ -35,6 +35,8 @@ class Val:
     const: float | None = None
     #: the range of its entries where the formula bounds it (:mod:`attngraph.algebra.spans`)
     span: Span = ANY
+    #: its entries are whole numbers (positions a ``take`` may read at)
+    whole: bool = False
 
     def size(self, axis: str) -> Dim:
         return self.sizes[self.axes.index(axis)]

@@ -60,6 +60,11 @@ class TensorType:
     #: :mod:`attngraph.algebra.axes`) where a node says them (an expression, a
     #: parameter); None: named by what the value is. Not part of the type's identity.
     axes: tuple[str, ...] | None = field(default=None, compare=False)
+    #: the range (low, high) of its entries where the node that makes it bounds them (a
+    #: formula's clamp, an index), either end possibly infinite; None: unbounded.
+    #: ``whole``: its entries are whole numbers. Neither is part of the type's identity.
+    span: tuple[float, float] | None = field(default=None, compare=False)
+    whole: bool = field(default=False, compare=False)
 
     @property
     def rank(self) -> int:

@@ -16,7 +16,6 @@ Lowered in :mod:`attngraph.lower.rules.algebra`.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
@@ -24,6 +23,7 @@ from pydantic import Field, StringConstraints, model_validator
 from attngraph.algebra.axes import axes_of, canonical
 from attngraph.algebra.formula import FormulaError, formula_loc, parse
 from attngraph.algebra.program import Env, Program, Val, typecheck
+from attngraph.algebra.spans import ANY
 from attngraph.errors import ShapeError, SourceLoc, did_you_mean
 from attngraph.ir.graph import Dim, Node, TensorType
 from attngraph.kinds.base import KINDS, RuleCtx, Style, Work, WorkCtx, kind
@@ -122,15 +122,12 @@ def _val(ctx: RuleCtx, name: str, t: TensorType, scores: bool, where: SourceLoc)
     lead: tuple[str, ...] = ("heads",) if t.heads else ()
     sizes: tuple[Dim, ...] = ((t.heads,) if t.heads else ()) + tuple(t.dims)
     dtype = "bool" if t.dtype == "bool" else "float"
-    return Val(lead + axes, sizes, dtype, weights=t.weights, simplex=t.simplex)
+    return Val(lead + axes, sizes, dtype, weights=t.weights, simplex=t.simplex,
+               span=t.span or ANY, whole=t.whole)
 
 
-def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None, *,
-               spans: bool = True) -> Program:
-    """The typed program of an ``expr`` node (located errors inside its formula).
-    ``spans``: the values read from other ``expr`` nodes carry the range their formula
-    bounds them to (one node back: each of those read as unbounded), while shapes are
-    inferred."""
+def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None) -> Program:
+    """The typed program of an ``expr`` node (located errors inside its formula)."""
     node = ctx.node
     text = node.spec.formula
     base = node.where("formula")
@@ -163,11 +160,7 @@ def program_of(ctx: RuleCtx | Any, graph_dims: dict[str, int] | None = None, *,
             )
             raise ShapeError(msg_1, e.loc, "embed them first (items with "
                              "embed:, or an embedding) and read the vectors")
-        val = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
-        if spans and src.kind == "expr" and isinstance(ctx, RuleCtx):
-            up = RuleCtx(src, ctx.graph, ctx.done, ctx.infer, ctx.ids)
-            val = replace(val, span=program_of(up, graph_dims, spans=False).val.span)
-        values[e.role.key or e.ref] = val
+        values[e.role.key or e.ref] = _val(ctx, e.ref, t, _scores_like(ctx, src), e.loc)
     dims = dict(ctx.graph.dims if graph_dims is None else graph_dims)
     lengths = _input_lengths(ctx)
     sizes: dict[str, Dim] = {}
@@ -241,8 +234,9 @@ def expr_shape(ctx: RuleCtx) -> dict[str, TensorType]:
     if weights and "items" not in axes:
         weights = False
     dtype: Any = "bool" if v.dtype == "bool" else "float"
+    # the range of its entries and whether they are whole, for the formulas reading it
     return {"": TensorType(dims, heads=heads, dtype=dtype, simplex=simplex, weights=weights,
-                           axes=axes)}
+                           axes=axes, span=v.span, whole=v.whole and dtype == "float")}
 
 
 def table_reads(ctx: RuleCtx | Any, prog: Program) -> list[tuple[str, int, int, int, int]]:
