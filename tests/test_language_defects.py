@@ -495,3 +495,25 @@ def test_ties_on_another_normaliser_is_refused() -> None:
     text = TOPK.replace(", fn: topk, k: 2TIES", ", ties: keep")
     assert _error(text) == (8, 39, "node 'p': 'ties' applies to fn topk, not softmax",
                             "drop 'ties', or set fn: topk")
+
+
+# 9. a readout reads weights [N] or [M, N]: weights over a third axis (a bias over
+#    steps broadcast into the scores) were accepted and failed when the forward ran
+
+
+def test_weights_of_three_axes_are_refused_at_the_readout() -> None:
+    """Scores [steps, queries, items] softmaxed and read out: one located error at the
+    readout's weights, not a size mismatch between the batch and a length at run time."""
+    text = _spec(
+        "  x: {type: vectors, dim: d}\n",
+        "  v: {kind: values, from: x}\n"
+        "  e: {kind: scorer, fn: dot, query: v, key: v}\n"
+        "  b: {kind: param, shape: [N], max_len: ell, axes: [steps]}\n"
+        "  s: {kind: expr, formula: \"e + b\"}\n"
+        "  p: {kind: softmax, scores: s}\n"
+        "  z: {kind: readout, weights: p, values: v}\n",
+        "{z: z}", dims="{d: 4, ell: 8}")
+    line, col, message, hint = _error(text)
+    assert (line, col) == (12, 31)
+    assert "weights 'p' are [N, N, N]" in message and "[M, N]" in message
+    assert "reduce the other axes" in hint

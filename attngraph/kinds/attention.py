@@ -249,6 +249,11 @@ def readout_shape(ctx: RuleCtx) -> dict[str, TensorType]:
         ctx.fail(f"weights '{wref}' are not normalised over items", "weights",
                  "feed the readout a softmax (or a policy's sample); to read weights that are "
                  "not a distribution as they are (sigmoid attention), add distribution: false")
+    if w.rank not in (1, 2):
+        ctx.fail(f"weights '{wref}' are {w}: a readout reads weights over the items [N], or "
+                 "a row of them per query [M, N]", "weights",
+                 "reduce the other axes first (an expression's sum or mean over them), or "
+                 "give the formula that made them fewer axes")
     if v.rank != 2 or v.dtype != "float":
         ctx.fail(f"values must be items [N, d], got {v}", "values",
                  "give it the items (or their values projection) the weights range over")
