@@ -1,11 +1,13 @@
 """The range of a formula's values, where the compiler can bound it from the formula
 alone: numbers, the indices ``i``, ``j`` and ``pos(axis)`` over an axis of known size,
 and what arithmetic and the functions that say how they map ranges (a
-:class:`~attngraph.algebra.functions.Function`'s ``span``) make of them. A value read
-from a node is unbounded, and so is ``where`` (either branch may be the one never
-taken), so that a bound is one the formula can reach, not an over-estimate: the
-compiler refuses a ``take`` whose positions can leave its table's axis
-(:mod:`attngraph.algebra.take`).
+:class:`~attngraph.algebra.functions.Function`'s ``span``) make of them; a value read
+from another ``expr`` node, the range its type carries (``TensorType.span``). A
+node's values are otherwise unbounded, and so is ``where`` (either branch may be the
+one never taken), so that a bound is one the formula can reach, not an over-estimate:
+the compiler refuses a ``take`` whose positions can leave its table's axis
+(:mod:`attngraph.algebra.take`). :func:`whole_of` says which values are whole numbers,
+the only positions a ``take`` reads.
 
 >>> plus(shifted(floor_span((-3.5, 3.0)), 4.0), (0.0, 0.0))
 (0.0, 7.0)
@@ -166,6 +168,8 @@ def whole_of(instr: tuple[Any, ...], val: Any, regs: list[bool], fn: Any) -> boo
     if op in ("neg", "align"):
         return regs[instr[1]]
     if op == "bin":
+        if str(instr[1]) in ("<", "<=", ">", ">=", "==", "!="):
+            return True  # 0 or 1
         return str(instr[1]) not in ("/", "^") and regs[instr[2]] and regs[instr[3]]
     if op == "call" and fn is not None:
         args = list(instr[2])[1:] if instr[1] == "where" else list(instr[2])

@@ -38,8 +38,8 @@ def take_layout(e: Expr, vx: Val, vi: Val, axis: str) -> TakeLayout:
         ``x`` without that axis, positions that run along it themselves or are truth
         values or not whole numbers by their formula (``vi.whole``), positions whose
         range (``vi.span``, where the formula bounds them: :mod:`attngraph.algebra.spans`)
-        leaves the axis, axes of two sizes, or a result
-        of more than three axes besides heads.
+        leaves the axis, axes of two sizes, or a result of more than three axes besides
+        heads.
     """
     if axis not in vx.axes:
         have = ", ".join(vx.axes) or "no axis"
