@@ -129,3 +129,32 @@ def test_the_runs_doc_example_reads_a_real_run(tmp_path: Path,
     exec(_block(doc, "python"), scope)
     assert list(scope["valid"]["step"]) == [2, 4, 6]  # type: ignore[index]
     assert scope["run"].checkpoint.best["step"] in (2, 4, 6)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("what", ["a symbolic link", "a directory", "not a regular file"])
+def test_a_readme_that_is_no_file_of_the_run_is_left_with_a_note(tmp_path: Path,
+                                                                  what: str) -> None:
+    """A README.md that is a link (to a file outside the run), a directory or a FIFO is
+    neither written through nor opened: the card is not written, a note says why, and
+    the run does not fail at its end (a link's target stays as it was)."""
+    import io
+    import os
+
+    from attngraph.train.run.modelcard import write_card
+
+    out = tmp_path / "run"
+    out.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("theirs\n", encoding="utf-8")
+    card = out / "README.md"
+    if what == "a symbolic link":
+        card.symlink_to(outside)
+    elif what == "a directory":
+        card.mkdir()
+    else:
+        os.mkfifo(card)
+    note = io.StringIO()
+    assert write_card(out, MARK + "\nthe card\n", note) is None
+    assert f"left this README.md as it is ({what})" in note.getvalue()
+    assert outside.read_text(encoding="utf-8") == "theirs\n"
+    assert card.is_symlink() if what == "a symbolic link" else not card.is_file()

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from attngraph.fileio import check_regular
 from attngraph.train.store import directory as rundir
 
 if TYPE_CHECKING:
@@ -223,13 +224,32 @@ def card(summary: RunSummary, cfg: RunConfig, graph: Graph, task: Task, *,
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 
+def _not_ours(path: Path) -> str:
+    """What ``path`` is when it is no file of the run to replace: a symbolic link, a
+    directory, a FIFO...; "" for a regular file."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if not stat.S_ISREG(st.st_mode):
+        return "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+    return ""
+
+
 def write_card(out: Path, text: str, stream: TextIO) -> Path | None:
     """Write ``text`` to ``out/README.md`` whole; a README.md that is not a model card
-    is left as it was, with a note on ``stream``. Returns the path written, or None."""
+    (the user's own, a link, a directory, a FIFO) is left as it was, with a note on
+    ``stream``, so that a run never fails at its end on its card. Returns the path
+    written, or None."""
     path = out / CARD_FILE
     if path.exists() or path.is_symlink():
-        rundir.own_file(path)  # never through a link
-        check_regular(path, rundir.run_file(CARD_FILE))
+        what = _not_ours(path)
+        if what:  # never written through a link, never opened if it may block
+            stream.write(f"{path}: note: left this README.md as it is ({what}); the run's "
+                         "figures are in summary.json\n")
+            return None
         with path.open("rb") as fh:
             first = fh.read(len(MARK.encode("utf-8")))
         if first != MARK.encode("utf-8"):
