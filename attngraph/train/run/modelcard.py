@@ -238,6 +238,14 @@ def _not_ours(path: Path) -> str:
     return ""
 
 
+def _leave(path: Path, what: str, stream: TextIO) -> Path | None:
+    """Say on ``stream`` that the README.md at ``path`` (``what`` it is) is left as it is;
+    None: no card written."""
+    stream.write(f"{path}: note: left this README.md as it is ({what}); the run's figures "
+                 "are in summary.json\n")
+    return None
+
+
 def write_card(out: Path, text: str, stream: TextIO) -> Path | None:
     """Write ``text`` to ``out/README.md`` whole; a README.md that is not a model card
     (the user's own, a link, a directory, a FIFO) is left as it was, with a note on
@@ -247,14 +255,13 @@ def write_card(out: Path, text: str, stream: TextIO) -> Path | None:
     if path.exists() or path.is_symlink():
         what = _not_ours(path)
         if what:  # never written through a link, never opened if it may block
-            stream.write(f"{path}: note: left this README.md as it is ({what}); the run's "
-                         "figures are in summary.json\n")
-            return None
-        with path.open("rb") as fh:
-            first = fh.read(len(MARK.encode("utf-8")))
+            return _leave(path, what, stream)
+        try:
+            with path.open("rb") as fh:
+                first = fh.read(len(MARK.encode("utf-8")))
+        except OSError as exc:  # a README.md this user cannot read: not the run's card
+            return _leave(path, f"unreadable: {exc.strerror}", stream)
         if first != MARK.encode("utf-8"):
-            stream.write(f"{path}: note: left this README.md as it is (not a model card); "
-                         "the run's figures are in summary.json\n")
-            return None
+            return _leave(path, "not a model card", stream)
     rundir.atomic_write(path, text.encode("utf-8"))
     return path
