@@ -138,7 +138,7 @@ def _impl(name: str) -> str:
 _BUILTINS = (
     # elementwise, one argument
     Function("exp", "eˣ", _impl("exp"), positive=True, doc="the exponential",
-             span=increasing(math.exp, high=math.inf),
+             span=increasing(math.exp),
              python="torch.exp({0})"),
     Function("log", "ln x", _impl("log"), singular=True,
              doc="the natural logarithm (of a positive value)",

@@ -9,7 +9,9 @@ the compiler refuses a ``take`` whose positions can leave its table's axis
 (:mod:`attngraph.algebra.take`). :func:`whole_of` says which values are whole numbers,
 the only positions a ``take`` reads.
 
->>> plus(shifted(floor_span((-3.5, 3.0)), 4.0), (0.0, 0.0))
+The docs' bucket, ``clamp(floor((j - i) / 2), -4, 3) + 4`` over any length:
+
+>>> binary("+", clamp((floor_span(ANY), (-4.0, -4.0), (3.0, 3.0))), (4.0, 4.0))
 (0.0, 7.0)
 """
 
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["ANY", "Span", "binary", "bounded", "clamp", "floor_span", "increasing",
-           "least", "logistic", "most", "plus", "shifted", "sign", "unsigned", "whole_of"]
+           "least", "logistic", "most", "sign", "unsigned", "whole_of"]
 
 #: (low, high), either end possibly infinite
 Span = tuple[float, float]
@@ -31,14 +33,6 @@ ANY: Span = (-math.inf, math.inf)
 def bounded(s: Span) -> bool:
     """Both ends finite."""
     return math.isfinite(s[0]) and math.isfinite(s[1])
-
-
-def plus(a: Span, b: Span) -> Span:
-    return (a[0] + b[0], a[1] + b[1])
-
-
-def shifted(a: Span, c: float) -> Span:
-    return (a[0] + c, a[1] + c)
 
 
 def _corners(a: Span, b: Span, op: Callable[[float, float], float]) -> Span:
@@ -54,7 +48,7 @@ def _corners(a: Span, b: Span, op: Callable[[float, float], float]) -> Span:
 def binary(op: str, a: Span, b: Span) -> Span:
     """``a op b`` for the arithmetic operators; a comparison is 0 or 1."""
     if op == "+":
-        return plus(a, b)
+        return (a[0] + b[0], a[1] + b[1])
     if op == "-":
         return (a[0] - b[1], a[1] - b[0])
     if op == "*":
