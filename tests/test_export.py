@@ -178,3 +178,34 @@ def test_export_of_a_folder_that_is_no_run_is_a_located_error(tmp_path: Path) ->
     res = CliRunner().invoke(main, ["export", str(tmp_path), "-o", str(tmp_path / "m.pt2")])
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert str(tmp_path) in res.output
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("model.py", "python"), ("model.PT2", "pt2"),
+                                          ("model.bin", "pt2")])
+def test_without_format_the_files_suffix_picks_it(tmp_path: Path, name: str, fmt: str) -> None:
+    """``-o model.py`` without --format writes the PyTorch source (it was a pt2 archive
+    under a .py name); .pt2 and any suffix that names no format give a pt2 program."""
+    path = ROOT / "specs" / "global_attention.yaml"
+    out = tmp_path / name
+    res = CliRunner().invoke(main, ["export", str(path), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"({fmt}" in res.output
+    if fmt == "python":
+        compile(out.read_text(encoding="utf-8"), str(out), "exec")  # Python source
+    else:
+        program = torch.export.load(str(out)).module()
+        model = attngraph.compile(attngraph.load_spec(path), seed=0).eval()
+        new = new_inputs(attngraph.load_spec(path), batch=2, lengths=(5,), seed=1)
+        with torch.no_grad():
+            got = program(*positional(model, full_masks(model, new)))
+            want = model(**new)
+        torch.testing.assert_close(got["logits"], want["logits"], atol=1e-6, rtol=0)
+
+
+def test_an_explicit_format_wins_over_the_suffix(tmp_path: Path) -> None:
+    """--format python with a file named .txt writes Python there, as asked."""
+    out = tmp_path / "model.txt"
+    res = CliRunner().invoke(main, ["export", str(ROOT / "specs" / "global_attention.yaml"),
+                                    "--format", "python", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_text(encoding="utf-8").lstrip().startswith('"""')

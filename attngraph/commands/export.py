@@ -13,17 +13,21 @@ from attngraph.commands import MAX_BATCH, MAX_LENGTH, MAX_SEED
 from attngraph.errors import LoweringError
 from attngraph.lower.export.programs import FORMATS
 
+#: the format a file's suffix names when --format is not given
+_SUFFIXES = {".pt2": "pt2", ".onnx": "onnx", ".py": "python"}
+
 
 @main.command("export")
 @click.argument("spec", metavar="SPEC|RUN", type=click.Path())
 @click.option("-o", "--output", required=True, metavar="FILE",
-              help="Where to write it (e.g. model.pt2, model.onnx, model.py).")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="pt2",
-              show_default=True,
+              help="Where to write it; its suffix picks the format when --format is not "
+                   "given (model.pt2, model.onnx, model.py; any other: pt2).")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default=None,
               help="pt2: a torch.export program (torch.export.load reads it); onnx: an "
                    "ONNX model (onnxruntime runs it; needs pip install 'attngraph[onnx]'); "
                    "python: a readable PyTorch module file that imports torch only (of a RUN, "
-                   "with the run's weights beside it and a load() that reads them).")
+                   "with the run's weights beside it and a load() that reads them). "
+                   "[default: from -o's suffix, else pt2]")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help="Initialisation seed of a SPEC's fresh weights (0 to 2**63-1).")
 @click.option("--batch", type=click.IntRange(2, MAX_BATCH), default=2, show_default=True,
@@ -32,7 +36,7 @@ from attngraph.lower.export.programs import FORMATS
               help=f"Size of every symbolic length in that example (2 to {MAX_LENGTH}).")
 @click.option("--allow-large", is_flag=True, help="Accept specs over the size limits.")
 @run_stage
-def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: int,
+def export_cmd(spec: str, output: str, fmt: str | None, seed: int, batch: int, length: int,
                allow_large: bool) -> None:
     """Export SPEC's compiled model (eval mode, fresh weights of --seed), or the trained
     model of RUN (a directory written by ``attngraph train``), to FILE.
@@ -47,7 +51,7 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
     that order; run an ONNX model with onnxruntime, its inputs and outputs named like
     the model's.
 
-    With --format python, FILE is the model's PyTorch source instead (what
+    With --format python (or FILE named .py), FILE is the model's PyTorch source instead (what
     ``model.code`` shows): one class per concept, a forward with one statement per
     node, the same outputs; it takes the compiled model's state dict (--seed,
     --batch and --length do not change it). Of a RUN, the run's weights are written
@@ -57,6 +61,7 @@ def export_cmd(spec: str, output: str, fmt: str, seed: int, batch: int, length: 
     from attngraph.lower.export.inputs import program_inputs
     from attngraph.lower.export.programs import export_file
 
+    fmt = fmt or _SUFFIXES.get(Path(output).suffix.lower(), "pt2")
     graph, model, weights = _model(spec, seed=seed, batch=batch, length=length,
                                    allow_large=allow_large)
     beside = _weights_path(output) if fmt == "python" and Path(spec).is_dir() else None
