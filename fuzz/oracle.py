@@ -16,8 +16,8 @@ Formulas (``kind: expr``): a formula that cannot be read is a *rejection* like a
 other, located inside the formula. The oracle reads each formula of a rejected
 mutant itself (:func:`attngraph.algebra.formula.parse`) and, when the rejection
 reports that formula's syntax error, checks that its caret is at the offending
-character (the value's first character, for a formula that spans lines or holds
-escapes): else a ``misplaced`` defect. A non-finite output is a defect; its place
+character (anywhere inside the value, for a formula that spans lines or holds
+escapes: the reader may map the offset through them): else a ``misplaced`` defect. A non-finite output is a defect; its place
 names the kind of the first node whose output is not finite although its inputs are,
 and the message that node (and its formula). One exception, an outcome of its own,
 ``arithmetic``: the first such node is a formula the user wrote with an operation
@@ -159,7 +159,11 @@ def _misplaced(text: str, exc: Any) -> Outcome | None:
             for d in exc.diagnostics:
                 if not (d.message.endswith(": " + fe.message) and f"'{nid}'" in d.message):
                     continue
-                if (d.loc.line, d.loc.col) != want:
+                # a scalar with escapes or on several lines: the reader may map the
+                # offset through them, so anywhere inside the scalar is right
+                inside = not simple and (start.line, start.column) \
+                    <= (d.loc.line - 1, d.loc.col - 1) < (end.line, end.column)
+                if (d.loc.line, d.loc.col) != want and not inside:
                     return Outcome("defect", "misplaced", "formula: " + _shape(fe.message),
                                    f"{d.loc}: {d.message} (the offending character is at "
                                    f"{want[0]}:{want[1]})")

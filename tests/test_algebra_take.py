@@ -159,11 +159,17 @@ def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside
 @pytest.mark.parametrize(("formula", "col", "message"), [
     # the positions as the bucket node computes them, shifted past the 5 entries
     ("take(table, clamp(floor((j - i) / 2) + 2, 0, 4) + 3, features)", 113,
-     "take's positions run from 3 to 7, but the features axis of x has 5 entries (0 to 4)"),
+     "take's positions run from 3 to 7, but the features axis of table has 5 entries "
+     "(0 to 4)"),
     ("take(table, 5, features)", 77, "take's positions run from 5 to 5"),
     ("take(table, -1, features)", 77, "take's positions run from -1 to -1"),
     ("take(table, min(abs(i - j), buckets), features)", 77,
      "take's positions run from 0 to 5"),
+    # a where whose condition the spans decide: the branch it always takes
+    ("take(table, where(abs(i - j) < -1, 0, 9), features)", 77,
+     "take's positions run from 9 to 9"),
+    ("take(table, where(abs(i - j) > -1, -1e9, 0), features)", 77,
+     "take's positions run from -1e+09 to -1e+09"),
     # positions whole by their formula alone: not the scores, not a quotient
     ("take(table, s, features)", 77, "take's positions must be whole numbers"),
     ("take(table, clamp(j / 2, 0, 4), features)", 77, "must be whole numbers"),
@@ -189,6 +195,7 @@ def test_positions_the_formula_bounds_outside_the_table_are_refused(
 @pytest.mark.parametrize("formula", [
     "take(table, clamp(floor((j - i) / 2) + 2, 0, 4), features)",  # within 0 .. 4
     "take(table, where(j <= i, 9, 0), features)",  # where: either branch may be unused
+    "take(table, where(abs(i - j) >= 0, 2, 9), features)",  # always its first branch
     "take(table, floor(s), features)",  # a node's values: only the forward knows them
     "take(table, min(abs(i - j), buckets - 1), features)",  # whole and within 0 .. 4
 ])
@@ -211,7 +218,7 @@ def test_positions_another_formula_bounds_are_checked_where_they_are_read() -> N
     with pytest.raises(AttnGraphError) as err:
         attngraph.compile(text)
     d = err.value.diagnostics[0]
-    assert "take's positions run from 0 to 4, but the features axis of x has 3" in d.message
+    assert "take's positions run from 0 to 4, but the features axis of table has 3" in d.message
     assert (d.loc.line, d.loc.col) == (15, 46) and d.hint
 
 

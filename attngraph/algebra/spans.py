@@ -3,8 +3,9 @@ alone: numbers, the indices ``i``, ``j`` and ``pos(axis)`` over an axis of known
 and what arithmetic and the functions that say how they map ranges (a
 :class:`~attngraph.algebra.functions.Function`'s ``span``) make of them; a value read
 from another ``expr`` node, the range its type carries (``TensorType.span``). A
-node's values are otherwise unbounded, and so is ``where`` (either branch may be the
-one never taken), so that a bound is one the formula can reach, not an over-estimate:
+node's values are otherwise unbounded, and so is ``where`` unless its condition is
+decided by the spans (either branch may be the one never taken), so that a bound is
+one the formula can reach, not an over-estimate:
 the compiler refuses a ``take`` whose positions can leave its table's axis
 (:mod:`attngraph.algebra.take`). :func:`whole_of` says which values are whole numbers,
 the only positions a ``take`` reads.
@@ -21,7 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ANY", "Span", "binary", "bounded", "clamp", "floor_span", "increasing",
+__all__ = ["ANY", "Span", "binary", "bounded", "chosen", "clamp", "floor_span", "increasing",
            "least", "logistic", "most", "sign", "unsigned", "whole_of"]
 
 #: (low, high), either end possibly infinite
@@ -58,8 +59,36 @@ def binary(op: str, a: Span, b: Span) -> Span:
             return ANY
         return _corners(a, b, lambda x, y: x / y)
     if op in ("<", "<=", ">", ">=", "==", "!="):
-        return (0.0, 1.0)
+        return _compare(op, a, b)
     return ANY  # '^'
+
+
+def _compare(op: str, a: Span, b: Span) -> Span:
+    """``a op b`` for a comparison: 1 (or 0) where the spans decide it for every entry
+    (``dist < 4`` with ``dist`` at most -1), else either."""
+    if op in (">", ">="):
+        op, a, b = ("<" if op == ">" else "<="), b, a
+    if op == "<":
+        yes, no = a[1] < b[0], a[0] >= b[1]
+    elif op == "<=":
+        yes, no = a[1] <= b[0], a[0] > b[1]
+    else:  # == and !=
+        yes = a[0] == a[1] == b[0] == b[1]
+        no = a[1] < b[0] or b[1] < a[0]
+        if op == "!=":
+            yes, no = no, yes
+    return (1.0, 1.0) if yes else (0.0, 0.0) if no else (0.0, 1.0)
+
+
+def chosen(cond: Span, a: Span, b: Span) -> Span:
+    """``where(cond, a, b)``: ``a``'s span where the condition holds for every entry
+    (its span is 1), ``b``'s where it holds for none (0), else unbounded: the branch
+    the data picks may be the one whose span is wider than anything it gives."""
+    if cond == (1.0, 1.0):
+        return a
+    if cond == (0.0, 0.0):
+        return b
+    return ANY
 
 
 def increasing(f: Callable[[float], float], low: float = -math.inf,
@@ -140,7 +169,9 @@ def of_instr(instr: tuple[Any, ...], val: Any, regs: list[Span],
         return (-hi, -lo)
     if op == "bin":
         return binary(str(instr[1]), regs[instr[2]], regs[instr[3]])
-    if op == "call" and fn_span is not None and instr[1] != "where":
+    if op == "call" and instr[1] == "where":
+        return chosen(*(regs[r] for r in instr[2]))
+    if op == "call" and fn_span is not None:
         return fn_span(tuple(regs[r] for r in instr[2]))
     if op == "axis" and fn_span is not None:  # over an axis: amax, amin
         return fn_span((regs[instr[2]],))

@@ -91,8 +91,9 @@ def _check_positions(e: Expr, size: Dim, axis: str, vi: Val) -> None:
     lo, hi = vi.span
     if lo >= 0 and hi <= size - 1:
         return
-    msg = (f"take's positions run from {lo:g} to {hi:g}, but the {axis} axis of x has "
-           f"{size} entries (0 to {size - 1})")
+    table = e.args[0] if isinstance(e, Call) and e.args else "the table"
+    msg = (f"take's positions run from {lo:g} to {hi:g}, but the {axis} axis of {table} "
+           f"has {size} entries (0 to {size - 1})")
     hint = f"keep them in range, e.g. clamp({where}, 0, {size - 1})"
-    raise FormulaError(msg, where.pos, hint + (f", or give x {hi + 1:g} entries along the "
-                                               f"{axis}" if lo >= 0 else ""))
+    raise FormulaError(msg, where.pos, hint + (f", or give {table} {hi + 1:g} entries along "
+                                               f"the {axis}" if lo >= 0 else ""))
