@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -121,14 +122,24 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
     One JSON object per example: its index (and line), the prediction as a
     label name (with the probabilities) or as text (a decoder's greedy output,
     up to <eos>), the record's own label or target when it has one, and with
-    --attention the weights over its tokens.
+    --attention the weights over its tokens. A run written by attngraph import
+    reads each record's text with the run's tokenizer/ (else as ids) and gives
+    the text the model generates, or its label (docs/real-models.md).
     """
     from attngraph.errors import TrainingError
+    from attngraph.train.data.batches import DATA_FILE
+    from attngraph.train.store.imported import is_imported
     from attngraph.train.trained.reloaded import load_run
 
     run = load_run(run_dir, device=device)
-    rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
-                       beam=beam, bf16=bf16, cache=cache)
+    if is_imported(run_dir) and not (Path(run_dir) / DATA_FILE).exists():
+        from attngraph.realmodels.predict import predict_imported
+
+        rows = predict_imported(run_dir, data, attention=attention, batch=batch,
+                                max_length=max_length, beam=beam, cache=cache, run=run)
+    else:
+        rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
+                           beam=beam, bf16=bf16, cache=cache)
     text = "".join(_json(r, run_dir) + "\n" for r in rows)
     if output is None:
         click.echo(text, nl=False)

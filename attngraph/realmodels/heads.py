@@ -50,7 +50,7 @@ class TextAttention:
 
 def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
     """The ids of ``text`` and their tokens as shown: by the run's tokenizer, else read
-    as whitespace-separated ids.
+    as whitespace-separated ids (:class:`~attngraph.realmodels.text.RunText`).
 
     Raises
     ------
@@ -58,49 +58,12 @@ def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
         Text that is not ids, in a run without a tokenizer; a tokenizer without
         ``transformers`` installed; a text that makes no tokens.
     """
-    from attngraph.realmodels.rundir import TOKENIZER_DIR
+    from attngraph.realmodels.text import RunText
 
-    tok_dir = Path(run_dir) / TOKENIZER_DIR
-    if tok_dir.is_dir():
-        try:
-            from transformers import AutoTokenizer
-        except ImportError:
-            msg = "this run's tokenizer needs the transformers package"
-            raise TrainingError(msg, SourceLoc(str(tok_dir)),
-                                "pip install 'attngraph[real]', or give ids: \"15 7 3\"") from None
-        tok = AutoTokenizer.from_pretrained(str(tok_dir))
-        ids = [int(i) for i in tok(text)["input_ids"]]
-        if not ids:
-            msg = f"the run's tokenizer makes no tokens of {text[:40]!r}"
-            raise TrainingError(msg, SourceLoc("--input"), "give some text: --input \"...\"")
-        return ids, [str(t) for t in tok.convert_ids_to_tokens(ids)]
-    try:
-        ids = [int(w) for w in text.split()]
-    except ValueError:
-        msg = f"this run has no tokenizer, so its input is token ids, not {text[:40]!r}"
-        raise TrainingError(msg, SourceLoc(str(run_dir)), 'give ids: --input "15 7 3"; or '
-                            "import from a model directory that holds its tokenizer") from None
-    if not ids:
-        msg = "no token ids given"
-        raise TrainingError(msg, SourceLoc(str(run_dir)), 'give ids: --input "15 7 3"')
-    return ids, [str(i) for i in ids]
-
-
-def _check_ids(run: Run, ids: list[int]) -> None:
-    """Refuse ids outside the vocabulary, or more tokens than a learned table covers."""
-    from attngraph.analysis.sizes import measure
-
-    vocab = int(run.graph.inputs[0].spec.vocab)
-    bad = next((i for i in ids if not 0 <= i < vocab), None)
-    if bad is not None:
-        msg = f"token ids must lie in 0 … {vocab - 1}, but the input has {bad}"
-        raise TrainingError(msg, SourceLoc("--input"), "give ids of this model's vocabulary")
-    for b in measure(run.graph, batch=1, length=len(ids)).bounds:
-        if len(ids) > b.most:
-            msg = (f"the input is {len(ids)} tokens long, but this model reads at most "
-                   f"{b.most} (node '{b.node.id}', {b.field} {b.most})")
-            raise TrainingError(msg, SourceLoc("--input"),
-                                f"give a shorter text, of at most {b.most} tokens")
+    reader = RunText.of(run_dir)
+    ids = reader.ids(text, SourceLoc("--input") if reader.tokenizer is not None
+                     else SourceLoc(str(run_dir)))
+    return ids, reader.shown(ids)
 
 
 def text_attention(run_dir: str | Path, text: str, *, output: str = "heads",
@@ -129,8 +92,10 @@ def text_attention(run_dir: str | Path, text: str, *, output: str = "heads",
     from attngraph.train.trained.reloaded import load_run
 
     run = run if run is not None else load_run(run_dir)
+    from attngraph.realmodels.text import check_ids
+
     ids, shown = token_ids(run_dir, text)
-    _check_ids(run, ids)
+    check_ids(run.graph, ids, SourceLoc("--input"))
     names = [k for k, _ in run.graph.outputs]
     if output not in names:
         msg = f"the run's spec has no output '{output}' (outputs: {', '.join(names)})"

@@ -8,7 +8,8 @@ checkpoint writer (:func:`attngraph.train.store.checkpoints.save_checkpoint`), s
   spec text with the model's dims and its hash;
 - ``spec.yaml``: that spec text, for ``describe``, ``render`` and for training on
   from the import (``attngraph train RUN/spec.yaml --out RUN --resume --steps K``);
-- ``import.json``: where the weights came from and how they were mapped;
+- ``import.json``: where the weights came from and how they were mapped, and what
+  ``attngraph predict`` reads of the configuration (:func:`special_ids`);
 - ``tokenizer/``: the model directory's tokenizer files, when it has them.
 
 A run written here (one that holds ``import.json``, :func:`is_imported`) is allowed
@@ -31,7 +32,7 @@ from attngraph.realmodels.source import TOKENIZER_FILES
 from attngraph.train.store.imported import IMPORT_FILE, available_memory, check_memory, is_imported
 
 __all__ = ["IMPORT_FILE", "SPEC_FILE", "TOKENIZER_DIR", "available_memory", "check_memory",
-           "import_model", "is_imported"]
+           "import_model", "is_imported", "special_ids"]
 
 SPEC_FILE = "spec.yaml"
 TOKENIZER_DIR = "tokenizer"
@@ -92,9 +93,33 @@ def import_model(source: str | Path, out: str | Path, *, spec: str | Path | None
     info = {"format": 1, "source": str(source), "config": imp.source.config_file,
             "weights": imp.source.weights_file, "spec": imp.spec_file,
             "model_type": imp.source.config.get("model_type"), "dims": imp.dims,
-            "tokenizer": TOKENIZER_DIR if tok is not None else None}
+            "tokenizer": TOKENIZER_DIR if tok is not None else None,
+            **special_ids(imp.source.config)}
     write_file(run / IMPORT_FILE, json.dumps(info, indent=1) + "\n", error=TrainingError)
     return imp
+
+
+def special_ids(config: dict[str, Any]) -> dict[str, Any]:
+    """What ``attngraph predict`` reads of the model's configuration: the end, padding
+    and decoder start ids (``eos``, ``pad``, ``start``; None where it names none) and
+    a classifier's label names by class id (``labels``, from ``id2label``)."""
+    def one(key: str) -> int | None:
+        v = config.get(key)
+        if isinstance(v, list):  # several end ids: the first
+            v = v[0] if v else None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    names = config.get("id2label")
+    labels = None
+    if isinstance(names, dict) and names:
+        try:
+            by_id = {int(k): str(v) for k, v in names.items()}
+        except (TypeError, ValueError):
+            by_id = {}
+        if sorted(by_id) == list(range(len(by_id))):
+            labels = [by_id[i] for i in range(len(by_id))]
+    return {"eos": one("eos_token_id"), "pad": one("pad_token_id"),
+            "start": one("decoder_start_token_id"), "labels": labels}
 
 
 def _write_checkpoint(run: Path, imp: Imported, *, seed: int, lr: float, batch: int) -> None:

@@ -1,0 +1,289 @@
+"""``attngraph predict`` of a run written by ``attngraph import``: the model's own
+predictions for the text of each record, read by the run's tokenizer (else as ids;
+:class:`~attngraph.realmodels.text.RunText`).
+
+What a prediction is follows from the spec's outputs, not from the family:
+
+- a model that generates (a causal decoder over its ``tokens``, as GPT-2 and Llama; an
+  encoder–decoder whose decoder reads a second token input, as T5) gives the text it
+  generates by :func:`attngraph.generate` (its key/value cache, greedy or beam search):
+  after the record's text for a causal decoder, from it for an encoder–decoder, up to
+  the end id of the model's configuration (``eos_token_id``, kept in ``import.json``)
+  or ``max_length`` tokens (default: twice the longest text, plus 2, within the
+  model's positions), with its summed log-probability;
+- a classifier (a ``logits`` output of one row per example, as BERT's) gives the
+  label the configuration names (``id2label``) and every label's probability.
+
+Each record's text is in the column named like the model's text input, else
+``text``, else the record's one column. Further token inputs (BERT's token types)
+are 0. With ``attention``, the weights of the spec's ``heads`` output over the
+record's tokens are added, every layer's with the heads averaged (``[layers, N, N]``),
+with the tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from attngraph.errors import SourceLoc, TrainingError
+from attngraph.realmodels.text import RunText, check_ids, longest
+from attngraph.train.store.imported import IMPORT_FILE
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from attngraph.lower.runtime.model import AttnModel
+    from attngraph.train.data.records import Record
+    from attngraph.train.trained.reloaded import Run
+
+__all__ = ["predict_imported"]
+
+#: The output whose weights ``attention`` adds: every layer's, per head.
+HEADS = "heads"
+
+
+def _import_info(run_dir: Path) -> dict[str, Any]:
+    """What ``import.json`` holds (ids of the configuration), {} when it cannot be read:
+    a run imported before it kept them predicts with no end id and class numbers."""
+    try:
+        info = json.loads((run_dir / IMPORT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _int(info: Mapping[str, Any], key: str) -> int | None:
+    v = info.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _text_of(rec: Record, src: str) -> str:
+    """The record's text: its column ``src``, else ``text``, else its one column."""
+    values = rec.values
+    for key in (src, "text"):
+        if key in values:
+            v = values[key]
+            break
+    else:
+        if len(values) != 1:
+            cols = ", ".join(map(str, values)) or "none"
+            msg = (f"this record has no column '{src}' or 'text' for the model's text "
+                   f"(columns: {cols})")
+            raise TrainingError(msg, rec.loc, f"name the text's column '{src}' or 'text'")
+        v = next(iter(values.values()))
+    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return " ".join(str(x) for x in v)  # ids given as a list
+    if not isinstance(v, str):
+        msg = f"the model's text must be a string, not {type(v).__name__}"
+        raise TrainingError(msg, rec.loc, "give the text as a string")
+    return v
+
+
+def _batch(run: Run, src: str, skip: str | None, ids: list[list[int]], pad: int
+           ) -> dict[str, Tensor]:
+    """The model's inputs for ``ids`` (padded last with ``pad``): the text at ``src``,
+    every other token input but ``skip`` (a decoder's target) at 0, with masks."""
+    import torch
+
+    n = max(len(x) for x in ids)
+    x = torch.full((len(ids), n), pad, dtype=torch.long)
+    for i, row in enumerate(ids):
+        x[i, :len(row)] = torch.tensor(row, dtype=torch.long)
+    mask = torch.arange(n)[None, :] < torch.tensor([len(r) for r in ids])[:, None]
+    x = x.masked_fill(~mask, pad)
+    out: dict[str, Tensor] = {src: x, f"{src}_mask": mask}
+    for node in run.graph.inputs:
+        if node.id not in (src, skip):
+            out[node.id] = torch.zeros_like(x)
+            out[f"{node.id}_mask"] = mask
+    return {k: v.to(run.device) for k, v in out.items()}
+
+
+def _weights(out: Mapping[str, Tensor], i: int, n: int) -> list[Any] | None:
+    """Example ``i``'s ``heads`` output over its ``n`` tokens, heads averaged:
+    ``[layers, n, n]`` as lists (None when the spec has no such output)."""
+    w = out.get(HEADS)
+    if w is None:
+        return None
+    w = w[i].float()
+    if w.dim() == 4:  # (heads, layers, N, N)
+        w = w.mean(0)
+    return [[[round(float(p), 6) for p in row[:n]] for row in layer[:n]] for layer in w]
+
+
+def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
+                     attention: bool = False, batch: int = 16, max_length: int | None = None,
+                     beam: int = 1, cache: bool = True, device: str = "cpu",
+                     run: Run | None = None) -> list[dict[str, Any]]:
+    """Predictions of an imported model for the text of each record (see the module
+    docstring).
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        A run written by ``attngraph import``.
+    data : path or iterable of dict
+        Records (any form ``--data`` reads), each with a text.
+    attention : bool
+        Add each example's ``attention`` (``[layers, N, N]``, heads averaged) and
+        ``tokens``.
+    batch : int
+        Examples per forward pass (or generation).
+    max_length : int, optional
+        The most tokens generated per example.
+    beam : int
+        Beam width of generation; 1 is greedy.
+    cache : bool
+        Generate with the key/value cache (False: re-run the prefix; the same tokens).
+    device : str
+        As ``load_run`` takes it.
+    run : Run, optional
+        The run, when loaded already.
+
+    Returns
+    -------
+    list of dict
+        Per example: ``index`` (and ``line``), ``prediction``, and ``probabilities``
+        (a classifier) or ``score`` and ``generated`` (the generated tokens); on
+        request ``attention`` and ``tokens``.
+
+    Raises
+    ------
+    TrainingError
+        Records without text, text that is not ids (a run without a tokenizer), ids
+        outside the vocabulary or beyond the model's positions, a model that neither
+        classifies nor generates, NaN or infinity in a prediction.
+    """
+    from attngraph.lower.decode.decoders import generating_outputs
+    from attngraph.train.trained.reloaded import load_run
+
+    run_dir = Path(run_dir)
+    run = run if run is not None else load_run(run_dir, device=device)
+    info = _import_info(run_dir)
+    reader = RunText.of(run_dir)
+    recs = run.records(data)
+    made = generating_outputs(cast("AttnModel", run.model))
+    target = next((w for how, w in made.values() if how == "causal"), None)
+    texts = [n.id for n in run.graph.inputs if n.spec.type == "tokens"]
+    src = next((t for t in texts if t != target), target)
+    names = [k for k, _ in run.graph.outputs]
+    if src is None or (target is None and "logits" not in names):
+        msg = (f"the model of {run_dir} neither generates from a text nor classifies one "
+               "(a 'logits' output)")
+        raise TrainingError(msg, SourceLoc(str(run_dir)), "predict with a model that does: "
+                            "attngraph import reads GPT-2, Llama, BERT and T5")
+    pad = _int(info, "pad") or 0
+    rows: list[dict[str, Any]] = []
+    for lo in range(0, len(recs), batch):
+        chunk = recs[lo:lo + batch]
+        ids = []
+        for rec in chunk:
+            x = reader.ids(_text_of(rec, src), rec.loc, given=None)
+            check_ids(run.graph, x, rec.loc)
+            ids.append(x)
+        inputs = _batch(run, src, target, ids, pad)
+        if target is None:
+            rows += _classified(run, info, chunk, ids, inputs, reader, lo, attention)
+        else:
+            rows += _generated(run, info, chunk, ids, inputs, reader, lo, attention,
+                               target=None if target == src else target,
+                               max_length=max_length, beam=beam, cache=cache)
+    return rows
+
+
+def _row(index: int, rec: Record) -> dict[str, Any]:
+    """A row's start: the record's index, line and own ``label`` or ``target``."""
+    row: dict[str, Any] = {"index": index}
+    if rec.loc.line:
+        row["line"] = rec.loc.line
+    for key in ("label", "target"):
+        if key in rec.values:
+            row[key] = rec.values[key]
+    return row
+
+
+def _finite(row: dict[str, Any], rec: Record, run_dir: Path) -> dict[str, Any]:
+    from attngraph.train.trained.finite import nonfinite_at
+
+    bad = nonfinite_at(row)
+    if bad is not None:
+        msg = f"the model of {run_dir} gives NaN or infinity for this example ({bad})"
+        raise TrainingError(msg, rec.loc, "the run's parameters are damaged or too large")
+    return row
+
+
+def _classified(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list[list[int]],
+                inputs: dict[str, Tensor], reader: RunText, lo: int,
+                attention: bool) -> list[dict[str, Any]]:
+    """A classifier's rows: the label of the largest logit, every label's probability."""
+    import torch
+
+    with torch.no_grad():
+        out = run.model(**inputs)
+    logits = out["logits"].float().cpu()
+    given = info.get("labels")
+    rows = []
+    for i, rec in enumerate(chunk):
+        probs = logits[i].reshape(-1).softmax(-1).tolist()
+        labels = [str(x) for x in given] if isinstance(given, list) \
+            and len(given) == len(probs) else [str(k) for k in range(len(probs))]
+        row = _row(lo + i, rec)
+        row["prediction"] = labels[max(range(len(probs)), key=probs.__getitem__)]
+        row["probabilities"] = {k: round(p, 6) for k, p in zip(labels, probs, strict=True)}
+        if attention:
+            w = _weights(out, i, len(ids[i]))
+            if w is not None:
+                row["attention"] = w
+                row["tokens"] = reader.shown(ids[i])
+        rows.append(_finite(row, rec, run.path))
+    return rows
+
+
+def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list[list[int]],
+               inputs: dict[str, Tensor], reader: RunText, lo: int, attention: bool, *,
+               target: str | None, max_length: int | None, beam: int, cache: bool
+               ) -> list[dict[str, Any]]:
+    """A generating model's rows: the text it generates after the prompt (a causal
+    decoder's own input), or from the source into the decoder's input ``target``."""
+    import torch
+
+    from attngraph.lower.decode.generate import generate
+
+    n = max(len(x) for x in ids)
+    budget = max_length if max_length is not None else 2 * n + 2
+    if target is None:  # the prompt and what follows share the model's positions
+        most = longest(run.graph, n + budget)
+        if most is not None:
+            if n >= most:
+                msg = f"the text is {n} tokens long: no room is left in the model's {most}"
+                raise TrainingError(msg, chunk[0].loc, "give a shorter text")
+            budget = min(budget, most - n)
+    eos, pad, start = _int(info, "eos"), _int(info, "pad"), _int(info, "start")
+    out = generate(run.model, inputs, max_length=budget, beam=beam, eos=eos, pad=pad,
+                   start=None if target is None else start, cache=cache)
+    heads = None
+    if attention:
+        feed = dict(inputs)
+        if target is not None:  # the decoder's input: its start id alone
+            first = torch.full((len(ids), 1), start or 0, dtype=torch.long, device=run.device)
+            feed |= {target: first, f"{target}_mask": torch.ones_like(first, dtype=torch.bool)}
+        with torch.no_grad():
+            heads = run.model(**feed)
+    rows = []
+    for i, rec in enumerate(chunk):
+        made = out.tokens[i, :int(out.lengths[i])].tolist()
+        text = made[:-1] if made and eos is not None and made[-1] == eos else made
+        row = _row(lo + i, rec)
+        row["prediction"] = reader.decode(text)
+        row["generated"] = reader.shown(made)
+        row["score"] = round(float(out.scores[i]), 6)
+        if heads is not None:
+            w = _weights(heads, i, len(ids[i]))
+            if w is not None:
+                row["attention"] = w
+                row["tokens"] = reader.shown(ids[i])
+        rows.append(_finite(row, rec, run.path))
+    return rows

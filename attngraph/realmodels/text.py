@@ -1,0 +1,118 @@
+"""How an imported run reads and writes text: with the tokenizer ``attngraph import``
+copied from the model directory (``transformers``' ``AutoTokenizer``, loaded once), or,
+for a run without one, as token ids written out (``"15 7 3"``). :func:`check_ids`
+refuses ids the model cannot read: outside its vocabulary, or more of them than its
+position tables hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attngraph.errors import SourceLoc, TrainingError
+
+if TYPE_CHECKING:
+    from attngraph.ir.graph import Graph
+
+__all__ = ["RunText", "check_ids", "longest"]
+
+
+class RunText:
+    """The text of an imported run's inputs and outputs (see the module docstring)."""
+
+    def __init__(self, run_dir: str | Path, tokenizer: Any | None) -> None:
+        self.run_dir = Path(run_dir)
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def of(cls, run_dir: str | Path) -> RunText:
+        """The run's tokenizer (its ``tokenizer/``), else ids.
+
+        Raises
+        ------
+        TrainingError
+            A tokenizer without ``transformers`` installed.
+        """
+        from attngraph.realmodels.rundir import TOKENIZER_DIR
+
+        tok_dir = Path(run_dir) / TOKENIZER_DIR
+        if not tok_dir.is_dir():
+            return cls(run_dir, None)
+        try:
+            from transformers import AutoTokenizer
+        except ImportError:
+            msg = "this run's tokenizer needs the transformers package"
+            raise TrainingError(msg, SourceLoc(str(tok_dir)),
+                                "pip install 'attngraph[real]', or give ids: \"15 7 3\"") from None
+        return cls(run_dir, AutoTokenizer.from_pretrained(str(tok_dir)))
+
+    def ids(self, text: str, loc: SourceLoc, given: str | None = "--input") -> list[int]:
+        """The ids of ``text`` (special tokens included, as the model's tokenizer adds
+        them), errors located at ``loc`` (``given``: the option that gave the text, for
+        hints; None for a record's).
+
+        Raises
+        ------
+        TrainingError
+            Text that is not ids, in a run without a tokenizer; a text that makes no
+            tokens.
+        """
+        if self.tokenizer is not None:
+            ids = [int(i) for i in self.tokenizer(text)["input_ids"]]
+            if not ids:
+                msg = f"the run's tokenizer makes no tokens of {text[:40]!r}"
+                raise TrainingError(msg, loc, f'give some text: {given} "..."' if given
+                                    else "give some text")
+            return ids
+        try:
+            ids = [int(w) for w in text.split()]
+        except ValueError:
+            msg = f"this run has no tokenizer, so its input is token ids, not {text[:40]!r}"
+            ask = f'give ids: {given} "15 7 3"' if given else 'write it as ids: "15 7 3"'
+            raise TrainingError(msg, loc, f"{ask}; or import from a model directory that "
+                                "holds its tokenizer") from None
+        if not ids:
+            msg = "no token ids given"
+            raise TrainingError(msg, loc, f'give ids: {given} "15 7 3"' if given
+                                else 'write the text as ids: "15 7 3"')
+        return ids
+
+    def shown(self, ids: Sequence[int]) -> list[str]:
+        """Each id as a token (the tokenizer's pieces, else the ids)."""
+        if self.tokenizer is None:
+            return [str(i) for i in ids]
+        return [str(t) for t in self.tokenizer.convert_ids_to_tokens(list(ids))]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """``ids`` as text (special tokens dropped), or the ids written out."""
+        if self.tokenizer is None:
+            return " ".join(str(i) for i in ids)
+        return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
+
+
+def longest(graph: Graph, n: int) -> int | None:
+    """The most items the model's position tables read (None: no limit), measured at
+    a length of ``n``."""
+    from attngraph.analysis.sizes import measure
+
+    most = [b.most for b in measure(graph, batch=1, length=n).bounds]
+    return min(most) if most else None
+
+
+def check_ids(graph: Graph, ids: Sequence[int], loc: SourceLoc) -> None:
+    """Refuse ids outside the vocabulary, or more tokens than a learned table covers,
+    located at ``loc``."""
+    from attngraph.analysis.sizes import measure
+
+    vocab = int(graph.inputs[0].spec.vocab)
+    bad = next((i for i in ids if not 0 <= i < vocab), None)
+    if bad is not None:
+        msg = f"token ids must lie in 0 … {vocab - 1}, but the input has {bad}"
+        raise TrainingError(msg, loc, "give ids of this model's vocabulary")
+    for b in measure(graph, batch=1, length=len(ids)).bounds:
+        if len(ids) > b.most:
+            msg = (f"the input is {len(ids)} tokens long, but this model reads at most "
+                   f"{b.most} (node '{b.node.id}', {b.field} {b.most})")
+            raise TrainingError(msg, loc, f"give a shorter text, of at most {b.most} tokens")

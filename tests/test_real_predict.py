@@ -1,0 +1,187 @@
+"""`attngraph predict` of an imported model: each record's text through the model's own
+tokenizer (else read as ids), and the prediction `transformers` makes of it.
+
+A classifier (BERT) gives the label its configuration names and every label's
+probability, equal to the softmax of `transformers`' logits; a causal decoder (GPT-2)
+the tokens `transformers`' greedy `generate` adds after the text, stopping at the end
+id; an encoder–decoder (T5) the tokens it generates from the text. Records that do not
+read are one error at the record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+transformers = pytest.importorskip(
+    "transformers", reason="the real-model tests need transformers (pip install -e '.[dev]')")
+
+from attngraph.cli import main  # noqa: E402
+from attngraph.errors import TrainingError  # noqa: E402
+from attngraph.realmodels import import_model  # noqa: E402
+from attngraph.realmodels.predict import predict_imported  # noqa: E402
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "on", "mat", "a", "dog", "ran"]
+
+
+def _tokenizer(path: Path) -> None:
+    """A word-level BERT tokenizer over WORDS, saved in ``path``."""
+    (path / "vocab.txt").write_text("\n".join(WORDS) + "\n", encoding="utf-8")
+    transformers.BertTokenizer(str(path / "vocab.txt")).save_pretrained(path)
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """A small BERT classifier with named labels and a tokenizer, imported."""
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=2,
+                                  num_attention_heads=2, intermediate_size=32,
+                                  max_position_embeddings=32, num_labels=3,
+                                  id2label={0: "neg", 1: "neutral", 2: "pos"},
+                                  label2id={"neg": 0, "neutral": 1, "pos": 2})
+    model = transformers.BertForSequenceClassification(cfg).eval()
+    src = tmp_path_factory.mktemp("bert")
+    model.save_pretrained(src)
+    _tokenizer(src)
+    run = tmp_path_factory.mktemp("runs") / "bert"
+    import_model(src, run)
+    return run, model
+
+
+def _data(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_a_classifier_gives_its_labels_and_transformers_probabilities(
+        bert: tuple[Path, object], tmp_path: Path) -> None:
+    """Each text through the run's tokenizer: the label of the largest logit by the
+    configuration's id2label, and probabilities equal to transformers' softmax (1e-5);
+    the record's own label is kept beside them."""
+    run, model = bert
+    texts = ["the cat sat on the mat", "a dog ran", "the dog"]
+    data = _data(tmp_path / "d.jsonl", [{"text": t, "label": "pos"} for t in texts])
+    rows = predict_imported(run, data, batch=2)
+    tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
+    for t, row in zip(texts, rows, strict=True):
+        enc = tok(t, return_tensors="pt")
+        with torch.no_grad():
+            want = model(**enc).logits[0].softmax(-1)
+        got = torch.tensor([row["probabilities"][k] for k in ("neg", "neutral", "pos")])
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+        assert row["prediction"] == ("neg", "neutral", "pos")[int(want.argmax())]
+        assert row["label"] == "pos" and row["line"] == texts.index(t) + 1
+
+
+def test_attention_is_every_layers_weights_heads_averaged(
+        bert: tuple[Path, object], tmp_path: Path) -> None:
+    """--attention: [layers, N, N] over the text's tokens, transformers' attentions
+    averaged over the heads, with the tokens the tokenizer made."""
+    run, model = bert
+    data = _data(tmp_path / "d.jsonl", [{"text": "the cat sat"}, {"text": "a dog"}])
+    rows = predict_imported(run, data, attention=True)
+    tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
+    src = tmp_path / "eager"
+    model.save_pretrained(src)  # the same weights, with the eager attention that gives them
+    eager = transformers.BertForSequenceClassification.from_pretrained(
+        src, attn_implementation="eager").eval()
+    for text, row in zip(("the cat sat", "a dog"), rows, strict=True):
+        enc = tok(text, return_tensors="pt")
+        with torch.no_grad():
+            atts = eager(**enc, output_attentions=True).attentions
+        want = torch.stack([a[0].mean(0) for a in atts])  # (layers, N, N)
+        torch.testing.assert_close(torch.tensor(row["attention"]), want, atol=1e-5, rtol=0)
+        assert row["tokens"] == tok.convert_ids_to_tokens(enc["input_ids"][0])
+
+
+def test_the_cli_writes_one_json_line_per_record(bert: tuple[Path, object],
+                                                 tmp_path: Path) -> None:
+    """attngraph predict RUN --data FILE on an imported run."""
+    run, _ = bert
+    data = _data(tmp_path / "d.jsonl", [{"text": "the cat"}, {"text": "a dog ran"}])
+    res = CliRunner().invoke(main, ["predict", str(run), "--data", str(data)])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.output.splitlines()]
+    assert [r["index"] for r in rows] == [0, 1]
+    assert all(set(r["probabilities"]) == {"neg", "neutral", "pos"} for r in rows)
+
+
+def test_a_record_without_text_is_one_error_at_it(bert: tuple[Path, object],
+                                                  tmp_path: Path) -> None:
+    """A record with neither a 'tokens' nor a 'text' column (and more than one column):
+    an error at its line naming the columns it has."""
+    run, _ = bert
+    data = _data(tmp_path / "d.jsonl", [{"text": "the cat"}, {"words": "a dog", "y": 1}])
+    with pytest.raises(TrainingError) as e:
+        predict_imported(run, data)
+    d = e.value.diagnostics[0]
+    assert d.loc.line == 2 and "columns: words, y" in d.message and d.hint
+
+
+def _gpt2(tmp_path: Path, eos: int) -> tuple[Path, object]:
+    torch.manual_seed(1)
+    cfg = transformers.GPT2Config(vocab_size=20, n_embd=16, n_layer=2, n_head=2, n_positions=24,
+                                  eos_token_id=eos, bos_token_id=eos)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    model.save_pretrained(tmp_path / "gpt2")
+    import_model(tmp_path / "gpt2", tmp_path / "run")
+    return tmp_path / "run", model
+
+
+def test_a_causal_decoder_continues_each_text_as_transformers_does(tmp_path: Path) -> None:
+    """GPT-2 without a tokenizer reads ids; its prediction is the tokens transformers'
+    greedy generate adds after them (the end id dropped from the text)."""
+    run, model = _gpt2(tmp_path, eos=3)
+    prompts = [[5, 6, 7], [8, 9], [11, 12, 13, 14]]
+    data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, p))} for p in prompts])
+    rows = predict_imported(run, data, max_length=6, batch=3)
+    for p, row in zip(prompts, rows, strict=True):
+        ids = torch.tensor([p])
+        want = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6,
+                              do_sample=False, eos_token_id=3, pad_token_id=3)[0, len(p):]
+        want = want.tolist()
+        if 3 in want:
+            want = want[:want.index(3) + 1]
+        assert row["generated"] == [str(t) for t in want]
+        assert row["prediction"] == " ".join(str(t) for t in want if t != 3)
+
+
+def test_generation_stays_within_the_models_positions(tmp_path: Path) -> None:
+    """A causal decoder's text and what it adds share its 24 positions: the default
+    budget (twice the text, plus 2) is cut to what is left, and a text that fills
+    them is refused at its record."""
+    run, _ = _gpt2(tmp_path, eos=19)
+    data = _data(tmp_path / "d.jsonl", [{"text": " ".join(["5"] * 10)}])
+    (row,) = predict_imported(run, data)
+    assert len(row["generated"]) <= 24 - 10
+    full = _data(tmp_path / "f.jsonl", [{"text": " ".join(["5"] * 24)}])
+    with pytest.raises(TrainingError) as e:
+        predict_imported(run, full)
+    assert "no room is left" in e.value.diagnostics[0].message
+
+
+def test_an_encoder_decoder_generates_from_each_text(tmp_path: Path) -> None:
+    """T5 from ids: the tokens transformers' greedy generate gives for the source."""
+    torch.manual_seed(2)
+    cfg = transformers.T5Config(vocab_size=24, d_model=16, d_kv=8, d_ff=32, num_layers=2,
+                                num_decoder_layers=2, num_heads=2,
+                                relative_attention_num_buckets=8,
+                                relative_attention_max_distance=16, decoder_start_token_id=0,
+                                eos_token_id=1, pad_token_id=0)
+    model = transformers.T5ForConditionalGeneration(cfg).eval()
+    model.save_pretrained(tmp_path / "t5")
+    import_model(tmp_path / "t5", tmp_path / "run")
+    sources = [[5, 6, 7, 1], [9, 10, 1]]
+    data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, s))} for s in sources])
+    rows = predict_imported(tmp_path / "run", data, max_length=5)
+    for s, row in zip(sources, rows, strict=True):
+        ids = torch.tensor([s])
+        want = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=5,
+                              do_sample=False)[0, 1:].tolist()  # after the start id
+        if 1 in want:
+            want = want[:want.index(1) + 1]
+        want = [t for t in want if t != 0]  # (transformers pads finished rows)
+        assert row["generated"] == [str(t) for t in want]
