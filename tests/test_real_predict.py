@@ -185,3 +185,66 @@ def test_an_encoder_decoder_generates_from_each_text(tmp_path: Path) -> None:
             want = want[:want.index(1) + 1]
         want = [t for t in want if t != 0]  # (transformers pads finished rows)
         assert row["generated"] == [str(t) for t in want]
+
+
+def test_evaluate_scores_a_classifier_against_the_records_labels(
+        bert: tuple[Path, object], tmp_path: Path) -> None:
+    """Labels by name or id: the loss is the mean cross-entropy of transformers'
+    probabilities at them, the accuracy the share where its argmax is the label; a
+    label the model does not name is one error at its record."""
+    from attngraph.realmodels.predict import evaluate_imported
+
+    run, model = bert
+    recs = [{"text": "the cat sat", "label": "pos"}, {"text": "a dog ran", "label": 0},
+            {"text": "the mat", "label": "neutral"}]
+    report = evaluate_imported(run, _data(tmp_path / "d.jsonl", recs))
+    tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
+    want_loss, right = 0.0, 0
+    for rec, k in zip(recs, (2, 0, 1), strict=True):
+        with torch.no_grad():
+            p = model(**tok(rec["text"], return_tensors="pt")).logits[0].softmax(-1)
+        want_loss -= float(p[k].log()) / 3
+        right += int(p.argmax()) == k
+    assert report["examples"] == 3
+    assert report["loss"] == pytest.approx(want_loss, abs=1e-4)
+    assert report["accuracy"] == pytest.approx(right / 3)
+    assert report.classes is not None and sum(report.classes.support) == 3
+    res = CliRunner().invoke(main, ["evaluate", str(run), "--data",
+                                    str(_data(tmp_path / "e.jsonl", recs))])
+    assert res.exit_code == 0 and "accuracy" in res.output, res.output
+    with pytest.raises(TrainingError) as e:
+        evaluate_imported(run, _data(tmp_path / "b.jsonl", [{"text": "a", "label": "happy"}]))
+    assert "'happy' is not one of the model's (neg, neutral, pos)" in e.value.diagnostics[0].message
+
+
+def test_evaluate_scores_generated_text_against_the_target(tmp_path: Path) -> None:
+    """A generating model's records give the text it should generate: the exact match
+    counts the records whose generated tokens (the end one left out) are the target's."""
+    from attngraph.realmodels.predict import evaluate_imported
+
+    run, _ = _gpt2(tmp_path, eos=3)
+    prompts = [[5, 6, 7], [8, 9]]
+    data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, p))} for p in prompts])
+    got = [r["generated"] for r in predict_imported(run, data, max_length=4)]
+    targets = [" ".join(t for t in got[0] if t != "3"), "1 2"]  # right, then wrong
+    recs = [{"text": " ".join(map(str, p)), "target": t} for p, t in zip(prompts, targets)]
+    report = evaluate_imported(run, _data(tmp_path / "t.jsonl", recs), max_length=4)
+    assert report["exact_match"] == pytest.approx(0.5) and "bleu" in report
+
+
+def test_training_an_import_on_records_is_refused_with_what_to_do(
+        bert: tuple[Path, object], tmp_path: Path) -> None:
+    """train --data on an imported run: one error at the data file saying what is there
+    (train on without --data; predict and evaluate read records), the run untouched."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(bert[0], run)
+    before = (run / "checkpoint.pt").read_bytes()
+    data = _data(tmp_path / "d.jsonl", [{"text": "the cat", "label": "pos"}] * 4)
+    res = CliRunner().invoke(main, ["train", str(run / "spec.yaml"), "--out", str(run),
+                                    "--resume", "--data", str(data), "--steps", "1"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert f"{data}: error: an imported model trains on the built-in task only" in res.output
+    assert "hint: leave out --data" in res.output
+    assert (run / "checkpoint.pt").read_bytes() == before

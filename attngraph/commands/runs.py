@@ -16,6 +16,15 @@ _data_option = click.option("--data", type=click.Path(), required=True,
                             help="Records in any form train --data reads (docs/data.md).")
 
 
+def _imported(run_dir: str) -> bool:
+    """Whether RUN was written by attngraph import and not trained on data since: its
+    records are read by the model's tokenizer (:mod:`attngraph.realmodels.predict`)."""
+    from attngraph.train.data.batches import DATA_FILE
+    from attngraph.train.store.imported import is_imported
+
+    return is_imported(run_dir) and not (Path(run_dir) / DATA_FILE).exists()
+
+
 def _json(value: object, run_dir: str) -> str:
     """``value`` as one line of strict JSON: NaN or infinity (which Run.predict and
     Run.evaluate refuse first) is an error, never an invalid JSON file."""
@@ -62,23 +71,36 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
     (RUN/data.json); every example is scored. Printed: the loss (the training
     objective) and the metrics; for a classifier each class's precision, recall,
     F1 and support, their macro and weighted averages and the confusion matrix;
-    for a decoder also the BLEU and exact match of the text it generates.
+    for a decoder also the BLEU and exact match of the text it generates. A run
+    written by attngraph import reads each record's text with the run's tokenizer/
+    and scores its label (a classifier) or target (a generating model).
     """
     from attngraph.errors import SourceLoc, TrainingError
     from attngraph.train.trained.evaluation_text import format_report
     from attngraph.train.trained.reloaded import load_run
 
     run = load_run(run_dir, device=device)
+    imported = _imported(run_dir)
     where = None
     if picture is not None:
         from attngraph.train.pictures.attend import picture_path
 
         where = picture_path(picture)  # a suffix matplotlib cannot write fails first
-        if run.labels is None:
+        if run.labels is None and not imported:
             msg = "--picture draws a classifier's confusion matrix; this run is not one"
             raise TrainingError(msg, SourceLoc(picture), "leave --picture out for a decoder "
                                 "run: its report has token accuracy and BLEU instead")
-    report = run.evaluate(data, batch=batch, bf16=bf16, beam=beam, max_length=max_length)
+    if imported:
+        from attngraph.realmodels.predict import evaluate_imported
+
+        report = evaluate_imported(run_dir, data, batch=batch, max_length=max_length,
+                                   beam=beam, run=run)
+        if where is not None and report.classes is None:
+            msg = "--picture draws a classifier's confusion matrix; this model is not one"
+            raise TrainingError(msg, SourceLoc(str(picture)), "leave --picture out: a generating "
+                                "model's report has exact match and BLEU instead")
+    else:
+        report = run.evaluate(data, batch=batch, bf16=bf16, beam=beam, max_length=max_length)
     title = f"{run.graph.name} on {data}"
     text = _json(report.to_dict(), run_dir)
     written = []
@@ -127,12 +149,10 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
     the text the model generates, or its label (docs/real-models.md).
     """
     from attngraph.errors import TrainingError
-    from attngraph.train.data.batches import DATA_FILE
-    from attngraph.train.store.imported import is_imported
     from attngraph.train.trained.reloaded import load_run
 
     run = load_run(run_dir, device=device)
-    if is_imported(run_dir) and not (Path(run_dir) / DATA_FILE).exists():
+    if _imported(run_dir):
         from attngraph.realmodels.predict import predict_imported
 
         rows = predict_imported(run_dir, data, attention=attention, batch=batch,

@@ -14,6 +14,10 @@ What a prediction is follows from the spec's outputs, not from the family:
 - a classifier (a ``logits`` output of one row per example, as BERT's) gives the
   label the configuration names (``id2label``) and every label's probability.
 
+:func:`evaluate_imported` scores those predictions against each record's ``label``
+(a classifier: loss, accuracy, per-class scores) or ``target`` (a generating model:
+exact match and BLEU of the generated tokens).
+
 Each record's text is in the column named like the model's text input, else
 ``text``, else the record's one column. Further token inputs (BERT's token types)
 are 0. With ``attention``, the weights of the spec's ``heads`` output over the
@@ -37,9 +41,10 @@ if TYPE_CHECKING:
 
     from attngraph.lower.runtime.model import AttnModel
     from attngraph.train.data.records import Record
+    from attngraph.train.trained.evaluation import Report
     from attngraph.train.trained.reloaded import Run
 
-__all__ = ["predict_imported"]
+__all__ = ["evaluate_imported", "predict_imported"]
 
 #: The output whose weights ``attention`` adds: every layer's, per head.
 HEADS = "heads"
@@ -157,14 +162,21 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
         outside the vocabulary or beyond the model's positions, a model that neither
         classifies nor generates, NaN or infinity in a prediction.
     """
-    from attngraph.lower.decode.decoders import generating_outputs
     from attngraph.train.trained.reloaded import load_run
 
     run_dir = Path(run_dir)
     run = run if run is not None else load_run(run_dir, device=device)
+    return _predict(run, run_dir, run.records(data), attention=attention, batch=batch,
+                    max_length=max_length, beam=beam, cache=cache)
+
+
+def _predict(run: Run, run_dir: Path, recs: list[Record], *, attention: bool, batch: int,
+             max_length: int | None, beam: int, cache: bool) -> list[dict[str, Any]]:
+    """:func:`predict_imported` of records read."""
+    from attngraph.lower.decode.decoders import generating_outputs
+
     info = _import_info(run_dir)
     reader = RunText.of(run_dir)
-    recs = run.records(data)
     made = generating_outputs(cast("AttnModel", run.model))
     target = next((w for how, w in made.values() if how == "causal"), None)
     texts = [n.id for n in run.graph.inputs if n.spec.type == "tokens"]
@@ -287,3 +299,84 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
                 row["tokens"] = reader.shown(ids[i])
         rows.append(_finite(row, rec, run.path))
     return rows
+
+
+def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
+                      batch: int = 16, max_length: int | None = None, beam: int = 1,
+                      device: str = "cpu", run: Run | None = None) -> Report:
+    """Scores of an imported model on labelled records, from its predictions
+    (:func:`predict_imported`).
+
+    A classifier's records name their class in ``label`` (a label of the model's
+    ``id2label``, or its id): the report has the loss (mean cross-entropy), the
+    accuracy, each class's precision, recall, F1 and support and the confusion matrix.
+    A generating model's records hold the text it should give in ``target``: the
+    report has the exact match and the BLEU of the generated tokens against the
+    target's (by the run's tokenizer).
+
+    Raises
+    ------
+    TrainingError
+        A record without its label or target, a label the model does not have, and
+        what :func:`predict_imported` refuses.
+    """
+    import math
+
+    from attngraph.train.trained.evaluation import Report, class_scores, corpus_bleu
+
+    run_dir = Path(run_dir)
+    if run is None:
+        from attngraph.train.trained.reloaded import load_run
+
+        run = load_run(run_dir, device=device)
+    recs = run.records(data)
+    rows = _predict(run, run_dir, recs, attention=False, batch=batch, max_length=max_length,
+                    beam=beam, cache=True)
+    n = len(rows)
+    if "probabilities" in rows[0]:
+        labels = list(rows[0]["probabilities"])
+        true = [_label_id(rec, labels) for rec in recs]
+        pred = [labels.index(row["prediction"]) for row in rows]
+        loss = -sum(math.log(max(row["probabilities"][labels[k]], 1e-12))
+                    for row, k in zip(rows, true, strict=True)) / n
+        scores = class_scores(true, pred, labels.__getitem__)
+        right = sum(a == b for a, b in zip(true, pred, strict=True))
+        return Report({"examples": n, "loss": loss, "accuracy": right / n, **scores.flat()},
+                      scores)
+    reader = RunText.of(run_dir)
+    eos = _int(_import_info(run_dir), "eos")
+    hyps, refs = [], []
+    for rec, row in zip(recs, rows, strict=True):
+        target = rec.values.get("target")
+        if not isinstance(target, str):
+            msg = "this record has no 'target' text to score the generated text against"
+            raise TrainingError(msg, rec.loc, 'give each record the text it should give: '
+                                '{"text": ..., "target": ...}')
+        hyp = list(row["generated"])
+        if hyp and eos is not None and hyp[-1] == reader.shown([eos])[0]:
+            hyp = hyp[:-1]
+        hyps.append(hyp)
+        refs.append(reader.shown([t for t in reader.ids(target, rec.loc, given=None)
+                                  if t != eos]))
+    return Report({"examples": n,
+                   "exact_match": sum(h == r for h, r in zip(hyps, refs, strict=True)) / n,
+                   "bleu": corpus_bleu(hyps, refs)},
+                  notes=["the generated tokens scored against the target's, by the run's "
+                         "tokenizer (else as ids), the end token left out"])
+
+
+def _label_id(rec: Record, labels: list[str]) -> int:
+    """The class of a record's ``label``: one of ``labels``, or its id."""
+    value = rec.values.get("label")
+    if value is None:
+        msg = "this record has no 'label' to score the prediction against"
+        raise TrainingError(msg, rec.loc, 'give each record its class: {"text": ..., '
+                            '"label": ...}')
+    if str(value) in labels:
+        return labels.index(str(value))
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(labels):
+        return value
+    shown = ", ".join(labels[:10]) + (", …" if len(labels) > 10 else "")
+    msg = f"the label {str(value)[:40]!r} is not one of the model's ({shown})"
+    raise TrainingError(msg, rec.loc, "use the labels of the model's configuration "
+                        "(id2label), or their ids")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
-from attngraph.train.data.batches import DataTask, load_encoding, steps_per_epoch
+from attngraph.train.data.batches import DATA_FILE, DataTask, load_encoding, steps_per_epoch
 from attngraph.train.data.batches import data_task as make_data_task
 from attngraph.train.engine.step import TrainSettings, check_fits
 from attngraph.train.run.resume import check_total, resumed
@@ -181,6 +181,13 @@ def _data(config: RunConfig, graph: Graph, out_dir: Path, prior: ck.Checkpoint |
     if world > 1:
         msg = "training on --data runs in one process for now"
         raise TrainingError(msg, SourceLoc(config.data), "leave out --nproc")
+    from attngraph.train.store.imported import is_imported
+
+    if prior is not None and is_imported(out_dir) and not (out_dir / DATA_FILE).exists():
+        msg = ("an imported model trains on the built-in task only: training it on your "
+               "records with its own tokenizer is not there yet")
+        raise TrainingError(msg, SourceLoc(config.data), "leave out --data to train on "
+                            "from the import; predict and evaluate read your records")
     enc = load_encoding(out_dir, graph) if prior is not None else None
     data_task = make_data_task(graph, config.data, valid=config.valid,
                                valid_fraction=config.valid_fraction, seed=config.seed,
