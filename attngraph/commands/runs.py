@@ -94,7 +94,7 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
         from attngraph.realmodels.predict import evaluate_imported
 
         report = evaluate_imported(run_dir, data, batch=batch, max_length=max_length,
-                                   beam=beam, run=run)
+                                   beam=beam, bf16=bf16, run=run)
         if where is not None and report.classes is None:
             msg = "--picture draws a classifier's confusion matrix; this model is not one"
             raise TrainingError(msg, SourceLoc(str(picture)), "leave --picture out: a generating "
@@ -156,7 +156,8 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
         from attngraph.realmodels.predict import predict_imported
 
         rows = predict_imported(run_dir, data, attention=attention, batch=batch,
-                                max_length=max_length, beam=beam, cache=cache, run=run)
+                                max_length=max_length, beam=beam, cache=cache, bf16=bf16,
+                                run=run)
     else:
         rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
                            beam=beam, bf16=bf16, cache=cache)

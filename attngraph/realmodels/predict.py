@@ -98,7 +98,6 @@ def _batch(run: Run, src: str, skip: str | None, ids: list[list[int]], pad: int
     for i, row in enumerate(ids):
         x[i, :len(row)] = torch.tensor(row, dtype=torch.long)
     mask = torch.arange(n)[None, :] < torch.tensor([len(r) for r in ids])[:, None]
-    x = x.masked_fill(~mask, pad)
     out: dict[str, Tensor] = {src: x, f"{src}_mask": mask}
     for node in run.graph.inputs:
         if node.id not in (src, skip):
@@ -113,7 +112,7 @@ def _weights(out: Mapping[str, Tensor], i: int, n: int) -> list[Any] | None:
     w = out.get(HEADS)
     if w is None:
         return None
-    w = w[i].float()
+    w = w[i].float().cpu()
     if w.dim() == 4:  # (heads, layers, N, N)
         w = w.mean(0)
     return [[[round(float(p), 6) for p in row[:n]] for row in layer[:n]] for layer in w]
@@ -121,8 +120,8 @@ def _weights(out: Mapping[str, Tensor], i: int, n: int) -> list[Any] | None:
 
 def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
                      attention: bool = False, batch: int = 16, max_length: int | None = None,
-                     beam: int = 1, cache: bool = True, device: str = "cpu",
-                     run: Run | None = None) -> list[dict[str, Any]]:
+                     beam: int = 1, cache: bool = True, bf16: bool = False,
+                     device: str = "cpu", run: Run | None = None) -> list[dict[str, Any]]:
     """Predictions of an imported model for the text of each record (see the module
     docstring).
 
@@ -143,6 +142,8 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
         Beam width of generation; 1 is greedy.
     cache : bool
         Generate with the key/value cache (False: re-run the prefix; the same tokens).
+    bf16 : bool
+        bfloat16 autocast.
     device : str
         As ``load_run`` takes it.
     run : Run, optional
@@ -167,13 +168,17 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
     run_dir = Path(run_dir)
     run = run if run is not None else load_run(run_dir, device=device)
     return _predict(run, run_dir, run.records(data), attention=attention, batch=batch,
-                    max_length=max_length, beam=beam, cache=cache)
+                    max_length=max_length, beam=beam, cache=cache, bf16=bf16)
 
 
 def _predict(run: Run, run_dir: Path, recs: list[Record], *, attention: bool, batch: int,
-             max_length: int | None, beam: int, cache: bool) -> list[dict[str, Any]]:
+             max_length: int | None, beam: int, cache: bool, bf16: bool = False
+             ) -> list[dict[str, Any]]:
     """:func:`predict_imported` of records read."""
+    import torch
+
     from attngraph.lower.decode.decoders import generating_outputs
+    from attngraph.train.engine.device import autocast
 
     info = _import_info(run_dir)
     reader = RunText.of(run_dir)
@@ -197,12 +202,13 @@ def _predict(run: Run, run_dir: Path, recs: list[Record], *, attention: bool, ba
             check_ids(run.graph, x, rec.loc)
             ids.append(x)
         inputs = _batch(run, src, target, ids, pad)
-        if target is None:
-            rows += _classified(run, info, chunk, ids, inputs, reader, lo, attention)
-        else:
-            rows += _generated(run, info, chunk, ids, inputs, reader, lo, attention,
-                               target=None if target == src else target,
-                               max_length=max_length, beam=beam, cache=cache)
+        with torch.no_grad(), autocast(run.device, bf16):
+            if target is None:
+                rows += _classified(run, info, chunk, ids, inputs, reader, lo, attention)
+            else:
+                rows += _generated(run, info, chunk, ids, inputs, reader, lo, attention,
+                                   target=None if target == src else target,
+                                   max_length=max_length, beam=beam, cache=cache)
     return rows
 
 
@@ -214,6 +220,17 @@ def _row(index: int, rec: Record) -> dict[str, Any]:
     for key in ("label", "target"):
         if key in rec.values:
             row[key] = rec.values[key]
+    return row
+
+
+def _with_weights(row: dict[str, Any], out: Mapping[str, Tensor] | None, i: int,
+                  ids: list[int], reader: RunText) -> dict[str, Any]:
+    """``row`` with example ``i``'s ``attention`` over its ``ids`` and their ``tokens``,
+    when ``out`` (the outputs of a forward, or None) holds the weights."""
+    w = _weights(out, i, len(ids)) if out is not None else None
+    if w is not None:
+        row["attention"] = w
+        row["tokens"] = reader.shown(ids)
     return row
 
 
@@ -230,11 +247,9 @@ def _finite(row: dict[str, Any], rec: Record, run_dir: Path) -> dict[str, Any]:
 def _classified(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list[list[int]],
                 inputs: dict[str, Tensor], reader: RunText, lo: int,
                 attention: bool) -> list[dict[str, Any]]:
-    """A classifier's rows: the label of the largest logit, every label's probability."""
-    import torch
-
-    with torch.no_grad():
-        out = run.model(**inputs)
+    """A classifier's rows: the label of the largest logit, every label's probability
+    (run under no_grad)."""
+    out = run.model(**inputs)
     logits = out["logits"].float().cpu()
     given = info.get("labels")
     rows = []
@@ -245,12 +260,8 @@ def _classified(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: lis
         row = _row(lo + i, rec)
         row["prediction"] = labels[max(range(len(probs)), key=probs.__getitem__)]
         row["probabilities"] = {k: round(p, 6) for k, p in zip(labels, probs, strict=True)}
-        if attention:
-            w = _weights(out, i, len(ids[i]))
-            if w is not None:
-                row["attention"] = w
-                row["tokens"] = reader.shown(ids[i])
-        rows.append(_finite(row, rec, run.path))
+        rows.append(_finite(_with_weights(row, out if attention else None, i, ids[i], reader),
+                            rec, run.path))
     return rows
 
 
@@ -259,7 +270,8 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
                target: str | None, max_length: int | None, beam: int, cache: bool
                ) -> list[dict[str, Any]]:
     """A generating model's rows: the text it generates after the prompt (a causal
-    decoder's own input), or from the source into the decoder's input ``target``."""
+    decoder's own input), or from the source into the decoder's input ``target`` (run
+    under no_grad)."""
     import torch
 
     from attngraph.lower.decode.generate import generate
@@ -282,8 +294,7 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
         if target is not None:  # the decoder's input: its start id alone
             first = torch.full((len(ids), 1), start or 0, dtype=torch.long, device=run.device)
             feed |= {target: first, f"{target}_mask": torch.ones_like(first, dtype=torch.bool)}
-        with torch.no_grad():
-            heads = run.model(**feed)
+        heads = run.model(**feed)
     rows = []
     for i, rec in enumerate(chunk):
         made = out.tokens[i, :int(out.lengths[i])].tolist()
@@ -292,18 +303,14 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
         row["prediction"] = reader.decode(text)
         row["generated"] = reader.shown(made)
         row["score"] = round(float(out.scores[i]), 6)
-        if heads is not None:
-            w = _weights(heads, i, len(ids[i]))
-            if w is not None:
-                row["attention"] = w
-                row["tokens"] = reader.shown(ids[i])
-        rows.append(_finite(row, rec, run.path))
+        rows.append(_finite(_with_weights(row, heads, i, ids[i], reader), rec, run.path))
     return rows
 
 
 def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
                       batch: int = 16, max_length: int | None = None, beam: int = 1,
-                      device: str = "cpu", run: Run | None = None) -> Report:
+                      bf16: bool = False, device: str = "cpu", run: Run | None = None
+                      ) -> Report:
     """Scores of an imported model on labelled records, from its predictions
     (:func:`predict_imported`).
 
@@ -331,7 +338,7 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
         run = load_run(run_dir, device=device)
     recs = run.records(data)
     rows = _predict(run, run_dir, recs, attention=False, batch=batch, max_length=max_length,
-                    beam=beam, cache=True)
+                    beam=beam, cache=True, bf16=bf16)
     n = len(rows)
     if "probabilities" in rows[0]:
         labels = list(rows[0]["probabilities"])
