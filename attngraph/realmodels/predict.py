@@ -285,7 +285,11 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
                 msg = f"the text is {n} tokens long: no room is left in the model's {most}"
                 raise TrainingError(msg, chunk[0].loc, "give a shorter text")
             budget = min(budget, most - n)
-    eos, pad, start = _int(info, "eos"), _int(info, "pad"), _int(info, "start")
+    vocab = int(run.graph.node(target or next(iter(inputs))).spec.vocab)
+    # ids of the configuration outside the vocabulary (GPT-2's end id in a small
+    # vocabulary) are ids the model never emits: no end id, then
+    eos, pad, start = (v if v is not None and 0 <= v < vocab else None
+                       for v in (_int(info, "eos"), _int(info, "pad"), _int(info, "start")))
     out = generate(run.model, inputs, max_length=budget, beam=beam, eos=eos, pad=pad,
                    start=None if target is None else start, cache=cache)
     heads = None
