@@ -248,3 +248,14 @@ def test_training_an_import_on_records_is_refused_with_what_to_do(
     assert f"{data}: error: an imported model trains on the built-in task only" in res.output
     assert "hint: leave out --data" in res.output
     assert (run / "checkpoint.pt").read_bytes() == before
+
+
+def test_the_python_api_of_a_reloaded_import_points_at_its_own_predict(
+        bert: tuple[Path, object]) -> None:
+    """load_run(RUN).predict on an imported run: one error naming predict_imported."""
+    from attngraph import load_run
+
+    with pytest.raises(TrainingError) as e:
+        load_run(bert[0]).predict([{"text": "the cat"}])
+    d = e.value.diagnostics[0]
+    assert "written by attngraph import" in d.message and "predict_imported" in d.hint

@@ -51,9 +51,9 @@ def export_cmd(spec: str, output: str, fmt: str | None, seed: int, batch: int, l
     that order; run an ONNX model with onnxruntime, its inputs and outputs named like
     the model's.
 
-    With --format python (or FILE named .py), FILE is the model's PyTorch source instead (what
-    ``model.code`` shows): one class per concept, a forward with one statement per
-    node, the same outputs; it takes the compiled model's state dict (--seed,
+    With --format python (or a FILE named .py), FILE is the model's PyTorch source
+    instead (what ``model.code`` shows): one class per concept, a forward with one
+    statement per node, the same outputs; it takes the compiled model's state dict (--seed,
     --batch and --length do not change it). Of a RUN, the run's weights are written
     beside it (FILE with the suffix .safetensors) and the file ends with ``load()``,
     which builds the model with them using torch alone.

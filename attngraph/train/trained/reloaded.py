@@ -74,6 +74,14 @@ class Run:
         return {k: list(v.tokens) for k, v in enc.vocabs.items()} if enc is not None else {}
 
     def _enc(self) -> Encoding:
+        from attngraph.train.store.imported import is_imported
+
+        if self.encoding is None and is_imported(self.path):
+            msg = ("this run was written by attngraph import: its records are read with the "
+                   "model's own tokenizer, not a vocabulary of the run's")
+            raise TrainingError(msg, SourceLoc(str(self.path)), "use attngraph.realmodels."
+                                "predict.predict_imported(RUN, records) or "
+                                "evaluate_imported (the commands do)")
         if self.encoding is None:
             msg = (f"this run was trained on the built-in task '{self.task.name}', "
                    "not on data files: it has no vocabulary or labels to read records with")
