@@ -592,6 +592,28 @@ def test_a_run_file_that_is_not_its_own_is_refused_before_anything(
     assert not (tmp_path / "m.py").exists()
 
 
+@pytest.mark.parametrize("kind", ["link", "fifo", "dir"])
+def test_a_metrics_table_that_is_not_its_own_stops_a_resume_before_anything(
+        tmp_path: Path, data: Path, one_epoch: Path, kind: str) -> None:
+    """metrics.csv, which a resume writes anew, as a link, a FIFO or a folder: the
+    resume is refused at it before anything is written (it rewrote metrics.jsonl, a
+    log with a line past the checkpoint cut back, then failed at the table; fuzz
+    rundir seed 3103 case 949). Reading the run (predict, evaluate) does not need it."""
+    from attngraph import load_run
+
+    run_dir = _copy(one_epoch, tmp_path)
+    with (run_dir / "metrics.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"step": 999, "split": "train", "loss": 1.0}\n')  # past the checkpoint
+    outside = tmp_path / "outside.csv"
+    outside.write_bytes((run_dir / "metrics.csv").read_bytes())
+    _special(run_dir / "metrics.csv", kind, outside)
+    before, kept = _files(run_dir), outside.read_bytes()
+    exc = refused(lambda: _data_run(run_dir, data, resume=True, epochs=2))
+    assert exc.loc.file == str(run_dir / "metrics.csv") and exc.hint
+    assert _files(run_dir) == before and outside.read_bytes() == kept
+    assert load_run(run_dir).predict(data)
+
+
 def test_the_run_writer_never_writes_through_a_link(tmp_path: Path, data: Path) -> None:
     """atomic_write refuses a run file that is a link (the target keeps its bytes), and
     a fresh run into a folder holding only a dangling summary.json link is refused as

@@ -51,12 +51,14 @@ from attngraph.fileio import (
     write_file,
 )
 
-__all__ = ["RUN_FILES", "holds_run", "check", "check_own", "own_file", "prepare",
+__all__ = ["CSV_FILE", "RUN_FILES", "holds_run", "check", "check_own", "own_file", "prepare",
            "atomic_write", "Log", "Kept", "read_metrics", "write_error", "run_file"]
 
 #: The files that make a directory a run's (metrics log, checkpoint, summary, and a
 #: data run's vocabularies and labels).
 RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json", "data.json")
+#: The metrics log as a table, which a run writes beside its log (and a resume anew).
+CSV_FILE = "metrics.csv"
 #: What a full disk or a refused write says, by errno.
 _WHY = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
         errno.EACCES: "permission denied", errno.EPERM: "permission denied",
@@ -138,10 +140,11 @@ def own_file(path: Path, *, write: bool = False) -> None:
 
 
 def check_own(out: Path, *, write: bool = False) -> None:
-    """Refuse a run directory any of whose files (:data:`RUN_FILES`) is a link or not a
-    regular file (:func:`own_file`), before anything of the run is read or written:
-    a command that cannot finish leaves the run as it was."""
-    for name in RUN_FILES:
+    """Refuse a run directory any of whose files (:data:`RUN_FILES`, and with ``write``
+    the table :data:`CSV_FILE` a resume writes anew) is a link or not a regular file
+    (:func:`own_file`), before anything of the run is read or written: a command that
+    cannot finish leaves the run as it was."""
+    for name in (*RUN_FILES, CSV_FILE) if write else RUN_FILES:
         own_file(out / name, write=write)
 
 

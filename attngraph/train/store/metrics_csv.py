@@ -25,7 +25,7 @@ from attngraph.train.store import directory as rundir
 __all__ = ["CSV_FILE", "columns", "rows", "CsvLog"]
 
 #: File name of the table inside a run's output directory.
-CSV_FILE = "metrics.csv"
+CSV_FILE = rundir.CSV_FILE
 _FIXED = ("step", "split", "loss")
 
 
