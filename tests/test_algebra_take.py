@@ -170,6 +170,12 @@ def test_take_from_the_flat_table_equals_a_gather_and_refuses_a_position_outside
      "take's positions run from 9 to 9"),
     ("take(table, where(abs(i - j) > -1, -1e9, 0), features)", 77,
      "take's positions run from -1e+09 to -1e+09"),
+    # either branch: the diagonal (j <= i) always takes the first
+    ("take(table, where(j <= i, 9, 0), features)", 77, "take's positions run from 0 to 9"),
+    # each branch where it is taken: bucket at most 2, then at least 2 less 3 (without
+    # the condition, bucket - 3 would run from -3)
+    ("take(table, where(bucket < 2, bucket, bucket - 3), features)", 77,
+     "take's positions run from -1 to 2"),
     # positions whole by their formula alone: not the scores, not a quotient
     ("take(table, s, features)", 77, "take's positions must be whole numbers"),
     ("take(table, clamp(j / 2, 0, 4), features)", 77, "must be whole numbers"),
@@ -194,8 +200,11 @@ def test_positions_the_formula_bounds_outside_the_table_are_refused(
 
 @pytest.mark.parametrize("formula", [
     "take(table, clamp(floor((j - i) / 2) + 2, 0, 4), features)",  # within 0 .. 4
-    "take(table, where(j <= i, 9, 0), features)",  # where: either branch may be unused
     "take(table, where(abs(i - j) >= 0, 2, 9), features)",  # always its first branch
+    # each branch within 0 .. 4 where it is taken: bucket + 2 where bucket is at most 2,
+    # bucket - 2 where it is at least 2 (either alone would reach past the table)
+    "take(table, where(bucket < 2, bucket + 2, bucket - 2), features)",
+    "take(table, where(s > 0, 1, 3), features)",  # a node's values pick: both in range
     "take(table, floor(s), features)",  # a node's values: only the forward knows them
     "take(table, min(abs(i - j), buckets - 1), features)",  # whole and within 0 .. 4
 ])

@@ -55,7 +55,16 @@ from attngraph.algebra.axes import AXES, canonical, is_scores
 from attngraph.algebra.fold import FOLD, fold
 from attngraph.algebra.formula import Binary, Call, Expr, FormulaError, Name, Num, Unary, names
 from attngraph.algebra.functions import FUNCTIONS, REDUCTION_OF, Function
-from attngraph.algebra.spans import Span, of_instr, whole_of
+from attngraph.algebra.spans import (
+    ANY,
+    OPPOSITE,
+    Span,
+    chosen,
+    joined,
+    narrowed,
+    of_instr,
+    whole_of,
+)
 from attngraph.algebra.take import take_layout
 from attngraph.algebra.values import INDICES, Dim, Env, Program, Val
 from attngraph.errors import did_you_mean
@@ -76,6 +85,7 @@ class _Checker:
         self.vals: list[Val] = []
         #: each register's range where the formula bounds it (:mod:`~attngraph.algebra.spans`)
         self.spans: list[Span] = []
+        self.budget = self.BUDGET
         self.wholes: list[bool] = []
         self.reads: dict[str, int] = {}
         #: for each (axis, size) seen on a value read, a register and its dimension
@@ -83,11 +93,65 @@ class _Checker:
 
     def emit(self, instr: tuple[Any, ...], val: Val) -> int:
         fn = FUNCTIONS.get(instr[1]) if instr[0] in ("call", "axis") else None
-        self.spans.append(of_instr(instr, val, self.spans, fn.span if fn is not None else None))
-        self.wholes.append(whole_of(instr, val, self.wholes, fn))
         self.instrs.append(instr)
         self.vals.append(val)
+        self.spans.append(self._span(len(self.instrs) - 1, self.spans))
+        self.wholes.append(whole_of(instr, val, self.wholes, fn))
         return len(self.instrs) - 1
+
+    # ranges (:mod:`~attngraph.algebra.spans`) ----------------------------
+    #: registers a formula's wheres may work out again under their conditions, in all:
+    #: a bound on the checker's work whatever the formula's wheres nest to
+    BUDGET = 20_000
+
+    def _span(self, r: int, spans: list[Span]) -> Span:
+        """Register ``r``'s range, given the registers' ``spans`` before it."""
+        instr = self.instrs[r]
+        if instr[0] == "call" and instr[1] == "where":
+            return self._where(instr[2], spans)
+        fn = FUNCTIONS.get(instr[1]) if instr[0] in ("call", "axis") else None
+        return of_instr(instr, self.vals[r], spans, fn.span if fn is not None else None)
+
+    def _where(self, args: tuple[int, ...], spans: list[Span]) -> Span:
+        """``where(c, a, b)``'s range: the branch ``c`` picks where its range decides it;
+        else, for a comparison ``x op y``, either branch worked out again with ``x`` and
+        ``y`` narrowed as the comparison (or its opposite) says; else unbounded."""
+        c, a, b = args
+        cond = spans[c]
+        test = self.instrs[c]
+        if cond in ((0.0, 0.0), (1.0, 1.0)) or test[0] != "bin" or test[1] not in OPPOSITE:
+            return chosen(cond, spans[a], spans[b])
+        return joined([self._under(test, test[1], a, spans),
+                       self._under(test, OPPOSITE[test[1]], b, spans)])
+
+    def _under(self, test: tuple[Any, ...], op: str, r: int, spans: list[Span]
+               ) -> Span | None:
+        """Register ``r``'s range where ``x op y`` holds for the operands of ``test``
+        (None: nowhere), or unbounded once the budget is spent."""
+        x, y = self._base(test[2]), self._base(test[3])
+        both = narrowed(op, spans[x], spans[y])
+        if both is None:
+            return None
+        if r in (x, y):  # the branch is what is compared
+            return both[0] if r == x else both[1]
+        start = min(x, y) + 1
+        if r < start:  # the branch does not read them
+            return spans[r]
+        if self.budget < r - start + 1:
+            return ANY
+        self.budget -= r - start + 1
+        mine = list(spans[:r + 1])
+        mine[x], mine[y] = both if x != y else (both[0], both[0])
+        for k in range(start, r + 1):
+            if k not in (x, y):
+                mine[k] = self._span(k, mine)
+        return mine[r]
+
+    def _base(self, r: int) -> int:
+        """The register ``r`` views (through alignments)."""
+        while self.instrs[r][0] == "align":
+            r = self.instrs[r][1]
+        return r
 
     # names ---------------------------------------------------------------
     def lengths(self) -> dict[Dim, tuple[int, int]]:

@@ -3,8 +3,10 @@ alone: numbers, the indices ``i``, ``j`` and ``pos(axis)`` over an axis of known
 and what arithmetic and the functions that say how they map ranges (a
 :class:`~attngraph.algebra.functions.Function`'s ``span``) make of them; a value read
 from another ``expr`` node, the range its type carries (``TensorType.span``). A
-node's values are otherwise unbounded, and so is ``where`` unless its condition is
-decided by the spans (either branch may be the one never taken), so that a bound is
+node's values are otherwise unbounded. A ``where`` takes the branch its condition
+picks where the spans decide it, and otherwise either branch, each bounded as the
+condition says of what it compares (``where(d < 8, d, f(d))``: ``d`` at most 8 in the
+first, at least 8 in ``f(d)``; :mod:`attngraph.algebra.program`), so that a bound is
 one the formula can reach, not an over-estimate:
 the compiler refuses a ``take`` whose positions can leave its table's axis
 (:mod:`attngraph.algebra.take`). :func:`whole_of` says which values are whole numbers,
@@ -22,8 +24,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ANY", "Span", "binary", "bounded", "chosen", "clamp", "floor_span", "increasing",
-           "least", "logistic", "most", "sign", "unsigned", "whole_of"]
+__all__ = ["ANY", "OPPOSITE", "Span", "binary", "bounded", "chosen", "clamp", "floor_span",
+           "increasing", "joined", "least", "logistic", "most", "narrowed", "sign", "unsigned",
+           "whole_of"]
 
 #: (low, high), either end possibly infinite
 Span = tuple[float, float]
@@ -78,6 +81,36 @@ def _compare(op: str, a: Span, b: Span) -> Span:
         if op == "!=":
             yes, no = no, yes
     return (1.0, 1.0) if yes else (0.0, 0.0) if no else (0.0, 1.0)
+
+
+#: a comparison's opposite: where ``x < y`` fails, ``x >= y`` holds
+OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def narrowed(op: str, a: Span, b: Span) -> tuple[Span, Span] | None:
+    """The spans of ``a`` and ``b`` where ``a op b`` holds (None: nowhere): ``x < 4``
+    keeps x at most 4 (a bound, not the strict one, is enough to be sound)."""
+    if op in (">", ">="):
+        flipped = narrowed("<" if op == ">" else "<=", b, a)
+        return None if flipped is None else (flipped[1], flipped[0])
+    if op in ("<", "<="):
+        na, nb = (a[0], min(a[1], b[1])), (max(b[0], a[0]), b[1])
+    elif op == "==":
+        na = nb = (max(a[0], b[0]), min(a[1], b[1]))
+    else:  # !=
+        return a, b
+    if na[0] > na[1] or nb[0] > nb[1]:
+        return None
+    return na, nb
+
+
+def joined(spans: list[Span | None]) -> Span:
+    """The span of one of ``spans`` (None: a branch never taken), unbounded as soon as
+    one taken branch is."""
+    taken = [s for s in spans if s is not None]
+    if not taken or not all(bounded(s) for s in taken):
+        return ANY
+    return (min(s[0] for s in taken), max(s[1] for s in taken))
 
 
 def chosen(cond: Span, a: Span, b: Span) -> Span:
