@@ -205,6 +205,8 @@ def test_positions_the_formula_bounds_outside_the_table_are_refused(
     # bucket - 2 where it is at least 2 (either alone would reach past the table)
     "take(table, where(bucket < 2, bucket + 2, bucket - 2), features)",
     "take(table, where(s > 0, 1, 3), features)",  # a node's values pick: both in range
+    # the branch is read before one of what is compared (the index j): fuzz 3107/2467
+    "take(table, where(j < s, bucket, 0), features)",
     "take(table, floor(s), features)",  # a node's values: only the forward knows them
     "take(table, min(abs(i - j), buckets - 1), features)",  # whole and within 0 .. 4
 ])

@@ -134,16 +134,19 @@ class _Checker:
             return None
         if r in (x, y):  # the branch is what is compared
             return both[0] if r == x else both[1]
-        start = min(x, y) + 1
-        if r < start:  # the branch does not read them
+        # only what was computed before the branch can be read by it
+        known = {reg: sp for reg, sp in zip((x, y), both, strict=True) if reg < r}
+        if not known:
             return spans[r]
+        start = min(known) + 1
         if self.budget < r - start + 1:
             return ANY
         self.budget -= r - start + 1
         mine = list(spans[:r + 1])
-        mine[x], mine[y] = both if x != y else (both[0], both[0])
+        for reg, sp in known.items():
+            mine[reg] = sp
         for k in range(start, r + 1):
-            if k not in (x, y):
+            if k not in known:
                 mine[k] = self._span(k, mine)
         return mine[r]
 
