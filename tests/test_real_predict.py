@@ -259,3 +259,17 @@ def test_the_python_api_of_a_reloaded_import_points_at_its_own_predict(
         load_run(bert[0]).predict([{"text": "the cat"}])
     d = e.value.diagnostics[0]
     assert "written by attngraph import" in d.message and "predict_imported" in d.hint
+
+
+def test_a_damaged_import_json_is_one_error_at_it(bert: tuple[Path, object],
+                                                   tmp_path: Path) -> None:
+    """import.json that is not JSON: one error at the file saying to import again."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(bert[0], run)
+    (run / "import.json").write_text('{"eos": ', encoding="utf-8")
+    with pytest.raises(TrainingError) as e:
+        predict_imported(run, [{"text": "the cat"}])
+    d = e.value.diagnostics[0]
+    assert d.loc.file == str(run / "import.json") and "import the model again" in d.hint

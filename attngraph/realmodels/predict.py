@@ -27,7 +27,6 @@ with the tokens.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -51,12 +50,17 @@ HEADS = "heads"
 
 
 def _import_info(run_dir: Path) -> dict[str, Any]:
-    """What ``import.json`` holds (ids of the configuration), {} when it cannot be read:
-    a run imported before it kept them predicts with no end id and class numbers."""
-    try:
-        info = json.loads((run_dir / IMPORT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    """What ``import.json`` holds (the configuration's ids and label names), read as a
+    run's files are (a regular file, bounded, strict JSON: damage is an error at it). A
+    run imported before it kept them predicts with no end id and class numbers."""
+    from attngraph.fileio import loads_json, read_text
+    from attngraph.train.store.directory import run_file
+
+    path = run_dir / IMPORT_FILE
+    role = run_file(IMPORT_FILE, damaged="this file is damaged: import the model again into "
+                    "a new directory (attngraph import SOURCE --out DIR)")
+    info = loads_json(read_text(path, role), str(path), role,
+                      what=f"this run's {IMPORT_FILE}", float32=False)
     return info if isinstance(info, dict) else {}
 
 
