@@ -252,3 +252,24 @@ def test_positions_from_values_outside_the_table_are_a_located_error_at_run_time
     d = err.value.diagnostics[0]
     assert "node 'bias'" in d.message and message in d.message, d.message
     assert d.loc.line == 15 and d.hint and hint in d.hint
+
+
+def test_a_where_narrows_entry_by_entry_only() -> None:
+    """The condition of a where holds entry by entry: a branch that reads other entries
+    (an operation over an axis, here a registered largest-over-the-axis whose range is
+    its argument's) keeps the range it has without the condition, while an elementwise
+    branch is narrowed."""
+    from attngraph.algebra.formula import parse
+    from attngraph.algebra.functions import FUNCTIONS, Function, register_function
+    from attngraph.algebra.program import typecheck
+    from attngraph.algebra.values import Env, Val
+
+    env = Env(values={"b": Val(("queries", "items"), ("N", "N"), whole=True,
+                               span=(0.0, 9.0))})
+    with FUNCTIONS.scoped():
+        register_function(Function("top", "max over the axis", "torch:amax", form="reduce",
+                                   span=lambda args: args[0], keeps_whole=True))
+        over = typecheck(parse("where(b >= 4, top(b, items), 4)"), env).val.span
+        each = typecheck(parse("where(b >= 4, min(b, 7), 4)"), env).val.span
+    assert over == (0.0, 9.0)  # the largest b over the items: any of 0 .. 9
+    assert each == (4.0, 7.0)  # b itself, where b >= 4

@@ -147,8 +147,18 @@ class _Checker:
             mine[reg] = sp
         for k in range(start, r + 1):
             if k not in known:
-                mine[k] = self._span(k, mine)
+                # what the condition says holds entry by entry: an operation that reads
+                # other entries (over an axis, mm, take...) keeps its range as it was
+                mine[k] = spans[k] if self._mixes(k) else self._span(k, mine)
         return mine[r]
+
+    def _mixes(self, r: int) -> bool:
+        """Whether register ``r``'s entries read other entries of its arguments."""
+        instr = self.instrs[r]
+        if instr[0] == "axis":
+            return True
+        fn = FUNCTIONS.get(instr[1]) if instr[0] == "call" else None
+        return fn is not None and fn.form != "elementwise"
 
     def _base(self, r: int) -> int:
         """The register ``r`` views (through alignments)."""
