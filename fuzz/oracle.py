@@ -17,9 +17,10 @@ other, located inside the formula. The oracle reads each formula of a rejected
 mutant itself (:func:`attngraph.algebra.formula.parse`) and, when the rejection
 reports that formula's syntax error, checks that its caret is at the offending
 character (anywhere inside the value, for a formula that spans lines or holds
-escapes: the reader may map the offset through them): else a ``misplaced`` defect. A non-finite output is a defect; its place
-names the kind of the first node whose output is not finite although its inputs are,
-and the message that node (and its formula). One exception, an outcome of its own,
+escapes: the reader may map the offset through them): else a ``misplaced`` defect.
+A non-finite output is a defect; its place names the kind of the first node whose
+output is not finite although its inputs are, and the message that node (and its
+formula). One exception, an outcome of its own,
 ``arithmetic``: the first such node is a formula the user wrote with an operation
 that can leave the real numbers on finite data (``/``, ``^``, ``log``, ``sqrt``,
 ``exp``, a product: ``x / x`` at 0, ``exp(exp(exp(s)))``): that is the formula's arithmetic, not

@@ -227,7 +227,8 @@ def test_evaluate_scores_generated_text_against_the_target(tmp_path: Path) -> No
     data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, p))} for p in prompts])
     got = [r["generated"] for r in predict_imported(run, data, max_length=4)]
     targets = [" ".join(t for t in got[0] if t != "3"), "1 2"]  # right, then wrong
-    recs = [{"text": " ".join(map(str, p)), "target": t} for p, t in zip(prompts, targets)]
+    recs = [{"text": " ".join(map(str, p)), "target": t}
+            for p, t in zip(prompts, targets, strict=True)]
     report = evaluate_imported(run, _data(tmp_path / "t.jsonl", recs), max_length=4)
     assert report["exact_match"] == pytest.approx(0.5) and "bleu" in report
 
