@@ -610,6 +610,9 @@ def test_a_metrics_table_that_is_not_its_own_stops_a_resume_before_anything(
     before, kept = _files(run_dir), outside.read_bytes()
     exc = refused(lambda: _data_run(run_dir, data, resume=True, epochs=2))
     assert exc.loc.file == str(run_dir / "metrics.csv") and exc.hint
+    says = {"link": "this run's metrics.csv is a symbolic link", "fifo": "is a FIFO",
+            "dir": "is a directory"}[kind]
+    assert says in exc.message
     assert _files(run_dir) == before and outside.read_bytes() == kept
     assert load_run(run_dir).predict(data)
 

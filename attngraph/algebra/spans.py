@@ -186,7 +186,8 @@ def of_instr(instr: tuple[Any, ...], val: Any, regs: list[Span],
     """The span of one instruction of a typed formula
     (:mod:`attngraph.algebra.program`) whose type is ``val`` (a value read keeps the
     span its type carries), ``regs`` the spans of the registers before it, ``fn_span``
-    a called function's ``span``."""
+    a called function's ``span``. A ``where`` is the checker's to bound (it reads the
+    instruction of its condition: ``_Checker._where`` in the program module)."""
     op = instr[0]
     if val.const is not None:
         return (val.const, val.const)
@@ -202,8 +203,6 @@ def of_instr(instr: tuple[Any, ...], val: Any, regs: list[Span],
         return (-hi, -lo)
     if op == "bin":
         return binary(str(instr[1]), regs[instr[2]], regs[instr[3]])
-    if op == "call" and instr[1] == "where":
-        return chosen(*(regs[r] for r in instr[2]))
     if op == "call" and fn_span is not None:
         return fn_span(tuple(regs[r] for r in instr[2]))
     if op == "axis" and fn_span is not None:  # over an axis: amax, amin

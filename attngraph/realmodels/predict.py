@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from attngraph.errors import SourceLoc, TrainingError
-from attngraph.realmodels.text import RunText, check_ids, longest
+from attngraph.realmodels.text import RunText, check_ids, position_bounds
 from attngraph.train.store.imported import IMPORT_FILE
 
 if TYPE_CHECKING:
@@ -171,21 +171,21 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
 
     run_dir = Path(run_dir)
     run = run if run is not None else load_run(run_dir, device=device)
-    return _predict(run, run_dir, run.records(data), attention=attention, batch=batch,
+    return _predict(run, run_dir, run.records(data), _import_info(run_dir),
+                    RunText.of(run_dir), attention=attention, batch=batch,
                     max_length=max_length, beam=beam, cache=cache, bf16=bf16)
 
 
-def _predict(run: Run, run_dir: Path, recs: list[Record], *, attention: bool, batch: int,
-             max_length: int | None, beam: int, cache: bool, bf16: bool = False
-             ) -> list[dict[str, Any]]:
-    """:func:`predict_imported` of records read."""
+def _predict(run: Run, run_dir: Path, recs: list[Record], info: Mapping[str, Any],
+             reader: RunText, *, attention: bool, batch: int, max_length: int | None,
+             beam: int, cache: bool, bf16: bool = False) -> list[dict[str, Any]]:
+    """:func:`predict_imported` of records read, with the run's ``import.json`` read
+    (``info``) and its text reader."""
     import torch
 
     from attngraph.lower.decode.decoders import generating_outputs
     from attngraph.train.engine.device import autocast
 
-    info = _import_info(run_dir)
-    reader = RunText.of(run_dir)
     made = generating_outputs(cast("AttnModel", run.model))
     target = next((w for how, w in made.values() if how == "causal"), None)
     texts = [n.id for n in run.graph.inputs if n.spec.type == "tokens"]
@@ -197,21 +197,23 @@ def _predict(run: Run, run_dir: Path, recs: list[Record], *, attention: bool, ba
         raise TrainingError(msg, SourceLoc(str(run_dir)), "predict with a model that does: "
                             "attngraph import reads GPT-2, Llama, BERT and T5")
     pad = _int(info, "pad") or 0
+    bounds = position_bounds(run.graph)
     rows: list[dict[str, Any]] = []
     for lo in range(0, len(recs), batch):
         chunk = recs[lo:lo + batch]
         ids = []
         for rec in chunk:
             x = reader.ids(_text_of(rec, src), rec.loc, given=None)
-            check_ids(run.graph, x, rec.loc)
+            check_ids(run.graph, x, rec.loc, bounds)
             ids.append(x)
         inputs = _batch(run, src, target, ids, pad)
         with torch.no_grad(), autocast(run.device, bf16):
             if target is None:
                 rows += _classified(run, info, chunk, ids, inputs, reader, lo, attention)
             else:
+                most = min((b.most for b in bounds), default=None)
                 rows += _generated(run, info, chunk, ids, inputs, reader, lo, attention,
-                                   target=None if target == src else target,
+                                   target=None if target == src else target, most=most,
                                    max_length=max_length, beam=beam, cache=cache)
     return rows
 
@@ -271,8 +273,8 @@ def _classified(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: lis
 
 def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list[list[int]],
                inputs: dict[str, Tensor], reader: RunText, lo: int, attention: bool, *,
-               target: str | None, max_length: int | None, beam: int, cache: bool
-               ) -> list[dict[str, Any]]:
+               target: str | None, most: int | None, max_length: int | None, beam: int,
+               cache: bool) -> list[dict[str, Any]]:
     """A generating model's rows: the text it generates after the prompt (a causal
     decoder's own input), or from the source into the decoder's input ``target`` (run
     under no_grad)."""
@@ -282,8 +284,7 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
 
     n = max(len(x) for x in ids)
     budget = max_length if max_length is not None else 2 * n + 2
-    if target is None:  # the prompt and what follows share the model's positions
-        most = longest(run.graph, n + budget)
+    if target is None:  # the prompt and what follows share the model's positions (most)
         if most is not None:
             if n >= most:
                 msg = f"the text is {n} tokens long: no room is left in the model's {most}"
@@ -345,8 +346,9 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
 
         run = load_run(run_dir, device=device)
     recs = run.records(data)
-    rows = _predict(run, run_dir, recs, attention=False, batch=batch, max_length=max_length,
-                    beam=beam, cache=True, bf16=bf16)
+    info, reader = _import_info(run_dir), RunText.of(run_dir)
+    rows = _predict(run, run_dir, recs, info, reader, attention=False, batch=batch,
+                    max_length=max_length, beam=beam, cache=True, bf16=bf16)
     n = len(rows)
     if "probabilities" in rows[0]:
         labels = list(rows[0]["probabilities"])
@@ -358,8 +360,7 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
         right = sum(a == b for a, b in zip(true, pred, strict=True))
         return Report({"examples": n, "loss": loss, "accuracy": right / n, **scores.flat()},
                       scores)
-    reader = RunText.of(run_dir)
-    eos = _int(_import_info(run_dir), "eos")
+    eos = _int(info, "eos")
     hyps, refs = [], []
     for rec, row in zip(recs, rows, strict=True):
         target = rec.values.get("target")

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 from attngraph.errors import SourceLoc, TrainingError
 
 if TYPE_CHECKING:
+    from attngraph.analysis.sizes import Bound
     from attngraph.ir.graph import Graph
 
-__all__ = ["RunText", "check_ids", "longest"]
+__all__ = ["RunText", "check_ids", "position_bounds"]
 
 
 class RunText:
@@ -92,26 +93,24 @@ class RunText:
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
 
 
-def longest(graph: Graph, n: int) -> int | None:
-    """The most items the model's position tables read (None: no limit), measured at
-    a length of ``n``."""
+def position_bounds(graph: Graph) -> tuple[Bound, ...]:
+    """The most items each learned position table of the model reads (none: no limit);
+    they do not depend on the length, so one measure serves every text."""
     from attngraph.analysis.sizes import measure
 
-    most = [b.most for b in measure(graph, batch=1, length=n).bounds]
-    return min(most) if most else None
+    return measure(graph, batch=1, length=1).bounds
 
 
-def check_ids(graph: Graph, ids: Sequence[int], loc: SourceLoc) -> None:
-    """Refuse ids outside the vocabulary, or more tokens than a learned table covers,
-    located at ``loc``."""
-    from attngraph.analysis.sizes import measure
-
+def check_ids(graph: Graph, ids: Sequence[int], loc: SourceLoc,
+              bounds: tuple[Bound, ...] | None = None) -> None:
+    """Refuse ids outside the vocabulary, or more tokens than a learned table covers
+    (``bounds``: :func:`position_bounds`, when measured already), located at ``loc``."""
     vocab = int(graph.inputs[0].spec.vocab)
     bad = next((i for i in ids if not 0 <= i < vocab), None)
     if bad is not None:
         msg = f"token ids must lie in 0 … {vocab - 1}, but the input has {bad}"
         raise TrainingError(msg, loc, "give ids of this model's vocabulary")
-    for b in measure(graph, batch=1, length=len(ids)).bounds:
+    for b in bounds if bounds is not None else position_bounds(graph):
         if len(ids) > b.most:
             msg = (f"the input is {len(ids)} tokens long, but this model reads at most "
                    f"{b.most} (node '{b.node.id}', {b.field} {b.most})")

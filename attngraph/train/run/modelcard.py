@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from attngraph.errors import AttnGraphError
+from attngraph.fileio import read_bytes
 from attngraph.train.store import directory as rundir
 
 if TYPE_CHECKING:
@@ -36,6 +38,8 @@ __all__ = ["CARD_FILE", "PICTURE", "MARK", "card", "pictures", "write_card"]
 
 #: File name of the model card inside a run's output directory.
 CARD_FILE = "README.md"
+#: how a README.md is read to tell the run's card (a card is a few kilobytes)
+_CARD_ROLE = rundir.run_file(CARD_FILE, 1 << 20)
 #: The picture ``attngraph train`` draws at the end of a run.
 PICTURE = "attention.png"
 #: The first line of every model card (a README.md without it is the user's own).
@@ -256,11 +260,10 @@ def write_card(out: Path, text: str, stream: TextIO) -> Path | None:
         what = _not_ours(path)
         if what:  # never written through a link, never opened if it may block
             return _leave(path, what, stream)
-        try:
-            with path.open("rb") as fh:
-                first = fh.read(len(MARK.encode("utf-8")))
-        except OSError as exc:  # a README.md this user cannot read: not the run's card
-            return _leave(path, f"unreadable: {exc.strerror}", stream)
+        try:  # the guarded reader: a file swapped for a FIFO cannot hang it
+            first = read_bytes(path, _CARD_ROLE)[:len(MARK.encode("utf-8"))]
+        except AttnGraphError:  # unreadable, or larger than any card: not the run's
+            return _leave(path, "unreadable or larger than a card", stream)
         if first != MARK.encode("utf-8"):
             return _leave(path, "not a model card", stream)
     rundir.atomic_write(path, text.encode("utf-8"))
