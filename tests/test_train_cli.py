@@ -189,3 +189,20 @@ def test_a_crafted_or_damaged_checkpoint_exits_1_naming_it(tmp_path: Path, cli, 
             assert res.stderr.count("error:") == 1 and "\nhint: " in res.stderr, what
             assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == before
         assert not marker.exists()
+
+
+def test_resume_refuses_a_setting_it_would_not_use(tmp_path: Path, cli, train_ga) -> None:
+    """A resume goes on with the run's own learning rate and batch: the same ones given
+    again are fine, another is refused at its option (it used to be dropped silently),
+    and the run is untouched."""
+    assert train_ga(tmp_path / "run").exit_code == 0
+    before = (tmp_path / "run" / "checkpoint.pt").read_bytes()
+    for flag, value in (("--lr", "0.5"), ("--batch", "4"), ("--eval-every", "2")):
+        res = cli("train", GA, "--steps", "9", "--out", tmp_path / "run", "--resume",
+                  flag, value, code=1)
+        said = f"{flag}: error: {flag} {value}: a resume goes on with the run's own"
+        assert said in res.stderr, res.stderr
+        assert f"hint: leave out {flag}" in res.stderr
+    assert (tmp_path / "run" / "checkpoint.pt").read_bytes() == before
+    cli("train", GA, "--steps", "9", "--batch", "8", "--out", tmp_path / "run", "--resume",
+        "--quiet", code=0)

@@ -2,8 +2,11 @@
 
 A checkpoint stores the settings a run was started with
 (:data:`attngraph.train.store.checkpoints.CONFIG`, a data run's files and split, and
-the total it was asked for); on resume those win over the given ones, but for
-the total. ``--resume`` means "train on to the total asked for":
+the total it was asked for); on resume those win over the given ones but the
+total. Of the settings a user gives (:data:`CHOSEN`: the learning rate, the batch,
+how often to evaluate), one that differs from a trained run's own is refused rather
+than dropped; a run that trained no step yet (a run of ``attngraph import``) takes
+the given ones. ``--resume`` means "train on to the total asked for":
 
 - ``--steps N`` or ``--epochs N`` given: that is the new total (an epoch total
   for a data run only);
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.train.run.config import RunConfig
 
-__all__ = ["STORED", "DATA", "resumed", "check_total"]
+__all__ = ["CHOSEN", "STORED", "DATA", "resumed", "check_total"]
 
 #: Settings a checkpoint stores, which win over the given ones on resume (but the total).
 STORED = tuple(ck.CONFIG)
@@ -34,6 +37,10 @@ STORED = tuple(ck.CONFIG)
 DATA = ("data", "valid", "valid_fraction", "fields", "tokenize", "epochs", "patience")
 #: The total a run was asked for, stored beside the settings (absent in older checkpoints).
 TOTAL = "steps"
+#: Stored settings a user may give (setting -> its option): on a resume of a run that
+#: trained no step yet (an import's) the given ones win; otherwise one that differs
+#: from the run's own is refused, not silently dropped.
+CHOSEN = {"lr": "--lr", "batch": "--batch", "eval_every": "--eval-every"}
 def resumed(config: RunConfig, prior: ck.Checkpoint) -> RunConfig:
     """``config`` with the checkpoint's stored settings, and the total to train on to.
 
@@ -46,7 +53,19 @@ def resumed(config: RunConfig, prior: ck.Checkpoint) -> RunConfig:
         At ``--epochs`` when the run is not a data run.
     """
     given_total = config.steps is not None or config.epochs is not None
-    config = replace(config, **{k: prior.config[k] for k in STORED})
+    own = {k: prior.config[k] for k in STORED}
+    for key, flag in CHOSEN.items():
+        value = getattr(config, key)
+        if not value or value == own[key]:
+            continue
+        if prior.step == 0:  # nothing trained yet (a run of attngraph import): it wins
+            own[key] = value
+            continue
+        msg = (f"{flag} {value}: a resume goes on with the run's own {key.replace('_', ' ')} "
+               f"({own[key]}), as one straight run would, so {flag} would not be used")
+        raise TrainingError(msg, SourceLoc(flag), f"leave out {flag}; to train with another, "
+                            "start a new run (--overwrite moves this one aside)")
+    config = replace(config, **own)
     stored = prior.config.get("data")
     if stored is not None:  # a data run: its files, fields and split again
         given = {k: getattr(config, k) for k in ("data", "valid") if getattr(config, k)}

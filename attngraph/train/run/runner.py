@@ -160,6 +160,8 @@ def _model(graph: Graph, cfg: RunConfig, task: Task, prior: ck.Checkpoint | None
     model, opt = build(graph, settings, cfg.seed)
     if prior is not None:  # before any file is touched: a misfit fails here
         ck.restore(prior, Path(cfg.out or "") / ck.CHECKPOINT, model, opt)
+        for group in opt.param_groups:  # the state's own, but where a fresh run's is given
+            group["lr"] = settings.lr
     # one forward and loss on two examples, as step 1 does: a model whose outputs do
     # not fit the task's targets fails here, before the run directory is touched
     dry_run(model, graph, task)
