@@ -20,7 +20,7 @@ transformers = pytest.importorskip(
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import TrainingError  # noqa: E402
 from attngraph.realmodels import import_model  # noqa: E402
-from attngraph.realmodels.heads import heads_figure, text_attention  # noqa: E402
+from attngraph.train.pictures.layers import heads_figure, text_attention  # noqa: E402
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat",
          "a", "dog", "ran", "far", "and", "."]
@@ -151,12 +151,30 @@ def test_an_imported_run_needs_a_text(imported: tuple, tmp_path: Path) -> None:
     """Without --input an imported run says to give one; --layer on a run that is not an
     import is refused rather than ignored."""
     _, _, run = imported
-    assert "is drawn over your own text" in _error(["attend", str(run)])
+    assert "is drawn over one text (no --input given)" in _error(["attend", str(run)])
     assert "--input" in _error(["attend", str(run)])
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "the cat"}\n', encoding="utf-8")
+    assert "both --input and --data" in _error(["attend", str(run), "--input", TEXT,
+                                                "--data", str(data)])
+    assert "--example 3: the data has 1 records" in _error(["attend", str(run), "--data",
+                                                            str(data), "--example", "3"])
     plain = tmp_path / "plain"
     plain.mkdir()
     assert "picks a layer or head of an imported model" in _error(
         ["attend", str(plain), "--layer", "0"])
+
+
+def test_a_record_of_a_data_file_is_drawn_as_its_text(imported: tuple, tmp_path: Path) -> None:
+    """--data FILE --example N draws record N's text: the same picture as --input of it."""
+    _, _, run = imported
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a dog"}\n{"text": "%s", "label": 1}\n' % TEXT, encoding="utf-8")
+    for args in (["--data", str(data), "--example", "1", "-o", str(tmp_path / "rec.png")],
+                 ["--input", TEXT, "-o", str(tmp_path / "own.png")]):
+        res = CliRunner().invoke(main, ["attend", str(run), *args])
+        assert res.exit_code == 0, res.output
+    assert (tmp_path / "rec.png").read_bytes() == (tmp_path / "own.png").read_bytes()
 
 
 @pytest.fixture(scope="module")

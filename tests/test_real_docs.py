@@ -1,5 +1,5 @@
 """docs/real-models.md stays true: its example (a configuration, random weights, an
-import, the weights over a text, a few steps of fine-tuning) runs, from the shell and
+import, the weights over a text, a few steps of fine-tuning on texts) runs, from the shell and
 from Python, every step doing what the page says, and the page is listed from the
 README."""
 
@@ -37,7 +37,8 @@ def test_the_example_runs_and_prints_what_the_page_shows() -> None:
     code = re.search(r"```python\n(.*?)```", text, re.S)
     shown = re.search(r"prints\n\n```text\n(.*?)```", text, re.S)
     assert code is not None and shown is not None
-    for step in ("GPT2LMHeadModel(config)", "import_model(", "attend_text(", "resume=True"):
+    for step in ("GPT2LMHeadModel(config)", "import_model(", "attend_text(", "resume=True",
+                 "data=str(texts)"):
         assert step in code.group(1), step
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -50,7 +51,7 @@ def test_the_shell_example_runs_every_step(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The section's shell block, line by line in an empty folder: the configuration
     saved with random weights, the import, both attend commands (each writes its
-    picture), and three steps of training on from the import."""
+    picture), a file of texts, and three steps of fine-tuning on them."""
     pytest.importorskip("transformers", reason="the example needs transformers")
     import attngraph
     from attngraph.cli import main
@@ -59,7 +60,7 @@ def test_the_shell_example_runs_every_step(tmp_path: Path,
     assert block is not None
     lines = [ln.split("  #")[0].strip() for ln in block.group(1).splitlines() if ln.strip()]
     commands = [shlex.split(ln) for ln in lines]
-    assert [c[1] for c in commands] == ["-c", "import", "attend", "attend", "train"]
+    assert [c[1] for c in commands] == ["-c", "import", "attend", "attend", "-c", "train"]
     monkeypatch.chdir(tmp_path)
     for argv in commands:
         if argv[0] == "python":
@@ -72,7 +73,8 @@ def test_the_shell_example_runs_every_step(tmp_path: Path,
             pic = Path(argv[argv.index("-o") + 1])
             assert pic.stat().st_size > 0, pic
     assert (tmp_path / "run" / "import.json").is_file()
-    assert attngraph.load_run(tmp_path / "run").checkpoint.step == 3
+    ck = attngraph.load_run(tmp_path / "run").checkpoint
+    assert ck.step == 3 and ck.config["data"]["data"] == "texts.csv"  # on the texts
 
 
 def test_the_page_is_listed_and_names_every_real_spec() -> None:

@@ -103,7 +103,7 @@ def test_cli_import_writes_a_run_that_commands_read(gpt2_dir: Path, tmp_path: Pa
     second import into it is refused, attend_text draws it over the tokenizer's tokens,
     and training resumes from it."""
     import attngraph
-    from attngraph.realmodels.heads import token_ids
+    from attngraph.train.pictures.layers import token_ids
 
     out = tmp_path / "run"
     res = CliRunner().invoke(main, ["import", str(gpt2_dir), "--out", str(out)])
@@ -124,7 +124,7 @@ def test_cli_import_writes_a_run_that_commands_read(gpt2_dir: Path, tmp_path: Pa
 
 def test_a_run_without_tokenizer_reads_ids(gpt2_dir: Path, tmp_path: Path) -> None:
     """Without a tokenizer the text is ids; words are refused with a hint."""
-    from attngraph.realmodels.heads import token_ids
+    from attngraph.train.pictures.layers import token_ids
 
     src = _edited(gpt2_dir, tmp_path / "m", lambda t: None)
     import_model(src, tmp_path / "run")

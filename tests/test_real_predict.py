@@ -233,24 +233,6 @@ def test_evaluate_scores_generated_text_against_the_target(tmp_path: Path) -> No
     assert report["exact_match"] == pytest.approx(0.5) and "bleu" in report
 
 
-def test_training_an_import_on_records_is_refused_with_what_to_do(
-        bert: tuple[Path, object], tmp_path: Path) -> None:
-    """train --data on an imported run: one error at the data file saying what is there
-    (train on without --data; predict and evaluate read records), the run untouched."""
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(bert[0], run)
-    before = (run / "checkpoint.pt").read_bytes()
-    data = _data(tmp_path / "d.jsonl", [{"text": "the cat", "label": "pos"}] * 4)
-    res = CliRunner().invoke(main, ["train", str(run / "spec.yaml"), "--out", str(run),
-                                    "--resume", "--data", str(data), "--steps", "1"])
-    assert res.exit_code != 0 and "Traceback" not in res.output
-    assert f"{data}: error: an imported model trains on the built-in task only" in res.output
-    assert "hint: leave out --data" in res.output
-    assert (run / "checkpoint.pt").read_bytes() == before
-
-
 def test_the_python_api_of_a_reloaded_import_points_at_its_own_predict(
         bert: tuple[Path, object]) -> None:
     """load_run(RUN).predict on an imported run: one error naming predict_imported."""

@@ -168,20 +168,14 @@ def attend(run_dir: str, example: int, text: str | None, data: str | None,
     the pen's path, or a canvas drawn step by step with its read and write
     windows (DRAW), after the spec's outputs.
     The example is one of the run's validation batch, of --data, or your own --input.
-    A run written by attngraph import is drawn over --input, every layer (rows)
-    and head (columns), tokenized by the run's tokenizer/ (else read as ids).
+    A run written by attngraph import is drawn over --input (or the text of record
+    --example of --data), every layer (rows) and head (columns), tokenized by the
+    run's tokenizer/ (else read as ids).
     """
     from attngraph.train.pictures.attend import attend_run
-    from attngraph.train.store.imported import is_imported
 
-    if is_imported(run_dir):
-        from attngraph.realmodels.heads import attend_imported
-
-        path, view = attend_imported(run_dir, text=text, data=data, out=output,
-                                     layers=layers, heads=heads)
-    else:
-        path, view = attend_run(run_dir, example=example, out=output, query=query,
-                                text=text, data=data, layers=layers, heads=heads)
+    path, view = attend_run(run_dir, example=example, out=output, query=query,
+                            text=text, data=data, layers=layers, heads=heads)
     click.echo(f"{path} ({view})")
 
 

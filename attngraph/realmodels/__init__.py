@@ -9,9 +9,9 @@ weights over a text. See docs/real-models.md.
 """
 
 from attngraph.realmodels.build import REAL_SPECS, Imported, load_model, real_specs, with_dims
-from attngraph.realmodels.heads import attend_text
 from attngraph.realmodels.names import NameMap, load_names
 from attngraph.realmodels.rundir import import_model
+from attngraph.train.pictures.layers import attend_text
 
 __all__ = ["REAL_SPECS", "Imported", "NameMap", "attend_text", "import_model", "load_model",
            "load_names", "real_specs", "with_dims"]

@@ -1,6 +1,6 @@
 """``attngraph predict`` of a run written by ``attngraph import``: the model's own
 predictions for the text of each record, read by the run's tokenizer (else as ids;
-:class:`~attngraph.realmodels.text.RunText`).
+:class:`~attngraph.train.data.runtext.RunText`).
 
 What a prediction is follows from the spec's outputs, not from the family:
 
@@ -29,16 +29,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
-from attngraph.realmodels.text import RunText, check_ids, position_bounds
-from attngraph.train.store.imported import IMPORT_FILE
+from attngraph.train.data.runtext import RunText, check_ids, position_bounds, text_of
+from attngraph.train.store.imported import import_info
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from attngraph.lower.runtime.model import AttnModel
     from attngraph.train.data.records import Record
     from attngraph.train.trained.evaluation import Report
     from attngraph.train.trained.reloaded import Run
@@ -49,46 +48,20 @@ __all__ = ["evaluate_imported", "predict_imported"]
 HEADS = "heads"
 
 
-def _import_info(run_dir: Path) -> dict[str, Any]:
-    """What ``import.json`` holds (the configuration's ids and label names), read as a
-    run's files are (a regular file, bounded, strict JSON: damage is an error at it). A
-    run imported before it kept them predicts with no end id and class numbers."""
-    from attngraph.fileio import loads_json, read_text
-    from attngraph.train.store.directory import run_file
+def _info(run: Run, run_dir: Path) -> dict[str, Any]:
+    """What ``import.json`` holds, with the class names the run learnt when it was
+    fine-tuned on records (:mod:`attngraph.train.data.tokenized`)."""
+    from attngraph.train.data.tokenized import TokenizedTask
 
-    path = run_dir / IMPORT_FILE
-    role = run_file(IMPORT_FILE, damaged="this file is damaged: import the model again into "
-                    "a new directory (attngraph import SOURCE --out DIR)")
-    info = loads_json(read_text(path, role), str(path), role,
-                      what=f"this run's {IMPORT_FILE}", float32=False)
-    return info if isinstance(info, dict) else {}
+    info = import_info(run_dir)
+    if isinstance(run.task, TokenizedTask) and run.task.enc.labels is not None:
+        info["labels"] = list(run.task.enc.labels.names)
+    return info
 
 
 def _int(info: Mapping[str, Any], key: str) -> int | None:
     v = info.get(key)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _text_of(rec: Record, src: str) -> str:
-    """The record's text: its column ``src``, else ``text``, else its one column."""
-    values = rec.values
-    for key in (src, "text"):
-        if key in values:
-            v = values[key]
-            break
-    else:
-        if len(values) != 1:
-            cols = ", ".join(map(str, values)) or "none"
-            msg = (f"this record has no column '{src}' or 'text' for the model's text "
-                   f"(columns: {cols})")
-            raise TrainingError(msg, rec.loc, f"name the text's column '{src}' or 'text'")
-        v = next(iter(values.values()))
-    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-        return " ".join(str(x) for x in v)  # ids given as a list
-    if not isinstance(v, str):
-        msg = f"the model's text must be a string, not {type(v).__name__}"
-        raise TrainingError(msg, rec.loc, "give the text as a string")
-    return v
 
 
 def _batch(run: Run, src: str, skip: str | None, ids: list[list[int]], pad: int
@@ -171,7 +144,7 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
 
     run_dir = Path(run_dir)
     run = run if run is not None else load_run(run_dir, device=device)
-    return _predict(run, run_dir, run.records(data), _import_info(run_dir),
+    return _predict(run, run_dir, run.records(data), _info(run, run_dir),
                     RunText.of(run_dir), attention=attention, batch=batch,
                     max_length=max_length, beam=beam, cache=cache, bf16=bf16)
 
@@ -183,19 +156,11 @@ def _predict(run: Run, run_dir: Path, recs: list[Record], info: Mapping[str, Any
     (``info``) and its text reader."""
     import torch
 
-    from attngraph.lower.decode.decoders import generating_outputs
+    from attngraph.train.data.tokenized import plan_of
     from attngraph.train.engine.device import autocast
 
-    made = generating_outputs(cast("AttnModel", run.model))
-    target = next((w for how, w in made.values() if how == "causal"), None)
-    texts = [n.id for n in run.graph.inputs if n.spec.type == "tokens"]
-    src = next((t for t in texts if t != target), target)
-    names = [k for k, _ in run.graph.outputs]
-    if src is None or (target is None and "logits" not in names):
-        msg = (f"the model of {run_dir} neither generates from a text nor classifies one "
-               "(a 'logits' output)")
-        raise TrainingError(msg, SourceLoc(str(run_dir)), "predict with a model that does: "
-                            "attngraph import reads GPT-2, Llama, BERT and T5")
+    plan = plan_of(run.graph, SourceLoc(str(run_dir)))  # what the model does with a text
+    src = plan.text
     pad = _int(info, "pad") or 0
     bounds = position_bounds(run.graph)
     rows: list[dict[str, Any]] = []
@@ -203,17 +168,17 @@ def _predict(run: Run, run_dir: Path, recs: list[Record], info: Mapping[str, Any
         chunk = recs[lo:lo + batch]
         ids = []
         for rec in chunk:
-            x = reader.ids(_text_of(rec, src), rec.loc, given=None)
+            x = reader.ids(text_of(rec, src), rec.loc, given=None)
             check_ids(run.graph, x, rec.loc, bounds)
             ids.append(x)
-        inputs = _batch(run, src, target, ids, pad)
+        inputs = _batch(run, src, plan.decoder, ids, pad)
         with torch.no_grad(), autocast(run.device, bf16):
-            if target is None:
+            if plan.objective == "classify":
                 rows += _classified(run, info, chunk, ids, inputs, reader, lo, attention)
             else:
                 most = min((b.most for b in bounds), default=None)
                 rows += _generated(run, info, chunk, ids, inputs, reader, lo, attention,
-                                   target=None if target == src else target, most=most,
+                                   target=plan.decoder, most=most,
                                    max_length=max_length, beam=beam, cache=cache)
     return rows
 
@@ -346,7 +311,7 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
 
         run = load_run(run_dir, device=device)
     recs = run.records(data)
-    info, reader = _import_info(run_dir), RunText.of(run_dir)
+    info, reader = _info(run, run_dir), RunText.of(run_dir)
     rows = _predict(run, run_dir, recs, info, reader, attention=False, batch=batch,
                     max_length=max_length, beam=beam, cache=True, bf16=bf16)
     n = len(rows)

@@ -29,13 +29,18 @@ from attngraph.errors import SourceLoc, TrainingError
 from attngraph.fileio import write_file
 from attngraph.realmodels.build import Imported, load_model
 from attngraph.realmodels.source import TOKENIZER_FILES
-from attngraph.train.store.imported import IMPORT_FILE, available_memory, check_memory, is_imported
+from attngraph.train.store.imported import (
+    IMPORT_FILE,
+    TOKENIZER_DIR,
+    available_memory,
+    check_memory,
+    is_imported,
+)
 
 __all__ = ["IMPORT_FILE", "SPEC_FILE", "TOKENIZER_DIR", "available_memory", "check_memory",
            "import_model", "is_imported", "special_ids"]
 
 SPEC_FILE = "spec.yaml"
-TOKENIZER_DIR = "tokenizer"
 #: A decoder's run trains on (fine-tunes) with this built-in task unless told otherwise.
 DECODER_TASK = "repeat_copy"
 

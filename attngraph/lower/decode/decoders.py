@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import torch
 from torch import Tensor
@@ -36,8 +36,11 @@ from attngraph.lower.rules.loop import Loop, LoopCursor
 from attngraph.lower.runtime.module import AttnModel, Runtime, input_sizes
 from attngraph.passes.hoist import ancestors
 
+if TYPE_CHECKING:
+    from attngraph.ir.graph import Graph
+
 __all__ = ["BOS", "CacheNote", "CausalDecoder", "Decoder", "LoopDecoder", "causal_decoder",
-           "generating_outputs", "loop_decoder"]
+           "generating_outputs", "loop_decoder", "next_token_input"]
 
 #: The start id of a causal decoder's first position (the built-in tasks' BOS).
 BOS = 0
@@ -194,20 +197,32 @@ def generating_outputs(model: AttnModel) -> dict[str, tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     for name, e in graph.outputs:
         node = graph.node(e.src)
-        t = node.types[e.port]
         if traits_of(node).body == "steps":  # a loop, stepped by its step API
             loop = cast(Loop, model.nodes[node.id])
             port = e.port or loop.out_keys[0][0]
             if any(f.feedback == port for f in loop.feed):
                 found[name] = ("loop", node.id)
             continue
-        if t.heads or t.rank != 2 or t.dtype != "float" or not isinstance(t.dims[0], str):
-            continue
-        for inp in graph.inputs:
-            s = inp.spec
-            if s.type == "tokens" and inp.types[""].dims == (t.dims[0],) \
-                    and s.vocab is not None and int(s.vocab) == t.dims[1]:
-                found[name] = ("causal", inp.id)
+        inp = next_token_input(graph, name)
+        if inp is not None:
+            found[name] = ("causal", inp)
+    return found
+
+
+def next_token_input(graph: Graph, output: str) -> str | None:
+    """The token input whose next token ``output`` scores: a float ``[N, vocab]`` per
+    example over that input's own length and vocabulary (a causal decoder's logits;
+    None when it is no such output). The last such input, as generation takes it."""
+    e = dict(graph.outputs)[output]
+    t = graph.node(e.src).types[e.port]
+    if t.heads or t.rank != 2 or t.dtype != "float" or not isinstance(t.dims[0], str):
+        return None
+    found = None
+    for inp in graph.inputs:
+        s = inp.spec
+        if s.type == "tokens" and inp.types[""].dims == (t.dims[0],) \
+                and s.vocab is not None and int(s.vocab) == t.dims[1]:
+            found = inp.id
     return found
 
 

@@ -36,7 +36,7 @@ from attngraph.fileio import loads_json, read_text
 from attngraph.train.data import datajson
 from attngraph.train.data.encoding import Encoding, make_encoding
 from attngraph.train.data.records import data_error, read_records
-from attngraph.train.data.vocab import EOS, PAD
+from attngraph.train.data.vocab import EOS
 from attngraph.train.store.directory import atomic_write, run_file
 from attngraph.train.tasks.base import IGNORE, Task, split_name
 
@@ -47,7 +47,8 @@ if TYPE_CHECKING:
     from attngraph.train.data.records import Record
 
 __all__ = ["EncodedDataset", "DataTask", "TaskStream", "collate", "train_stream",
-           "steps_per_epoch", "target_key", "split_records", "data_task", "DATA_FILE",
+           "steps_per_epoch", "target_key", "split_records", "read_splits", "data_task",
+           "DATA_FILE",
            "save_encoding", "load_encoding"]
 
 
@@ -96,7 +97,7 @@ def collate(items: Sequence[dict[str, Any]], enc: Encoding,
         if k in lengths:
             n = lengths[k]
             shape = (len(rows), n, *rows[0].shape[1:])
-            fill = PAD if typ in ("tokens", "labels") else 0
+            fill = enc.pad_id if typ in ("tokens", "labels") else 0
             arr = np.full(shape, fill, dtype=rows[0].dtype)
             mask = np.zeros((len(rows), n), dtype=bool)
             for i, r in enumerate(rows):
@@ -109,8 +110,15 @@ def collate(items: Sequence[dict[str, Any]], enc: Encoding,
                 batch[f"{k}_mask"] = torch.from_numpy(mask)
         else:
             batch[k] = torch.from_numpy(np.stack(rows))
-    if all("y" in x for x in items) and enc.kind == "classify":
-        batch[target_key(enc)] = torch.from_numpy(np.array([x["y"] for x in items]))
+    if all("y" in x for x in items) and items:
+        ys = [x["y"] for x in items]
+        if enc.kind == "classify":
+            batch[target_key(enc)] = torch.from_numpy(np.array(ys))
+        elif enc.seq_target is not None:  # a target per token, padded as its input is
+            arr = np.full((len(ys), lengths[enc.seq_target]), IGNORE, dtype=np.int64)
+            for i, y in enumerate(ys):
+                arr[i, :len(y)] = y
+            batch[target_key(enc)] = torch.from_numpy(arr)
     return batch
 
 
@@ -167,6 +175,10 @@ class DataTask(Task):
         ds = self.valid
         for lo in range(0, len(ds), size):
             yield ds.collate([ds[i] for i in range(lo, min(lo + size, len(ds)))])
+
+    def save(self, run_dir: str | Path) -> None:
+        """Keep the encoding with the run (its ``data.json``), for reading records later."""
+        save_encoding(run_dir, self.enc)
 
     def token_names(self, field: str, ids: list[int]) -> list[str]:
         """The tokens of ``ids`` in input ``field`` (for pictures): the example's own
@@ -256,6 +268,16 @@ def split_records(records: list[Record], fraction: float, seed: int,
             [r for i, r in enumerate(records) if i in held])
 
 
+def read_splits(data: str, valid: str | None, valid_fraction: float,
+                seed: int) -> tuple[list[Record], list[Record]]:
+    """``(train, valid)``: the records of ``data`` and of ``valid``, or without it a
+    seeded ``valid_fraction`` of ``data`` held out (:func:`split_records`)."""
+    records = read_records(data)
+    if valid is not None:
+        return records, read_records(valid)
+    return split_records(records, valid_fraction, seed, data)
+
+
 def data_task(graph: Graph, data: str, *, valid: str | None = None,
               valid_fraction: float = 0.1, seed: int = 0,
               fields: dict[str, str] | None = None, mode: str = "word",
@@ -282,11 +304,7 @@ def data_task(graph: Graph, data: str, *, valid: str | None = None,
     TrainingError
         Any problem with the files or their fit to the spec, located.
     """
-    records = read_records(data)
-    if valid is not None:
-        train, held = records, read_records(valid)
-    else:
-        train, held = split_records(records, valid_fraction, seed, data)
+    train, held = read_splits(data, valid, valid_fraction, seed)
     if enc is None:
         enc = make_encoding(graph, train, fields=fields, mode=mode)
     return DataTask(enc, EncodedDataset(graph, enc, train), EncodedDataset(graph, enc, held),

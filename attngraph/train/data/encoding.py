@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 from attngraph.errors import SourceLoc, TrainingError, did_you_mean
 from attngraph.fileio import FLOAT32_MAX, read_image
 from attngraph.train.data.records import Record, columns_of, data_error, value_loc
-from attngraph.train.data.vocab import EOS, MODES, RESERVED, UNK, LabelMap, Vocab, tokenize
+from attngraph.train.data.vocab import EOS, MODES, PAD, RESERVED, UNK, LabelMap, Vocab, tokenize
 
 if TYPE_CHECKING:
     import numpy as np
 
     from attngraph.ir.graph import Graph, Node
 
-__all__ = ["LABEL", "Encoding", "make_encoding"]
+__all__ = ["LABEL", "Encoding", "label_text", "make_encoding"]
 
 #: The ``--field`` key of the class-label column (classify runs).
 LABEL = "label"
@@ -66,6 +66,21 @@ class Encoding:
         """The per-item labels input a seq2seq run learns (None when classifying)."""
         return next((i for i, t in self.types.items() if t == "labels"), None) \
             if self.kind == "seq2seq" else None
+
+    @property
+    def pad_id(self) -> int:
+        """The id padding token inputs read."""
+        return PAD
+
+    @property
+    def reads(self) -> str:
+        """How text is read, in words (for the model card)."""
+        return f"text split into {'words' if self.mode == 'word' else 'characters'}"
+
+    @property
+    def kept(self) -> str:
+        """Where the run keeps this encoding, in words (for the model card)."""
+        return "vocabularies and labels: `data.json`"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data: what ``data.json`` holds."""
@@ -111,7 +126,7 @@ class Encoding:
             out[node.id] = self._value(node, rec, col, rec.values[col])
         if self.kind == "classify" and self.label is not None and self.labels is not None:
             if self.label in rec.values:
-                name = _label_text(rec, self.label, rec.values[self.label])
+                name = label_text(rec, self.label, rec.values[self.label])
                 if name not in self.labels:
                     known = ", ".join(self.labels.names[:20])
                     msg = f"label '{name}' is not among the training labels"
@@ -168,7 +183,8 @@ def _tokens(rec: Record, col: str, v: Any, mode: str) -> list[str]:
     return toks
 
 
-def _label_text(rec: Record, col: str, v: Any) -> str:
+def label_text(rec: Record, col: str, v: Any) -> str:
+    """A record's label (column ``col``, value ``v``) as text: a name or an integer."""
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, (str, int)) and str(v).strip():
@@ -324,7 +340,7 @@ def make_encoding(graph: Graph, records: list[Record], *, fields: Mapping[str, s
                 warnings.warn(_capped(n, vocabs[n.id], texts), stacklevel=2)
     labels = None
     if kind == "classify" and label is not None:
-        names = [_label_text(r, label, r.values[label]) if label in r.values
+        names = [label_text(r, label, r.values[label]) if label in r.values
                  else _raise_missing(r, label, LABEL) for r in records]
         labels = LabelMap.build(names)
         _check_classes(graph, labels, records[0].loc.file)

@@ -16,8 +16,9 @@ from attngraph.errors import SourceLoc, TrainingError
 if TYPE_CHECKING:
     from attngraph.analysis.sizes import Bound
     from attngraph.ir.graph import Graph
+    from attngraph.train.data.records import Record
 
-__all__ = ["RunText", "check_ids", "position_bounds"]
+__all__ = ["RunText", "check_ids", "position_bounds", "text_of", "text_value"]
 
 
 class RunText:
@@ -36,7 +37,7 @@ class RunText:
         TrainingError
             A tokenizer without ``transformers`` installed.
         """
-        from attngraph.realmodels.rundir import TOKENIZER_DIR
+        from attngraph.train.store.imported import TOKENIZER_DIR
 
         tok_dir = Path(run_dir) / TOKENIZER_DIR
         if not tok_dir.is_dir():
@@ -102,10 +103,11 @@ def position_bounds(graph: Graph) -> tuple[Bound, ...]:
 
 
 def check_ids(graph: Graph, ids: Sequence[int], loc: SourceLoc,
-              bounds: tuple[Bound, ...] | None = None) -> None:
-    """Refuse ids outside the vocabulary, or more tokens than a learned table covers
-    (``bounds``: :func:`position_bounds`, when measured already), located at ``loc``."""
-    vocab = int(graph.inputs[0].spec.vocab)
+              bounds: tuple[Bound, ...] | None = None, *, vocab: int | None = None) -> None:
+    """Refuse ids outside the vocabulary (``vocab``, default the first input's), or more
+    tokens than a learned table covers (``bounds``: :func:`position_bounds`, when
+    measured already), located at ``loc``."""
+    vocab = vocab if vocab is not None else int(graph.inputs[0].spec.vocab)
     bad = next((i for i in ids if not 0 <= i < vocab), None)
     if bad is not None:
         msg = f"token ids must lie in 0 … {vocab - 1}, but the input has {bad}"
@@ -115,3 +117,42 @@ def check_ids(graph: Graph, ids: Sequence[int], loc: SourceLoc,
             msg = (f"the input is {len(ids)} tokens long, but this model reads at most "
                    f"{b.most} (node '{b.node.id}', {b.field} {b.most})")
             raise TrainingError(msg, loc, f"give a shorter text, of at most {b.most} tokens")
+
+
+def text_of(rec: Record, src: str) -> str:
+    """The record's text: its column ``src``, else ``text``, else its one column
+    (:func:`text_value`).
+
+    Raises
+    ------
+    TrainingError
+        At the record: none of those columns, or a value that is no text.
+    """
+    values = rec.values
+    for key in (src, "text"):
+        if key in values:
+            return text_value(rec, key)
+    if len(values) != 1:
+        cols = ", ".join(map(str, values)) or "none"
+        msg = (f"this record has no column '{src}' or 'text' for the model's text "
+               f"(columns: {cols})")
+        raise TrainingError(msg, rec.loc, f"name the text's column '{src}' or 'text'")
+    return text_value(rec, next(iter(values)))
+
+
+def text_value(rec: Record, col: str) -> str:
+    """The text of the record's column ``col``: a string, or a list of ids written out
+    (``"15 7 3"``).
+
+    Raises
+    ------
+    TrainingError
+        At the record: a value that is neither.
+    """
+    v = rec.values[col]
+    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return " ".join(str(x) for x in v)  # ids given as a list
+    if not isinstance(v, str):
+        msg = f"column '{col}' must hold the model's text as a string, not {type(v).__name__}"
+        raise TrainingError(msg, rec.loc, "give the text as a string")
+    return v

@@ -7,7 +7,9 @@
   :mod:`~attngraph.train.pictures.steps` (one panel per step),
   :mod:`~attngraph.train.pictures.window` (Graves' window),
   :mod:`~attngraph.train.pictures.drawing` (a canvas drawn step by step),
-  :mod:`~attngraph.train.pictures.heads` (a memory's write and read heads).
+  :mod:`~attngraph.train.pictures.heads` (a memory's write and read heads),
+  :mod:`~attngraph.train.pictures.layers` (every layer's and head's weights of an
+  imported model over a text).
 - :mod:`~attngraph.train.pictures.confusion`: a classifier's confusion matrix.
 - :mod:`~attngraph.train.pictures.plot`: headless pyplot and saving, shared by all.
 """

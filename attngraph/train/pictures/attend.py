@@ -19,7 +19,7 @@ view           when                            drawn as
 ``drawing``    image, ``canvases`` [T, C, H, W]  the canvas after each step, with the read
                                                and write windows (:mod:`.attend_drawing`)
 ``layers``     a run of ``attngraph import``    every layer's and head's weights over a text
-                                               (:mod:`attngraph.realmodels.heads`)
+                                               (:mod:`.layers`)
 =============  ==============================  ===========================================
 
 Heads are averaged (but in ``layers``); a single query axis ([1, N]) is squeezed. The output read is
@@ -40,7 +40,7 @@ from attngraph.train.pictures.drawing import draw_steps, draws_canvas
 from attngraph.train.pictures.heads import draw_heads, has_heads
 from attngraph.train.pictures.image import glimpses, tiles
 from attngraph.train.pictures.matrix import heatmap, matrix
-from attngraph.train.pictures.plot import pyplot, save
+from attngraph.train.pictures.plot import picture_path, pyplot, save
 from attngraph.train.pictures.steps import canvas_grid, steps_figure
 from attngraph.train.pictures.window import draw_window, is_window_weights
 
@@ -301,22 +301,6 @@ def _check_example(example: int, size: int, where: SourceLoc) -> None:
         raise TrainingError(msg, where, f"use --example between 0 and {size - 1}")
 
 
-def picture_path(path: str | Path) -> Path:
-    """The file a picture is written to: ``.png`` added to a name without a suffix
-    (as matplotlib does); a suffix naming no format matplotlib writes is refused."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    path = Path(path)
-    if not path.suffix:
-        return path.with_suffix(".png")
-    known = FigureCanvasAgg.get_supported_filetypes()
-    if path.suffix[1:].lower() not in known:
-        msg = f"cannot draw a picture as '{path.suffix}'"
-        raise TrainingError(msg, SourceLoc(str(path)), "name the file with one of the "
-                            f"suffixes {', '.join('.' + k for k in sorted(known))}")
-    return path
-
-
 def load_run(run_dir: str | Path) -> tuple[Graph, Task, Any, Any]:
     """``(graph, task, model, checkpoint)`` of a run (see
     :func:`attngraph.train.trained.reloaded.load_run`)."""
@@ -335,14 +319,21 @@ def attend_run(run_dir: str | Path, *, example: int = 0, out: str | Path | None 
     test metrics were measured on). A run trained with ``--data`` draws the
     user's own ``text`` (its text input) or example ``example`` of the data file
     ``data``. A run written by ``attngraph import`` draws every layer's and
-    head's weights over ``text`` (the ``layers`` view; ``layers`` and ``heads`` pick
-    some, :func:`attngraph.realmodels.heads.attend_text`). The picture goes to
+    head's weights over ``text``, or over the text of record ``example`` of ``data``
+    (the ``layers`` view; ``layers`` and ``heads`` pick some,
+    :func:`attngraph.train.pictures.layers.attend_imported`). The picture goes to
     ``out`` (default: ``RUN_DIR/attention_<example>.png``,
     ``RUN_DIR/attention_input.png`` for ``text``).
     """
     from attngraph.train.data.batches import DataTask
+    from attngraph.train.store.imported import is_imported
     from attngraph.train.trained.reloaded import load_run as load
 
+    if is_imported(run_dir):  # a model that exists: every layer and head over a text
+        from attngraph.train.pictures.layers import attend_imported
+
+        return attend_imported(run_dir, text=text, data=data, example=example, out=out,
+                               layers=layers, heads=heads)
     name = "input" if text is not None else str(example)
     path = picture_path(out if out is not None else Path(run_dir) / f"attention_{name}.png")
     if layers or heads:

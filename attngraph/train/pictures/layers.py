@@ -50,7 +50,7 @@ class TextAttention:
 
 def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
     """The ids of ``text`` and their tokens as shown: by the run's tokenizer, else read
-    as whitespace-separated ids (:class:`~attngraph.realmodels.text.RunText`).
+    as whitespace-separated ids (:class:`~attngraph.train.data.runtext.RunText`).
 
     Raises
     ------
@@ -58,7 +58,7 @@ def token_ids(run_dir: str | Path, text: str) -> tuple[list[int], list[str]]:
         Text that is not ids, in a run without a tokenizer; a tokenizer without
         ``transformers`` installed; a text that makes no tokens.
     """
-    from attngraph.realmodels.text import RunText
+    from attngraph.train.data.runtext import RunText
 
     reader = RunText.of(run_dir)
     ids = reader.ids(text, SourceLoc("--input") if reader.tokenizer is not None
@@ -92,7 +92,7 @@ def text_attention(run_dir: str | Path, text: str, *, output: str = "heads",
     from attngraph.train.trained.reloaded import load_run
 
     run = run if run is not None else load_run(run_dir)
-    from attngraph.realmodels.text import check_ids
+    from attngraph.train.data.runtext import check_ids
 
     ids, shown = token_ids(run_dir, text)
     check_ids(run.graph, ids, SourceLoc("--input"))
@@ -170,7 +170,7 @@ def heads_figure(att: TextAttention, *, layers: Sequence[int] | None = None,
 
 def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None,
                 output: str = "heads", layers: Sequence[int] | None = None,
-                heads: Sequence[int] | None = None) -> Path:
+                heads: Sequence[int] | None = None, run: Run | None = None) -> Path:
     """Draw every layer's and head's attention of an imported run over ``text``.
 
     Parameters
@@ -185,17 +185,18 @@ def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None
         The spec's output holding the weights, ``[layers, N, N]`` per head.
     layers, heads : sequence of int, optional
         The layers (rows) and heads (columns) to draw; default all.
+    run : Run, optional
+        The run, when loaded already.
 
     Returns
     -------
     Path
         The picture written.
     """
-    from attngraph.train.pictures.attend import picture_path
-    from attngraph.train.pictures.plot import pyplot, save
+    from attngraph.train.pictures.plot import picture_path, pyplot, save
 
     path = picture_path(out if out is not None else Path(run_dir) / "heads.png")
-    att = text_attention(run_dir, text, output=output)
+    att = text_attention(run_dir, text, output=output, run=run)
     fig = heads_figure(att, layers=layers, heads=heads)
     try:
         save(fig, path, dpi=90)
@@ -205,21 +206,37 @@ def attend_text(run_dir: str | Path, text: str, *, out: str | Path | None = None
 
 
 def attend_imported(run_dir: str | Path, *, text: str | None, data: str | Path | None = None,
-                    out: str | Path | None = None, layers: Sequence[int] = (),
-                    heads: Sequence[int] = ()) -> tuple[Path, str]:
+                    example: int = 0, out: str | Path | None = None,
+                    layers: Sequence[int] = (), heads: Sequence[int] = ()) -> tuple[Path, str]:
     """``attngraph attend`` of a run written by ``attngraph import``: every layer's and
-    head's weights over ``text`` (``layers`` and ``heads`` pick some); ``(picture path,
-    view)``, the picture at ``out`` (default ``RUN_DIR/attention_input.png``).
+    head's weights over ``text``, or over the text of record ``example`` of the data file
+    ``data`` (``layers`` and ``heads`` pick some); ``(picture path, view)``, the picture
+    at ``out`` (default ``RUN_DIR/attention_input.png``, ``attention_<example>.png``).
 
     Raises
     ------
     TrainingError
-        No ``text``, or a data file given (an imported model keeps no examples).
+        Neither ``text`` nor ``data``, or both; no record ``example``.
     """
-    if text is None or data is not None:
-        what = "--data" if data is not None else "no --input"
-        msg = f"an imported model is drawn over your own text ({what} given)"
+    if (text is None) == (data is None):
+        what = "both --input and --data" if text is not None else "no --input"
+        msg = f"an imported model is drawn over one text ({what} given)"
         raise TrainingError(msg, SourceLoc(str(run_dir)), 'give the text: --input "some text" '
-                            "(token ids, \"15 7 3\", when the run has no tokenizer/)")
-    path = Path(out) if out is not None else Path(run_dir) / "attention_input.png"
-    return attend_text(run_dir, text, out=path, layers=layers, heads=heads), "layers"
+                            "(token ids, \"15 7 3\", when the run has no tokenizer/), or a "
+                            "record's: --data FILE --example N")
+    run = None
+    if data is not None:
+        from attngraph.train.data.runtext import text_of
+        from attngraph.train.trained.reloaded import load_run
+
+        run = load_run(run_dir)
+        records = run.records(data)
+        if not 0 <= example < len(records):
+            msg = (f"--example {example}: the data has {len(records)} records "
+                   f"(0 to {len(records) - 1})")
+            raise TrainingError(msg, SourceLoc("--example"), "pick one of them")
+        text = text_of(records[example], run.graph.inputs[0].id)
+    name = "input" if data is None else str(example)
+    path = Path(out) if out is not None else Path(run_dir) / f"attention_{name}.png"
+    assert text is not None
+    return attend_text(run_dir, text, out=path, layers=layers, heads=heads, run=run), "layers"

@@ -16,7 +16,7 @@ from typing import Any
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.fileio import write_file
 
-__all__ = ["pyplot", "save"]
+__all__ = ["picture_path", "pyplot", "save"]
 
 
 def pyplot() -> Any:
@@ -55,3 +55,19 @@ def save(fig: Any, path: Path, dpi: int = 120) -> None:
         raise refused(exc) from None
     # whole or not at all: a full disk leaves the previous picture as it was
     write_file(path, buf.getvalue(), failed=lambda _p, exc: refused(exc))
+
+
+def picture_path(path: str | Path) -> Path:
+    """The file a picture is written to: ``.png`` added to a name without a suffix
+    (as matplotlib does); a suffix naming no format matplotlib writes is refused."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    path = Path(path)
+    if not path.suffix:
+        return path.with_suffix(".png")
+    known = FigureCanvasAgg.get_supported_filetypes()
+    if path.suffix[1:].lower() not in known:
+        msg = f"cannot draw a picture as '{path.suffix}'"
+        raise TrainingError(msg, SourceLoc(str(path)), "name the file with one of the "
+                            f"suffixes {', '.join('.' + k for k in sorted(known))}")
+    return path

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
-from attngraph.train.data.batches import DATA_FILE, DataTask, load_encoding, steps_per_epoch
+from attngraph.train.data.batches import DataTask, load_encoding, steps_per_epoch
 from attngraph.train.data.batches import data_task as make_data_task
 from attngraph.train.engine.step import TrainSettings, check_fits
 from attngraph.train.run.resume import check_total, resumed
@@ -183,15 +183,23 @@ def _data(config: RunConfig, graph: Graph, out_dir: Path, prior: ck.Checkpoint |
         raise TrainingError(msg, SourceLoc(config.data), "leave out --nproc")
     from attngraph.train.store.imported import is_imported
 
-    if prior is not None and is_imported(out_dir) and not (out_dir / DATA_FILE).exists():
-        msg = ("an imported model trains on the built-in task only: training it on your "
-               "records with its own tokenizer is not there yet")
-        raise TrainingError(msg, SourceLoc(config.data), "leave out --data to train on "
-                            "from the import; predict and evaluate read your records")
-    enc = load_encoding(out_dir, graph) if prior is not None else None
-    data_task = make_data_task(graph, config.data, valid=config.valid,
-                               valid_fraction=config.valid_fraction, seed=config.seed,
-                               fields=dict(config.fields), mode=config.tokenize, enc=enc)
+    data_task: DataTask
+    if prior is not None and is_imported(out_dir):  # the model's own tokenizer reads it
+        from attngraph.train.data.tokenized import tokenized_task
+
+        if config.tokenize != "word":
+            msg = "an imported model reads text with its own tokenizer, not by --tokenize"
+            raise TrainingError(msg, SourceLoc("--tokenize"), "leave out --tokenize")
+        stored = config.options.get("labels") if prior.config.get("data") else None
+        data_task = tokenized_task(graph, out_dir, config.data, valid=config.valid,
+                                   valid_fraction=config.valid_fraction, seed=config.seed,
+                                   fields=dict(config.fields),
+                                   labels=stored if isinstance(stored, list) else None)
+    else:
+        enc = load_encoding(out_dir, graph) if prior is not None else None
+        data_task = make_data_task(graph, config.data, valid=config.valid,
+                                   valid_fraction=config.valid_fraction, seed=config.seed,
+                                   fields=dict(config.fields), mode=config.tokenize, enc=enc)
     per = steps_per_epoch(data_task, TrainSettings.of(graph, batch=config.batch).batch)
     if config.epochs:
         config = replace(config, steps=config.epochs * per,

@@ -89,14 +89,13 @@ def _data_part(task: Task, cfg: RunConfig, summary: RunSummary) -> list[str]:
     if isinstance(task, DataTask):
         held = (f"the file {_code(cfg.valid)}" if cfg.valid else
                 f"a seeded {cfg.valid_fraction:g} of the data (seed {cfg.seed})")
-        lines += [f"- data: {_code(cfg.data)}, a {task.enc.kind} run, text split into "
-                  f"{'words' if task.enc.mode == 'word' else 'characters'}",
+        lines += [f"- data: {_code(cfg.data)}, a {task.enc.kind} run, {task.enc.reads}",
                   f"- split: {len(task.train)} training examples; {len(task.valid)} "
                   f"validation examples, {held}"]
         if task.enc.labels is not None:
             names = ", ".join(_code(n) for n in task.enc.labels.names)
             lines.append(f"- labels ({len(task.enc.labels.names)}): {names}")
-        lines.append("- vocabularies and labels: `data.json`")
+        lines.append(f"- {task.enc.kept}")
     else:
         opts = ", ".join(f"{k}={v!r}" for k, v in sorted(task.opts.items())) or "none"
         area = f" ({task.area})" if getattr(task, "area", "") else ""
@@ -154,19 +153,25 @@ def _metrics_part(summary: RunSummary) -> list[str]:
 
 
 def _picture_part(out: Path, shown: Sequence[Path], note: str | None,
-                  drawn: str) -> list[str]:
+                  drawn: str, data: str | None) -> list[str]:
     lines = ["## Attention", ""]
     for pic in shown:
         said = f"{pic.stem}, {drawn}" if pic.name == PICTURE else pic.stem
         lines += [f"![{said}]({pic.name})", ""]
     if not shown:
         lines += [note or "No attention picture yet.", ""]
-    lines += [f"Draw another example with `attngraph attend {out} --example N`.", ""]
+    if data is not None:  # a data run keeps no examples: one of the file's, or your own
+        lines += [f"Draw another example with `attngraph attend {out} --data {data} "
+                  f"--example N`, or your own text with `attngraph attend {out} --input "
+                  "\"...\"`.", ""]
+    else:
+        lines += [f"Draw another example with `attngraph attend {out} --example N`.", ""]
     return lines
 
 
 def _load_part(out: Path, task: Task) -> list[str]:
     from attngraph.train.data.batches import DataTask
+    from attngraph.train.data.tokenized import TokenizedTask
 
     data = isinstance(task, DataTask)
     lines = ["## Load it", "", "```sh"]
@@ -180,15 +185,20 @@ def _load_part(out: Path, task: Task) -> list[str]:
               "import attngraph", "", f"run = attngraph.load_run({json.dumps(str(out))})",
               "run.model   # a torch.nn.Module with the kept weights (eval mode)",
               "run.graph   # the spec's graph"]
-    if data:
+    if data and not isinstance(task, TokenizedTask):
         lines.append('run.predict("new.jsonl", attention=True)   # one dict per example')
+    elif data:  # read by the model's own tokenizer: the imported run's predict
+        lines += ["from attngraph.realmodels.predict import predict_imported",
+                  f"predict_imported({json.dumps(str(out))}, \"new.jsonl\")   # one dict "
+                  "per example"]
     lines += ["```", "", "## Files", "",
               "- `metrics.jsonl`: one JSON line per step (`\"split\": \"train\"`) and per "
               "evaluation (`\"split\": \"valid\"`); `metrics.csv`: the same lines as a table",
               "- `checkpoint.pt`: the weights, the optimiser and random states, the spec's "
               "text (read with `torch.load(weights_only=True)`)",
-              "- `summary.json`: the figures above" + (", `data.json`: vocabularies and labels"
-                                                      if data else ""), ""]
+              "- `summary.json`: the figures above" + (f"; {task.enc.kept}"
+                                                      if isinstance(task, DataTask) else ""),
+              ""]
     return lines
 
 
@@ -224,7 +234,8 @@ def card(summary: RunSummary, cfg: RunConfig, graph: Graph, task: Task, *,
     out = Path(cfg.out or "")
     parts = [_spec_part(graph, cfg), _data_part(task, cfg, summary),
              _metrics_part(summary), _settings_part(cfg, summary, patience),
-             _picture_part(out, pictures(out), note, _drawn(cfg)), _load_part(out, task)]
+             _picture_part(out, pictures(out), note, _drawn(cfg), cfg.valid or cfg.data),
+             _load_part(out, task)]
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from attngraph.source import MAX_BYTES
 from attngraph.spectext import read_text
 from attngraph.train.data.autosize import stored_text
-from attngraph.train.data.batches import DataTask, save_encoding
+from attngraph.train.data.batches import DataTask
 from attngraph.train.run import modelcard
 from attngraph.train.run.earlystop import Patience
 from attngraph.train.run.modelcard import CARD_FILE
@@ -153,7 +153,7 @@ class RunRecord:
         self.stored = stored
         self.stream = stream
         if isinstance(task, DataTask):
-            save_encoding(out, task.enc)
+            task.save(out)
         self.log = rundir.Log(self.files["metrics"])
         self.csv = CsvLog(self.files["table"], task.metrics, kept.text if kept else "")
         self.board = Board(out)

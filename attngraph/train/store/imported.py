@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from attngraph.errors import SourceLoc, TrainingError
 
-__all__ = ["IMPORT_FILE", "available_memory", "check_memory", "is_imported"]
+__all__ = ["IMPORT_FILE", "TOKENIZER_DIR", "available_memory", "check_memory", "import_info",
+           "is_imported"]
 
 #: The file ``attngraph import`` writes into its run: where the weights came from.
 IMPORT_FILE = "import.json"
+#: The folder of the model directory's tokenizer files in such a run, when it had them.
+TOKENIZER_DIR = "tokenizer"
 
 
 def is_imported(run_dir: str | Path) -> bool:
@@ -64,3 +68,19 @@ def check_memory(files: list[Path], where: str | Path) -> None:
                f"parameters), but this machine has {free / 2**30:,.1f} GiB free")
         raise TrainingError(msg, SourceLoc(str(where)), "free memory, or use a machine "
                             "with more; a smaller model of the family imports the same way")
+
+
+def import_info(run_dir: str | Path) -> dict[str, Any]:
+    """What the run's ``import.json`` holds (where the weights came from; the
+    configuration's end, padding and start ids and label names), read as a run's files
+    are (a regular file, bounded, strict JSON: damage is an error at it). A run
+    imported before it kept the ids reads none."""
+    from attngraph.fileio import loads_json, read_text
+    from attngraph.train.store.directory import run_file
+
+    path = Path(run_dir) / IMPORT_FILE
+    role = run_file(IMPORT_FILE, damaged="this file is damaged: import the model again into "
+                    "a new directory (attngraph import SOURCE --out DIR)")
+    info = loads_json(read_text(path, role), str(path), role,
+                      what=f"this run's {IMPORT_FILE}", float32=False)
+    return info if isinstance(info, dict) else {}

@@ -351,7 +351,11 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
     cfg = ckpt.config
     enc = None
     task: Task
-    if isinstance(cfg.get("data"), dict):
+    if isinstance(cfg.get("data"), dict) and imported:  # fine-tuned on records
+        from attngraph.train.data.tokenized import stored_task
+
+        task = stored_task(graph, run_dir, cfg)
+    elif isinstance(cfg.get("data"), dict):
         enc = load_encoding(run_dir, graph)
         empty = EncodedDataset(graph, enc, [])
         task = DataTask(enc, empty, empty, seed=int(cfg["seed"]))

@@ -1,0 +1,271 @@
+"""Fine-tuning an imported model on your own records (`attngraph train RUN/spec.yaml
+--out RUN --resume --data FILE`): each record's text read by the run's tokenizer (else
+as ids), and what the model learns following from its spec.
+
+The objective is transformers' own: on the same records, the loss of a padded batch
+equals the loss `transformers` computes with `labels=` (BERT's class, GPT-2's next
+token, T5's target) to 1e-5. A few steps on a small pattern teach each family what
+predict then gives back; a classifier whose configuration names no classes takes the
+data's names, kept for predict, evaluate and the next resume. Records that do not fit
+are one error at the record, the run untouched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+transformers = pytest.importorskip(
+    "transformers", reason="the real-model tests need transformers (pip install -e '.[dev]')")
+
+from attngraph.errors import TrainingError  # noqa: E402
+from attngraph.realmodels import import_model  # noqa: E402
+from attngraph.realmodels.predict import evaluate_imported, predict_imported  # noqa: E402
+from attngraph.train.data.tokenized import tokenized_task  # noqa: E402
+from attngraph.train.engine.step import task_loss  # noqa: E402
+from attngraph.train.tasks.lookup import bind_inputs  # noqa: E402
+from attngraph.train.trained.reloaded import load_run  # noqa: E402
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "on", "mat", "a", "dog", "ran"]
+TEXTS = ["the cat sat on the mat", "a dog ran", "the dog sat", "a cat ran on the mat",
+         "the cat", "a dog sat on a mat", "dog ran", "the mat"]
+
+
+def _data(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _bert(src: Path, **labels: Any) -> Any:
+    """A small BERT classifier (no dropout) with a word-level tokenizer, saved in ``src``."""
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=2,
+                                  num_attention_heads=2, intermediate_size=32,
+                                  max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                  attention_probs_dropout_prob=0.0, **labels)
+    model = transformers.BertForSequenceClassification(cfg).eval()
+    model.save_pretrained(src)
+    (src / "vocab.txt").write_text("\n".join(WORDS) + "\n", encoding="utf-8")
+    transformers.BertTokenizer(str(src / "vocab.txt")).save_pretrained(src)
+    return model
+
+
+def _gpt2(src: Path) -> Any:
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=40, n_embd=16, n_layer=2, n_head=2, n_positions=16,
+                                  eos_token_id=3, bos_token_id=3, resid_pdrop=0.0,
+                                  embd_pdrop=0.0, attn_pdrop=0.0)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    model.save_pretrained(src)
+    return model
+
+
+def _t5(src: Path) -> Any:
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(vocab_size=40, d_model=16, d_kv=8, num_heads=2, d_ff=32,
+                                num_layers=2, num_decoder_layers=2, dropout_rate=0.0,
+                                eos_token_id=1, pad_token_id=0, decoder_start_token_id=0)
+    model = transformers.T5ForConditionalGeneration(cfg).eval()
+    model.save_pretrained(src)
+    return model
+
+
+def _imported(tmp: Path, make: Any, *, lr: float = 1e-4, **kw: Any) -> tuple[Path, Any]:
+    src = tmp / "src"
+    model = make(src, **kw)
+    run = tmp / "run"
+    import_model(src, run, lr=lr)
+    return run, model
+
+
+def _train(cli: Any, run: Path, data: Path, *extra: object, code: int = 0) -> Any:
+    return cli("train", run / "spec.yaml", "--out", run, "--resume", "--data", data,
+               "--quiet", *extra, code=code)
+
+
+def _our_loss(run: Path, data: Path, n: int) -> tuple[float, dict[str, torch.Tensor]]:
+    """The loss of the imported model on the first ``n`` records of ``data`` (one padded
+    batch), as training computes it, and that batch."""
+    r = load_run(run)
+    task = tokenized_task(r.graph, run, str(data), valid=str(data), seed=0)
+    batch = task.batch(n, split="valid")
+    with torch.no_grad():
+        out = r.model(**bind_inputs(r.graph, task, batch))
+    loss = task_loss(out, batch[task.target], graph=r.graph, objective=task.objective)
+    return float(loss), batch
+
+
+@pytest.mark.parametrize("by", ["name", "id"])
+def test_a_classifiers_loss_is_transformers_with_labels(tmp_path: Path, by: str) -> None:
+    """BERT with named classes: records of text and label (a name of its id2label, or
+    a class id), through its tokenizer and padded, have transformers' loss with
+    labels= (1e-5)."""
+    names = {0: "neg", 1: "neutral", 2: "pos"}
+    run, model = _imported(tmp_path, _bert, num_labels=3, id2label=names,
+                           label2id={v: k for k, v in names.items()})
+    rows = [{"text": t, "label": names[i % 3] if by == "name" else i % 3}
+            for i, t in enumerate(TEXTS)]
+    ours, _ = _our_loss(run, _data(tmp_path / "d.jsonl", rows), len(rows))
+    tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
+    enc = tok(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        theirs = model(**enc, labels=torch.tensor([i % 3 for i in range(len(TEXTS))])).loss
+    assert abs(ours - float(theirs)) < 1e-5
+
+
+def test_a_causal_decoders_loss_is_transformers_next_token_loss(tmp_path: Path) -> None:
+    """GPT-2 (a run without a tokenizer: ids): every token predicts the next, the text
+    ending in the configuration's end id; padding scores nothing. transformers' loss
+    with labels= the same ids (padding -100) is the same (1e-5)."""
+    run, model = _imported(tmp_path, _gpt2)
+    texts = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14], [20, 21, 22, 23, 24, 25, 26]]
+    rows = [{"text": " ".join(map(str, t))} for t in texts]
+    ours, batch = _our_loss(run, _data(tmp_path / "d.jsonl", rows), len(rows))
+    ids = [[*t, 3] for t in texts]  # the end id closes each text
+    n = max(map(len, ids))
+    x = torch.tensor([t + [0] * (n - len(t)) for t in ids])
+    mask = torch.tensor([[1] * len(t) + [0] * (n - len(t)) for t in ids])
+    assert torch.equal(batch["tokens"], x)
+    with torch.no_grad():
+        theirs = model(input_ids=x, attention_mask=mask, labels=x.masked_fill(mask == 0, -100))
+    assert abs(ours - float(theirs.loss)) < 1e-5
+
+
+def test_an_encoder_decoders_loss_is_transformers_with_labels(tmp_path: Path) -> None:
+    """T5: the text is the encoder's, the target is learnt behind the decoder start id;
+    transformers' loss with labels= the target's ids (padding -100) is the same (1e-5)."""
+    run, model = _imported(tmp_path, _t5)
+    pairs = [([5, 6, 7, 1], [7, 6, 5, 1]), ([9, 1], [9, 9, 9, 8, 1]), ([4, 4, 4, 1], [2, 1])]
+    rows = [{"text": " ".join(map(str, s)), "target": " ".join(map(str, t))} for s, t in pairs]
+    ours, batch = _our_loss(run, _data(tmp_path / "d.jsonl", rows), len(rows))
+    assert batch["target"][1].tolist() == [0, 9, 9, 9, 8]  # shifted behind the start id
+
+    def padded(seqs: list[list[int]], fill: int) -> torch.Tensor:
+        n = max(map(len, seqs))
+        return torch.tensor([s + [fill] * (n - len(s)) for s in seqs])
+
+    src = padded([s for s, _ in pairs], 0)
+    with torch.no_grad():
+        theirs = model(input_ids=src, attention_mask=(padded([s for s, _ in pairs], -1) >= 0),
+                       labels=padded([t for _, t in pairs], -100)).loss
+    assert abs(ours - float(theirs)) < 1e-5
+
+
+def test_a_classifier_takes_the_datas_own_label_names(tmp_path: Path, cli: Any) -> None:
+    """A configuration that names its classes only LABEL_0, LABEL_1: the data's own names
+    become the classes' (sorted). A few steps teach them; predict and evaluate give the
+    names; the next resume (its records again, from the checkpoint) keeps them; no
+    data.json is written (the run reads records with its tokenizer)."""
+    run, _ = _imported(tmp_path, _bert, num_labels=2)
+    rows = [{"text": t, "label": "cats" if "cat" in t else "dogs"}
+            for t in ["the cat sat on the mat", "a dog ran"] * 10]
+    data = _data(tmp_path / "d.jsonl", rows)
+    _train(cli, run, data, "--steps", "30", "--lr", "0.003")
+    assert not (run / "data.json").exists()
+    assert load_run(run).checkpoint.config["options"] == {"labels": ["cats", "dogs"]}
+    got = predict_imported(run, [{"text": "the cat sat"}, {"text": "a dog ran"}])
+    assert [r["prediction"] for r in got] == ["cats", "dogs"]
+    assert set(got[0]["probabilities"]) == {"cats", "dogs"}
+    report = evaluate_imported(run, data)
+    assert report["accuracy"] == 1.0
+    cli("train", run / "spec.yaml", "--out", run, "--resume", "--steps", "32", "--quiet",
+        code=0)
+    assert load_run(run).checkpoint.step == 32
+    assert load_run(run).checkpoint.config["options"] == {"labels": ["cats", "dogs"]}
+    card = (run / "README.md").read_text(encoding="utf-8")
+    assert "text read by the model's own tokenizer" in card and "data.json" not in card
+
+
+def test_a_causal_decoder_learns_to_go_on_and_stop(tmp_path: Path, cli: Any) -> None:
+    """GPT-2 fine-tuned on a counting text: given its start, predict gives the rest
+    and stops (the end id was learnt after each text)."""
+    run, _ = _imported(tmp_path, _gpt2)
+    rows = [{"text": "5 6 7 8 9"}, {"text": "20 21 22"}] * 10
+    _train(cli, run, _data(tmp_path / "d.jsonl", rows), "--steps", "60", "--lr", "0.01")
+    (row,) = predict_imported(run, [{"text": "5 6 7"}])
+    assert row["prediction"] == "8 9" and row["generated"] == ["8", "9", "3"]
+
+
+def test_an_encoder_decoder_learns_its_targets(tmp_path: Path, cli: Any) -> None:
+    """T5 fine-tuned on text -> target pairs: predict gives each target, and evaluate
+    scores an exact match of 1."""
+    run, _ = _imported(tmp_path, _t5)
+    rows = [{"text": "5 6 7 1", "target": "7 6 5 1"}, {"text": "9 8 1", "target": "8 9 1"}] * 10
+    data = _data(tmp_path / "d.jsonl", rows)
+    _train(cli, run, data, "--steps", "60", "--lr", "0.01")
+    got = predict_imported(run, rows[:2])
+    assert [r["prediction"] for r in got] == ["7 6 5", "8 9"]
+    assert evaluate_imported(run, data)["exact_match"] == 1.0
+
+
+def test_the_lr_given_to_an_import_is_taken(tmp_path: Path, cli: Any) -> None:
+    """An import has trained no step: --lr (and --batch) given to its first training win
+    over the import's, in the settings kept and in the optimizer."""
+    run, _ = _imported(tmp_path, _gpt2)
+    data = _data(tmp_path / "d.jsonl", [{"text": "5 6 7"}] * 10)
+    _train(cli, run, data, "--steps", "2", "--lr", "0.02", "--batch", "4")
+    ck = load_run(run).checkpoint
+    assert ck.config["lr"] == 0.02 and ck.config["batch"] == 4
+    assert ck.optimizer["param_groups"][0]["lr"] == 0.02
+
+
+@pytest.mark.parametrize(("rows", "extra", "said", "where"), [
+    ([{"text": "the cat", "label": "neg"}] * 9 + [{"text": "a dog", "label": "x"}], (),
+     "label 'x' is not one of the model's classes (neg, pos)", ":10:"),
+    ([{"text": "the cat", "label": str(i)} for i in range(10)], (),
+     "but this classifier has 2 classes", ":1:"),
+    ([{"text": "the cat " * 9, "label": "neg"}] * 10, (),
+     "this model reads at most 16", ":1:"),
+    ([{"words": "the cat", "y": "neg", "other": 1}] * 10, (),
+     "the data has no column 'tokens' or 'text' for the model's text", ":1:"),
+    ([{"text": "the cat", "label": "neg"}] * 10, ("--field", "source=text"),
+     "--field source=text: this model reads no column as 'source'", "--field"),
+    ([{"text": "the cat", "label": "neg"}] * 10, ("--tokenize", "char"),
+     "reads text with its own tokenizer, not by --tokenize", "--tokenize"),
+])
+def test_records_that_do_not_fit_are_one_error_and_the_run_is_untouched(
+        tmp_path: Path, cli: Any, rows: list[dict[str, Any]], extra: tuple[str, ...],
+        said: str, where: str) -> None:
+    """A label not among the model's named classes, more labels than classes, a text
+    longer than the model's positions, no text column, a --field the model does not
+    read, --tokenize: one error, located, no traceback; the checkpoint as it was."""
+    names = {0: "neg", 1: "pos"}
+    run, _ = _imported(tmp_path, _bert, num_labels=2, id2label=names,
+                       label2id={v: k for k, v in names.items()})
+    if "classifier has 2" in said:  # a configuration that names no classes
+        shutil.rmtree(run)
+        run, _ = _imported(tmp_path / "plain", _bert, num_labels=2)
+    before = (run / "checkpoint.pt").read_bytes()
+    data = _data(tmp_path / "d.jsonl", rows)
+    res = _train(cli, run, data, "--steps", "2", *extra, code=1)
+    assert said in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert where in res.stderr.splitlines()[0]
+    assert (run / "checkpoint.pt").read_bytes() == before
+
+
+def test_an_encoder_decoder_needs_a_target_column(tmp_path: Path) -> None:
+    """T5's records without a target: an error naming the decoder's column."""
+    run, _ = _imported(tmp_path, _t5)
+    data = _data(tmp_path / "d.jsonl", [{"text": "5 6 1"}] * 10)
+    with pytest.raises(TrainingError, match="no 'target' column for the text the decoder"):
+        tokenized_task(load_run(run).graph, run, str(data))
+
+
+def test_a_one_token_text_without_an_end_id_is_refused(tmp_path: Path) -> None:
+    """A causal decoder whose configuration's end id is outside its vocabulary (so no
+    end closes a text): a text of one token has no next token, one error at it."""
+    def no_end(src: Path) -> Any:
+        torch.manual_seed(0)
+        cfg = transformers.GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2,
+                                      n_positions=16, eos_token_id=99, bos_token_id=99)
+        transformers.GPT2LMHeadModel(cfg).save_pretrained(src)
+
+    run, _ = _imported(tmp_path, no_end)
+    data = _data(tmp_path / "d.jsonl", [{"text": "5 6"}] * 9 + [{"text": "7"}])
+    with pytest.raises(TrainingError, match="no next token to learn") as e:
+        tokenized_task(load_run(run).graph, run, str(data), valid=str(data))
+    assert e.value.diagnostics[0].loc.line == 10
