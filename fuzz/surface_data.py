@@ -2,8 +2,10 @@
 
 Seeds are small valid files made in the case's folder for three specs: the catalog's
 ``global_attention`` (text and a label), a one-vector classifier (a ``vector`` input)
-and ``bahdanau_translation`` (sentence pairs), and a folder of class folders of
-32×32 images (PNG, JPEG, GIF, BMP) for ``glimpse_soft``. Operators damage values
+and ``bahdanau_translation`` (sentence pairs), a folder of class folders of
+32×32 images (PNG, JPEG, GIF, BMP) for ``glimpse_soft``, and records for three tiny
+imported models (:func:`make_imports`, with ``transformers``: a BERT classifier with
+its tokenizer, a GPT-2 and a T5 reading ids). Operators damage values
 (NaN, Infinity, 1e39, 2**64, 400-digit numbers, wrong JSON types, deep nesting,
 missing and extra keys), lines and cells (quotes, tabs, U+2028, BOMs, UTF-16,
 invalid UTF-8), image headers (sizes 0, 2**31, 100000, inconsistent, truncated), the
@@ -12,8 +14,9 @@ to /dev/zero or outside, a directory). The case then runs what ``train --data``
 reads before it trains (:func:`attngraph.train.data.batches.data_task`, a validation
 batch and a training batch), or ``--valid``, or ``predict`` / ``evaluate`` of a tiny
 run trained on the same kind of file (in process, and through the CLI with ``-o``
-over an existing file). Every tensor of a batch and every number of a prediction
-must be finite.
+over an existing file); an import's records go through what fine-tuning it reads
+(:func:`attngraph.train.data.tokenized.tokenized_task`) or its predict and evaluate.
+Every tensor of a batch and every number of a prediction must be finite.
 """
 
 from __future__ import annotations
@@ -85,7 +88,52 @@ def prepare(root: Path) -> dict[str, Any]:
             "vec": loads_spec(VEC_SPEC, "v.yaml"),
             "pairs": load_spec(ROOT / "specs" / "bahdanau_translation.yaml"),
             "img": load_spec(ROOT / "specs" / "glimpse_soft.yaml"),
-            "images": images, "run": make_run(root)}
+            "images": images, "run": make_run(root), "imports": make_imports(root)}
+
+
+#: an imported BERT's words (its tokenizer's vocabulary)
+BERT_WORDS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "on", "mat", "a",
+              "dog", "ran")
+
+
+def make_imports(root: Path) -> dict[str, Path]:
+    """Tiny imported runs (random weights), made once per worker beside the data run: a
+    BERT classifier with a word-level tokenizer whose configuration names no classes, a
+    GPT-2 and a T5 without tokenizers (their text is ids); none without transformers."""
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        return {}
+    from attngraph.realmodels import import_model
+
+    base = root.parent / "shared" / "imports"
+    made = {name: base / name / "run" for name in ("bert", "gpt2", "t5")}
+    if all((p / "checkpoint.pt").is_file() for p in made.values()):
+        return made
+    torch.manual_seed(0)
+    models = {
+        "bert": transformers.BertForSequenceClassification(transformers.BertConfig(
+            vocab_size=len(BERT_WORDS), hidden_size=8, num_hidden_layers=1,
+            num_attention_heads=2, intermediate_size=16, max_position_embeddings=12,
+            num_labels=2)),
+        "gpt2": transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            vocab_size=24, n_embd=8, n_layer=1, n_head=2, n_positions=12, eos_token_id=3,
+            bos_token_id=3)),
+        "t5": transformers.T5ForConditionalGeneration(transformers.T5Config(
+            vocab_size=24, d_model=8, d_kv=4, num_heads=2, d_ff=16, num_layers=1,
+            num_decoder_layers=1, eos_token_id=1, pad_token_id=0,
+            decoder_start_token_id=0)),
+    }
+    for name, model in models.items():
+        src = base / name / "src"
+        shutil.rmtree(base / name, ignore_errors=True)
+        model.save_pretrained(src)
+        if name == "bert":
+            (src / "vocab.txt").write_text("\n".join(BERT_WORDS) + "\n", encoding="utf-8")
+            transformers.BertTokenizer(str(src / "vocab.txt")).save_pretrained(src)
+        import_model(src, made[name])
+    return made
 
 
 # -- valid files -----------------------------------------------------------------------------
@@ -94,8 +142,21 @@ def _sentence(case: Case, n: int | None = None) -> str:
     return " ".join(case.rng.choice(WORDS) for _ in range(n or case.rng.randint(1, 8)))
 
 
+def _ids(case: Case, n: int | None = None) -> str:
+    """Token ids of an imported model without a tokenizer, written out."""
+    return " ".join(str(case.rng.randint(4, 23)) for _ in range(n or case.rng.randint(1, 6)))
+
+
 def _records(case: Case, fmt: str) -> list[dict[str, Any]]:
     n = case.rng.randint(10, 20)
+    if fmt.startswith("import-bert"):
+        return [{"text": " ".join(case.rng.choice(BERT_WORDS[4:]) for _ in
+                                  range(case.rng.randint(1, 6))),
+                 "label": case.rng.choice(("cats", "dogs"))} for _ in range(n)]
+    if fmt.startswith("import-gpt2"):
+        return [{"text": _ids(case)} for _ in range(n)]
+    if fmt.startswith("import-t5"):
+        return [{"text": _ids(case), "target": _ids(case)} for _ in range(n)]
     if fmt in ("jsonl", "csv"):
         return [{"text": _sentence(case), "label": case.rng.choice(LABELS)} for _ in range(n)]
     return [{"x": [round(case.rng.uniform(-3, 3), 3) for _ in range(3)],
@@ -157,7 +218,7 @@ def _csv(case: Case, recs: list[dict[str, Any]], vec: bool) -> list[str]:
             break
         k = case.rng.randrange(7)
         j = case.rng.randrange(len(rows))
-        if k <= 2:
+        if k <= 2 and rows[j]:
             c = case.rng.randrange(len(rows[j]))
             rows[j][c] = case.pick(ODD_CELLS)
             case.op(f"csv-cell row {j + 2} col {c + 1}={rows[j][c][:12]!r}")
@@ -312,6 +373,13 @@ def _file(case: Case, fmt: str) -> tuple[Path, str]:
         return _images(case, where), "img"
     if fmt == "pairs":
         lines, spec, name = _pairs(case), "pairs", case.pick(("d.tsv", "d.txt"))
+    elif fmt.startswith("import-"):
+        recs = _records(case, fmt)
+        if fmt.endswith("csv"):
+            lines, name = _csv(case, recs, False), "d.csv"
+        else:
+            lines, name = _jsonl(case, recs), "d.jsonl"
+        spec = fmt
     elif fmt in ("jsonl", "vec-jsonl"):
         lines = _jsonl(case, _records(case, fmt))
         spec, name = ("ga" if fmt == "jsonl" else "vec"), case.pick(("d.jsonl", "d.ndjson"))
@@ -353,9 +421,12 @@ def run(case: Case) -> Outcome:
     from attngraph.train.data.batches import data_task
     from attngraph.train.trained.reloaded import load_run
 
-    fmt = case.pick(("jsonl", "csv", "vec-jsonl", "vec-csv", "pairs", "images", "image-csv"),
-                    "format")
+    imports = [f"import-{m}-{f}" for m in case.state["imports"] for f in ("jsonl", "csv")]
+    fmt = case.pick(("jsonl", "csv", "vec-jsonl", "vec-csv", "pairs", "images", "image-csv",
+                     *imports), "format")
     path, key = _file(case, fmt)
+    if key.startswith("import-"):
+        return _imported(case, path, case.state["imports"][key.split("-")[1]])
     graph = case.state[key]
     action = "train"
     if key == "ga":
@@ -414,3 +485,35 @@ def run(case: Case) -> Outcome:
             fail("nonfinite", "Run.evaluate", f"metric {bad} is not finite")
     return Outcome("valid")
 
+
+
+def _imported(case: Case, path: Path, run_dir: Path) -> Outcome:
+    """A data file through what fine-tuning an import reads (its own tokenizer, else
+    ids), or through its predict and evaluate."""
+    from attngraph.realmodels.predict import evaluate_imported, predict_imported
+    from attngraph.train.data.tokenized import tokenized_task
+    from attngraph.train.trained.reloaded import load_run
+
+    run = load_run(run_dir)
+    action = case.pick(("train", "train", "predict", "evaluate"), "action")
+    if action == "train":
+        fields = {}
+        if case.rng.random() < 0.1:
+            fields = {case.pick(("tokens", "label", "source", "target", "nope")):
+                      case.pick(("text", "label", "target", "missing"))}
+            case.op(f"fields={fields}")
+        task = tokenized_task(run.graph, run_dir, str(path), seed=case.index % 7,
+                              valid=str(path) if case.rng.random() < 0.5 else None,
+                              fields=fields)
+        _check_batch(task.batch(4, split="valid"), "validation")
+        _check_batch(task.batch(4), "training")
+        return Outcome("valid")
+    if action == "predict":
+        rows = predict_imported(run_dir, str(path), max_length=3, run=run,
+                                attention=case.rng.random() < 0.5)
+        bad = finite(rows)
+    else:
+        bad = finite(evaluate_imported(run_dir, str(path), max_length=3, run=run))
+    if bad:
+        fail("nonfinite", f"{action} of an import", f"{bad} is not finite")
+    return Outcome("valid")

@@ -216,6 +216,8 @@ def test_the_lr_given_to_an_import_is_taken(tmp_path: Path, cli: Any) -> None:
 @pytest.mark.parametrize(("rows", "extra", "said", "where"), [
     ([{"text": "the cat", "label": "neg"}] * 9 + [{"text": "a dog", "label": "x"}], (),
      "label 'x' is not one of the model's classes (neg, pos)", ":10:"),
+    ([{"text": "the cat", "label": "neg"}] * 9 + [{"text": "a dog"}], (),
+     "this record has no column 'label' (its class)", ":10:"),
     ([{"text": "the cat", "label": str(i)} for i in range(10)], (),
      "but this classifier has 2 classes", ":1:"),
     ([{"text": "the cat " * 9, "label": "neg"}] * 10, (),
@@ -230,7 +232,8 @@ def test_the_lr_given_to_an_import_is_taken(tmp_path: Path, cli: Any) -> None:
 def test_records_that_do_not_fit_are_one_error_and_the_run_is_untouched(
         tmp_path: Path, cli: Any, rows: list[dict[str, Any]], extra: tuple[str, ...],
         said: str, where: str) -> None:
-    """A label not among the model's named classes, more labels than classes, a text
+    """A label not among the model's named classes, a record without its label (fuzz
+    surfaces data 3112/61), more labels than classes, a text
     longer than the model's positions, no text column, a --field the model does not
     read, --tokenize: one error, located, no traceback; the checkpoint as it was."""
     names = {0: "neg", 1: "pos"}

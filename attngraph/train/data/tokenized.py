@@ -206,6 +206,10 @@ class TokenizedEncoding(Encoding):
     def _class(self, rec: Record) -> int:
         labels, label = self.labels, self.label
         assert labels is not None and label is not None
+        if label not in rec.values:
+            cols = ", ".join(map(str, rec.values)) or "none"
+            msg = f"this record has no column '{label}' (its class)"
+            raise data_error(msg, rec.loc, f"give every record one (columns: {cols})")
         name = label_text(rec, label, rec.values[label])
         if name in labels:
             return labels.id(name)
