@@ -3,11 +3,12 @@
 One spec gives located errors (:func:`load_spec`), diagrams (``renderers``), a
 trainable PyTorch module (:func:`compile`) and a description of the mechanism.
 :func:`fit` trains it on a file, records or a DataFrame and returns the run
-(:func:`attngraph.workflow.fit`: ``attngraph train --data`` from Python);
+(:func:`attngraph.workflow.fit`: ``attngraph train --data`` from Python), and
+:func:`finetune` trains a run on (an import of a real model on your records);
 :func:`load_run` reloads a trained run to predict on new data; :func:`dataset`
 and :func:`save` serve a training loop of one's own (:mod:`attngraph.train.run.ownloop`).
-``import attngraph`` does not import torch; :func:`compile`, :func:`fit`, :func:`save`,
-:func:`dataset` and :func:`load_run` do.
+``import attngraph`` does not import torch; :func:`compile`, :func:`fit`,
+:func:`finetune`, :func:`save`, :func:`dataset` and :func:`load_run` do.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from attngraph.ir.graph import Edge, Graph, Node, TensorType
 __all__ = [
     "AttnGraphError", "Edge", "Graph", "GraphError", "LoweringError", "Node", "RenderError",
     "ShapeError", "SpecError", "TensorType", "TrainingError", "compile", "dataset", "generate",
-    "fit", "load_run", "load_spec", "loads_spec", "save",
+    "finetune", "fit", "load_run", "load_spec", "loads_spec", "save",
 ]
 
 __version__ = "0.1.0"
@@ -49,10 +50,10 @@ def __getattr__(name: str) -> Any:
         from attngraph.train.trained.reloaded import load_run
 
         return load_run
-    if name == "fit":  # trains with torch: loaded on first use
-        from attngraph.workflow import fit
+    if name in ("fit", "finetune"):  # trains with torch: loaded on first use
+        from attngraph import workflow
 
-        return fit
+        return getattr(workflow, name)
     if name in ("save", "dataset"):  # a training loop of one's own
         from attngraph.train.run import ownloop
 

@@ -10,6 +10,14 @@ directory, and the run loaded back (:func:`attngraph.load_run`), so that::
     run.predict([{"text": "A storm with rain."}])
     run.export("topics.onnx", format="onnx")
 
+:func:`finetune` (``attngraph.finetune``) trains a run on from its checkpoint
+(``attngraph train RUN/spec.yaml --out RUN --resume``): a model brought in by
+``attngraph import`` on your own records, read by its own tokenizer
+(:mod:`attngraph.train.data.tokenized`)::
+
+    run = attngraph.finetune("runs/bert", "reviews.csv", steps=200, lr=3e-5)
+    run.path   # the same directory, its checkpoint further on
+
 A model trained in one's own loop is saved as such a run by :func:`attngraph.save`
 (:mod:`attngraph.train.run.ownloop`), and ``Run.export`` writes it as a program
 (:mod:`attngraph.train.trained.export`). Data given in memory is written into the run
@@ -32,7 +40,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
     from attngraph.train.trained.reloaded import Run
 
-__all__ = ["fit"]
+__all__ = ["finetune", "fit"]
 
 
 def _folder(out: str | Path | None) -> tuple[Path, bool]:
@@ -107,6 +115,75 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
     if temporary:
         weakref.finalize(run, shutil.rmtree, str(folder), ignore_errors=True)
     return run
+
+
+def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
+             epochs: int | None = None, steps: int | None = None, batch: int | None = None,
+             lr: float | None = None, fields: Mapping[str, str] | None = None,
+             valid_fraction: float = 0.1, patience: int = 0, device: str = "cpu",
+             bf16: bool = False, quiet: bool = False) -> Run:
+    """Train the run in ``run`` on from its checkpoint, as ``attngraph train
+    RUN/spec.yaml --out RUN --resume`` does; return it loaded back.
+
+    Parameters
+    ----------
+    run : str or Path
+        A run directory: one that ``attngraph import`` wrote (a real model, trained on
+        ``data`` read by its own tokenizer, docs/real-models.md), or any trained run.
+    data : str, Path, list of dict, or DataFrame, optional
+        The records to train on (as :func:`fit` takes them; records in memory are
+        written into the run, so that a later resume reads them again); default: the
+        run's own (its data file, or its built-in task).
+    valid, epochs, steps, batch, lr, fields, valid_fraction, patience, device, bf16, quiet
+        As for :func:`fit`. ``steps`` and ``epochs`` are the total to train on to. A
+        run that has trained no step (an import) takes ``batch`` and ``lr``; a trained
+        one refuses ones other than its own.
+
+    Raises
+    ------
+    AttnGraphError
+        What ``attngraph train --resume`` refuses, before anything is written (the
+        records written for this call are removed again).
+    """
+    from attngraph.train.data.inputs import SPEC_FILE, Written, data_path, named_as
+    from attngraph.train.run.runner import RunConfig
+    from attngraph.train.run.runner import run as run_training
+    from attngraph.train.store import checkpoints as ck
+    from attngraph.train.trained.reloaded import load_run
+
+    if epochs is not None and steps is not None:
+        msg = "give epochs or steps, not both"
+        raise TrainingError(msg, SourceLoc("epochs"), "epochs sets the steps from the data")
+    folder = Path(run)
+    if not (folder / ck.CHECKPOINT).is_file():
+        msg = f"{folder} holds no run to train on (no {ck.CHECKPOINT})"
+        raise TrainingError(msg, SourceLoc(str(folder)), "give a run directory: one "
+                            "attngraph train or attngraph import wrote")
+    prior = ck.load_checkpoint(folder / ck.CHECKPOINT)
+    written = Written()
+    try:
+        # the spec: the run's own file (an import's, fit's), else where it was trained
+        # from, else the text its checkpoint keeps, written beside it
+        spec = next((str(p) for p in (folder / SPEC_FILE, Path(prior.spec_file))
+                     if p.is_file()), None) or written.write(folder / SPEC_FILE,
+                                                             prior.spec_text)
+        with named_as(written):
+            # records in memory are kept beside the run, named by the step they start from
+            step = prior.step
+            cfg = RunConfig(
+                spec=spec, out=str(folder), resume=True,
+                data=data_path(data, folder / f"data-train-step{step}.jsonl", written)
+                if data is not None else None,
+                valid=data_path(valid, folder / f"data-valid-step{step}.jsonl", written)
+                if valid is not None else None,
+                steps=steps, epochs=epochs, batch=batch, lr=lr, fields=dict(fields or {}),
+                valid_fraction=valid_fraction, patience=patience, device=device, bf16=bf16,
+                quiet=quiet)
+            run_training(cfg)
+    except BaseException:
+        written.remove()
+        raise
+    return load_run(folder, device=device)
 
 
 def _train_in(folder: Path, spec: str | Path | Graph, data: Any, valid: Any, *,

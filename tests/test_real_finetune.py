@@ -272,3 +272,27 @@ def test_a_one_token_text_without_an_end_id_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TrainingError, match="no next token to learn") as e:
         tokenized_task(load_run(run).graph, run, str(data), valid=str(data))
     assert e.value.diagnostics[0].loc.line == 10
+
+
+def test_finetune_from_python_on_records_and_on_again(tmp_path: Path) -> None:
+    """attngraph.finetune(RUN, records): the records are kept in the run (named by the
+    step they start from) and read by its tokenizer; a later finetune without data
+    trains on them again; records that do not fit are an error at <records>:N and
+    leave no file behind."""
+    import attngraph
+
+    run, _ = _imported(tmp_path, _bert, num_labels=2)
+    rows = [{"text": t, "label": "cats" if "cat" in t else "dogs"}
+            for t in ["the cat sat on the mat", "a dog ran"] * 10]
+    with pytest.raises(TrainingError) as e:
+        attngraph.finetune(run, [*rows, {"text": "a cat", "label": "birds"}], steps=2)
+    assert e.value.diagnostics[0].loc.file == "<records>"
+    assert not list(run.glob("data-*.jsonl"))
+    done = attngraph.finetune(run, rows, steps=30, lr=0.003, quiet=True)
+    assert (run / "data-train-step0.jsonl").is_file()
+    assert done.checkpoint.config["options"] == {"labels": ["cats", "dogs"]}
+    more = attngraph.finetune(run, steps=34, quiet=True)
+    assert more.checkpoint.step == 34
+    assert more.checkpoint.config["data"]["data"] == str(run / "data-train-step0.jsonl")
+    got = predict_imported(run, [{"text": "the cat sat"}, {"text": "a dog ran"}])
+    assert [r["prediction"] for r in got] == ["cats", "dogs"]

@@ -237,3 +237,17 @@ def test_import_attngraph_still_does_not_import_torch() -> None:
                          cwd=ROOT, check=False)
     assert res.stdout.strip() == "ok", res.stderr
     assert {"fit", "save", "dataset"} <= set(attngraph.__all__)
+
+
+def test_finetune_trains_a_run_on_to_a_straight_runs_weights(spec: Path, tmp_path: Path) -> None:
+    """attngraph.finetune(RUN, steps=N) is train --resume: a run fitted 3 steps and then
+    trained on to 6 has the parameters of one fitted 6 steps straight; a directory
+    without a run is one error at it."""
+    half = attngraph.fit(spec, RECORDS, steps=3, seed=2, out=tmp_path / "a", quiet=True)
+    on = attngraph.finetune(half.path, steps=6, quiet=True)
+    straight = attngraph.fit(spec, RECORDS, steps=6, seed=2, out=tmp_path / "b", quiet=True)
+    assert on.checkpoint.step == 6 and on.path == half.path
+    assert _same_parameters(on, straight)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TrainingError, match="holds no run to train on"):
+        attngraph.finetune(tmp_path / "empty", steps=2)
