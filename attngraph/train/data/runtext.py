@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 __all__ = ["RunText", "check_ids", "position_bounds", "text_of", "text_value"]
 
 
+#: The largest tokenizer file read (a large model's tokenizer.json is tens of MiB).
+_MOST = 512 * 2**20
+
+
 class RunText:
     """The text of an imported run's inputs and outputs (see the module docstring)."""
 
@@ -35,7 +39,8 @@ class RunText:
         Raises
         ------
         TrainingError
-            A tokenizer without ``transformers`` installed.
+            A tokenizer without ``transformers`` installed; at the tokenizer's folder
+            or file, one that is not the run's own regular files or does not load.
         """
         from attngraph.train.store.imported import TOKENIZER_DIR
 
@@ -48,7 +53,25 @@ class RunText:
             msg = "this run's tokenizer needs the transformers package"
             raise TrainingError(msg, SourceLoc(str(tok_dir)),
                                 "pip install 'attngraph[real]', or give ids: \"15 7 3\"") from None
-        return cls(run_dir, AutoTokenizer.from_pretrained(str(tok_dir)))
+        again = ("its files are damaged: import the model again into a new directory "
+                 "(attngraph import SOURCE --out DIR)")
+        if tok_dir.is_symlink():
+            msg = "this run's tokenizer folder is a link, not the run's own"
+            raise TrainingError(msg, SourceLoc(str(tok_dir)), again)
+        for f in sorted(tok_dir.iterdir()):  # read as they are: no FIFO, device or link
+            if f.is_symlink() or not f.is_file() or f.stat().st_size > _MOST:
+                what = ("a link" if f.is_symlink() else "a folder" if f.is_dir() else
+                        "not a regular file" if not f.is_file() else
+                        f"over {_MOST // 2**20} MiB")
+                msg = f"this run's tokenizer file {f.name} is {what}"
+                raise TrainingError(msg, SourceLoc(str(f)), again)
+        try:  # transformers' own loader: what it raises on damaged files is its own
+            tokenizer = AutoTokenizer.from_pretrained(str(tok_dir))
+        except Exception as exc:  # noqa: BLE001 - any failure of it is the files'
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            msg = f"this run's tokenizer does not load: {type(exc).__name__}: {first}"
+            raise TrainingError(msg, SourceLoc(str(tok_dir)), again) from None
+        return cls(run_dir, tokenizer)
 
     def ids(self, text: str, loc: SourceLoc, given: str | None = "--input") -> list[int]:
         """The ids of ``text`` (special tokens included, as the model's tokenizer adds
