@@ -1,9 +1,13 @@
 """Surface ``rundir``: damaged run directories through predict, evaluate, resume and export.
 
 The seed is a tiny finished data run (``global_attention`` trained two steps on 20
-JSON lines, :func:`make_run`), made once per worker process and copied into every
-case. Operators damage one or two of its stored files (``checkpoint.pt``,
-``data.json``, ``metrics.jsonl``, ``summary.json``), or the directory itself:
+JSON lines, :func:`make_run`), or (a third of the cases, with ``transformers``) an
+imported BERT fine-tuned two steps on records read by its tokenizer
+(:func:`make_finetuned`: ``import.json`` and ``tokenizer/`` among its files), made
+once per worker process and copied into every case. Operators damage one or two of
+its stored files (``checkpoint.pt``, ``data.json``, ``metrics.jsonl``,
+``summary.json``; an import's ``import.json`` and tokenizer files), or the directory
+itself:
 truncated, bytes flipped, emptied, retyped (a JSON value or a checkpoint entry of
 another type, a weight of another shape or dtype, NaN or infinite weights, a key
 dropped or added), or replaced by a FIFO, a symlink (to /dev/zero, outside the run,
@@ -67,10 +71,41 @@ def make_run(root: Path) -> Path:
     return out
 
 
+def make_finetuned(root: Path) -> Path | None:
+    """An imported BERT (:func:`fuzz.surface_data.make_imports`, with its tokenizer)
+    fine-tuned two steps on records of its words (``train.jsonl`` beside it); None
+    without ``transformers``."""
+    from attngraph.train.run.runner import RunConfig
+    from attngraph.train.run.runner import run as train
+    from fuzz.surface_data import BERT_WORDS, make_imports
+
+    made = make_imports(root)
+    if "bert" not in made:
+        return None
+    base = root.parent / "shared" / "finetuned"
+    out = base / "run"
+    if (out / "checkpoint.pt").is_file():
+        return out
+    shutil.rmtree(base, ignore_errors=True)
+    shutil.copytree(made["bert"], out, symlinks=True)
+    data = base / "train.jsonl"
+    words = BERT_WORDS[4:]
+    data.write_text("".join(json.dumps({"text": " ".join(words[(i * k) % len(words)]
+                                                         for k in range(1, 5)),
+                                        "label": ("cats", "dogs")[i % 2]}) + "\n"
+                            for i in range(20)), encoding="utf-8")
+    train(RunConfig(spec=str(out / "spec.yaml"), resume=True, data=str(data), steps=2,
+                    batch=4, out=str(out), quiet=True), stream=io.StringIO())
+    return out
+
+
 def prepare(root: Path) -> dict[str, Any]:
-    """The run and its data file."""
+    """The run and its data file; an imported run fine-tuned on records and its data
+    file (with ``transformers``)."""
     out = make_run(root)
-    return {"run": out, "data": out.parent / "train.jsonl"}
+    tuned = make_finetuned(root)
+    return {"run": out, "data": out.parent / "train.jsonl", "tuned": tuned,
+            "tuned_data": tuned.parent / "train.jsonl" if tuned is not None else None}
 
 
 #: values a JSON field or a checkpoint entry may be given instead of its own
@@ -219,10 +254,16 @@ def run(case: Case) -> Outcome:
     from attngraph.train.trained.reloaded import load_run
 
     run_dir = case.tmp / "run"
-    shutil.copytree(case.state["run"], run_dir, symlinks=True)
+    tuned = case.state["tuned"] is not None and case.rng.random() < 0.3
+    if tuned:
+        case.op("an imported run fine-tuned on records")
+    shutil.copytree(case.state["tuned" if tuned else "run"], run_dir, symlinks=True)
     # a TensorBoard event file is named by the time and process that wrote it: the case
     # names it by its pattern, so that case i is the same case every time
     real = {_stable(p.name): p.name for p in run_dir.iterdir()}
+    if tuned:  # the tokenizer's files too
+        real |= {f"tokenizer/{p.name}": f"tokenizer/{p.name}"
+                 for p in (run_dir / "tokenizer").iterdir()}
     names = sorted(real)
     for _ in range(case.rng.randint(1, 2)):
         target = case.pick(names + ["."], "file")
@@ -235,12 +276,22 @@ def run(case: Case) -> Outcome:
                                  "extra")).write_text("x\n", encoding="utf-8")
             continue
         _damage(case, run_dir / target)
-    data = case.state["data"]
+    data = case.state["tuned_data" if tuned else "data"]
     action = case.pick(("predict", "predict", "evaluate", "evaluate", "predict-cli", "resume",
                         "resume", "export"), "action")
     before = snapshot(case.tmp)
     try:
-        if action == "predict":
+        if tuned and action in ("predict", "evaluate"):
+            from attngraph.realmodels.predict import evaluate_imported, predict_imported
+
+            if action == "predict":
+                bad = finite(predict_imported(run_dir, str(data),
+                                              attention=case.rng.random() < 0.5))
+            else:
+                bad = finite(evaluate_imported(run_dir, str(data)))
+            if bad:
+                fail("nonfinite", f"{action} of an import", f"{bad} is not finite")
+        elif action == "predict":
             rows = load_run(run_dir).predict(str(data), attention=case.rng.random() < 0.5)
             bad = finite(rows)
             if bad:
@@ -269,7 +320,8 @@ def run(case: Case) -> Outcome:
             from attngraph.train.run.runner import RunConfig
             from attngraph.train.run.runner import run as train
 
-            summary = train(RunConfig(spec=str(SPEC), resume=True, steps=3, out=str(run_dir),
+            spec = run_dir / "spec.yaml" if tuned else SPEC
+            summary = train(RunConfig(spec=str(spec), resume=True, steps=3, out=str(run_dir),
                                       quiet=True), stream=io.StringIO())
             bad = finite(dict(summary.metrics))
             if bad:

@@ -298,28 +298,33 @@ def test_finetune_from_python_on_records_and_on_again(tmp_path: Path) -> None:
     assert [r["prediction"] for r in got] == ["cats", "dogs"]
 
 
-@pytest.mark.parametrize("damage", ["json", "fifo", "link", "folder"])
+@pytest.mark.parametrize("damage", ["json", "fifo", "link", "folder", "vocab"])
 def test_a_damaged_tokenizer_is_one_error_at_it(tmp_path: Path, cli: Any, damage: str) -> None:
-    """A tokenizer file that does not parse, a FIFO (never opened: no hang), a link or a
-    folder: train --data and predict say so at the tokenizer, with the hint to import
-    again (a damaged file was an error blamed on a plugin)."""
+    """A tokenizer file that does not parse, a FIFO (never opened: no hang), a link, a
+    folder, or a vocabulary without its unknown token (it loads, and fails on a word it
+    lacks: fuzz rundir 3114/163): train --data and predict say so at the tokenizer (or
+    the record), with the hint to import again (these were errors blamed on a plugin)."""
     import os
 
     run, _ = _imported(tmp_path, _bert, num_labels=2)
-    f = run / "tokenizer" / "tokenizer_config.json"
-    f.unlink()
+    f = run / "tokenizer" / ("vocab.txt" if damage == "vocab" else "tokenizer_config.json")
+    if damage == "vocab":
+        f.write_text(f.read_text(encoding="utf-8").replace("[UNK]\n", ""), encoding="utf-8")
+    else:
+        f.unlink()
     if damage == "json":
         f.write_text("{", encoding="utf-8")
     elif damage == "fifo":
         os.mkfifo(f)
     elif damage == "link":
         f.symlink_to(tmp_path / "src" / "config.json")
-    else:
+    elif damage == "folder":
         f.mkdir()
-    data = _data(tmp_path / "d.jsonl", [{"text": "the cat", "label": "a"}] * 10)
+    data = _data(tmp_path / "d.jsonl", [{"text": "the zebra", "label": "a"}] * 10)
     for args in (["train", run / "spec.yaml", "--out", run, "--resume", "--data", data,
                   "--steps", "2"], ["predict", run, "--data", data]):
         res = cli(*args, code=1)
         first = res.stderr.splitlines()[0]
-        assert first.startswith(str(run / "tokenizer")) and "tokenizer" in first, res.stderr
+        at = str(data) + ":1:1" if damage == "vocab" else str(run / "tokenizer")
+        assert first.startswith(at) and "tokenizer" in first, res.stderr
         assert "import the model again" in res.stderr and "Traceback" not in res.stderr

@@ -7,9 +7,9 @@ position tables hold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attngraph.errors import SourceLoc, TrainingError
 
@@ -23,6 +23,9 @@ __all__ = ["RunText", "check_ids", "position_bounds", "text_of", "text_value"]
 
 #: The largest tokenizer file read (a large model's tokenizer.json is tens of MiB).
 _MOST = 512 * 2**20
+_AGAIN = ("its files are damaged: import the model again into a new directory "
+          "(attngraph import SOURCE --out DIR)")
+T = TypeVar("T")
 
 
 class RunText:
@@ -53,8 +56,7 @@ class RunText:
             msg = "this run's tokenizer needs the transformers package"
             raise TrainingError(msg, SourceLoc(str(tok_dir)),
                                 "pip install 'attngraph[real]', or give ids: \"15 7 3\"") from None
-        again = ("its files are damaged: import the model again into a new directory "
-                 "(attngraph import SOURCE --out DIR)")
+        again = _AGAIN
         if tok_dir.is_symlink():
             msg = "this run's tokenizer folder is a link, not the run's own"
             raise TrainingError(msg, SourceLoc(str(tok_dir)), again)
@@ -85,7 +87,8 @@ class RunText:
             tokens.
         """
         if self.tokenizer is not None:
-            ids = [int(i) for i in self.tokenizer(text)["input_ids"]]
+            tok = self.tokenizer
+            ids = self._own(lambda: [int(i) for i in tok(text)["input_ids"]], loc)
             if not ids:
                 msg = f"the run's tokenizer makes no tokens of {text[:40]!r}"
                 raise TrainingError(msg, loc, f'give some text: {given} "..."' if given
@@ -106,15 +109,31 @@ class RunText:
 
     def shown(self, ids: Sequence[int]) -> list[str]:
         """Each id as a token (the tokenizer's pieces, else the ids)."""
-        if self.tokenizer is None:
+        tok = self.tokenizer
+        if tok is None:
             return [str(i) for i in ids]
-        return [str(t) for t in self.tokenizer.convert_ids_to_tokens(list(ids))]
+        return self._own(lambda: [str(t) for t in tok.convert_ids_to_tokens(list(ids))])
 
     def decode(self, ids: Sequence[int]) -> str:
         """``ids`` as text (special tokens dropped), or the ids written out."""
-        if self.tokenizer is None:
+        tok = self.tokenizer
+        if tok is None:
             return " ".join(str(i) for i in ids)
-        return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
+        return self._own(lambda: str(tok.decode(list(ids), skip_special_tokens=True)))
+
+    def _own(self, call: Callable[[], T], loc: SourceLoc | None = None) -> T:
+        """``call()`` of the tokenizer: what transformers' tokenizer raises (files that
+        load but do not tokenize: a vocabulary without its unknown token) is an error at
+        ``loc`` (default the tokenizer's folder)."""
+        from attngraph.train.store.imported import TOKENIZER_DIR
+
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - the tokenizer's failure is its files'
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            msg = f"this run's tokenizer fails: {type(exc).__name__}: {first}"
+            raise TrainingError(msg, loc or SourceLoc(str(self.run_dir / TOKENIZER_DIR)),
+                                _AGAIN) from None
 
 
 def position_bounds(graph: Graph) -> tuple[Bound, ...]:
