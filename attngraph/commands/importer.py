@@ -10,8 +10,8 @@ from attngraph.cli import main, run_stage
 @main.command("import")
 @click.argument("source", type=click.Path(exists=True))
 @click.option("--out", "out", type=click.Path(file_okay=False), required=True,
-              help="The run directory to write (predict, attend, describe, export and "
-              "train --resume read it).")
+              help="The run directory to write (predict, evaluate, attend, describe and "
+              "export read it; train --resume --data fine-tunes it on your records).")
 @click.option("--spec", type=click.Path(dir_okay=False, exists=True), default=None,
               help="The spec to read the model into, its name map beside it as "
               "NAME.names.yaml [default: the spec of specs/real/ for the model's model_type].")

@@ -103,7 +103,10 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
     is never overwritten: continue it with --resume, or move it aside with
     --overwrite. With --data, the vocabularies and labels built from the
     training split are saved in OUT/data.json; then `attngraph evaluate` and
-    `attngraph predict` read new data the same way.
+    `attngraph predict` read new data the same way. A run of `attngraph import`
+    given --resume --data is fine-tuned on the records read by its own
+    tokenizer (docs/real-models.md); it takes the --lr and --batch given, where
+    a trained run refuses ones other than its own.
     """
     from attngraph.train.run.runner import RunConfig
 
