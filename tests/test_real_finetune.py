@@ -291,6 +291,7 @@ def test_finetune_from_python_on_records_and_on_again(tmp_path: Path) -> None:
     done = attngraph.finetune(run, rows, steps=30, lr=0.003, quiet=True)
     assert (run / "data-train-step0.jsonl").is_file()
     assert done.checkpoint.config["options"] == {"labels": ["cats", "dogs"]}
+    assert done.labels == ["cats", "dogs"]
     more = attngraph.finetune(run, steps=34, quiet=True)
     assert more.checkpoint.step == 34
     assert more.checkpoint.config["data"]["data"] == str(run / "data-train-step0.jsonl")

@@ -63,8 +63,12 @@ class Run:
 
     @property
     def labels(self) -> list[str] | None:
-        """The label names by class id (a classifying data run), else None."""
-        enc = self.encoding
+        """The label names by class id (a classifying data run, or an import fine-tuned
+        on records), else None."""
+        from attngraph.train.data.batches import DataTask
+
+        enc = self.encoding if self.encoding is not None else \
+            self.task.enc if isinstance(self.task, DataTask) else None
         return list(enc.labels.names) if enc is not None and enc.labels is not None else None
 
     @property
