@@ -376,3 +376,15 @@ def test_the_pages_evaluate_example_prints_what_it_shows(
     space: dict[str, Any] = {"__name__": "docs_example"}
     exec(compile(code.group(1), "docs/data.md", "exec"), space)  # noqa: S102
     assert space["report"].to_dict() == report
+
+
+def test_one_class_alone_scores_without_a_warning() -> None:
+    """Every example of one class, all predicted right: the scores and a 1x1 confusion
+    matrix, and no warning (scikit-learn warns about the shape, which labels= fixes;
+    it reached the command line as 'attngraph: warning: ...')."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores = class_scores([2, 2, 2], [2, 2, 2], lambda i: ["a", "b", "c"][i])
+    assert scores.labels == ("c",) and scores.confusion == ((3,),)

@@ -39,6 +39,7 @@ Examples
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -129,7 +130,9 @@ def class_scores(true: Sequence[int] | np.ndarray, pred: Sequence[int] | np.ndar
         a = precision_recall_fscore_support(y, p, labels=ids, average=avg,
                                             zero_division=ZERO_DIVISION)
         avgs[avg] = {"precision": float(a[0]), "recall": float(a[1]), "f1": float(a[2])}
-    cm = confusion_matrix(y, p, labels=ids)
+    with warnings.catch_warnings():  # labels= is given: one class alone has its shape
+        warnings.filterwarnings("ignore", message="A single label was found")
+        cm = confusion_matrix(y, p, labels=ids)
     name = names or str
     return ClassScores(tuple(ids), tuple(name(i) for i in ids),
                        tuple(map(float, prec)), tuple(map(float, rec)), tuple(map(float, f1)),
