@@ -64,6 +64,17 @@ def _gpt2(src: Path) -> Any:
     return model
 
 
+def _llama(src: Path) -> Any:
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32,
+                                   num_hidden_layers=2, num_attention_heads=2,
+                                   num_key_value_heads=1, max_position_embeddings=16,
+                                   bos_token_id=1, eos_token_id=3)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    model.save_pretrained(src)
+    return model
+
+
 def _t5(src: Path) -> Any:
     torch.manual_seed(0)
     cfg = transformers.T5Config(vocab_size=40, d_model=16, d_kv=8, num_heads=2, d_ff=32,
@@ -117,11 +128,13 @@ def test_a_classifiers_loss_is_transformers_with_labels(tmp_path: Path, by: str)
     assert abs(ours - float(theirs)) < 1e-5
 
 
-def test_a_causal_decoders_loss_is_transformers_next_token_loss(tmp_path: Path) -> None:
-    """GPT-2 (a run without a tokenizer: ids): every token predicts the next, the text
-    ending in the configuration's end id; padding scores nothing. transformers' loss
-    with labels= the same ids (padding -100) is the same (1e-5)."""
-    run, model = _imported(tmp_path, _gpt2)
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_a_causal_decoders_loss_is_transformers_next_token_loss(tmp_path: Path,
+                                                                family: str) -> None:
+    """GPT-2 and Llama (runs without a tokenizer: ids): every token predicts the next,
+    the text ending in the configuration's end id; padding scores nothing.
+    transformers' loss with labels= the same ids (padding -100) is the same (1e-5)."""
+    run, model = _imported(tmp_path, _gpt2 if family == "gpt2" else _llama)
     texts = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14], [20, 21, 22, 23, 24, 25, 26]]
     rows = [{"text": " ".join(map(str, t))} for t in texts]
     ours, batch = _our_loss(run, _data(tmp_path / "d.jsonl", rows), len(rows))
