@@ -10,4 +10,8 @@
 - :mod:`~attngraph.train.data.autosize`: the ``auto`` sizes decided by the data.
 - :mod:`~attngraph.train.data.inputs`: what the Python workflow takes as a spec and
   as data, made into files.
+- :mod:`~attngraph.train.data.runtext`: an imported run's text, read and written by
+  its own tokenizer (else as ids).
+- :mod:`~attngraph.train.data.tokenized`: records read by an imported model's
+  tokenizer, and what it learns from them (fine-tuning an import).
 """
