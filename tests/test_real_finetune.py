@@ -342,3 +342,73 @@ def test_a_damaged_tokenizer_is_one_error_at_it(tmp_path: Path, cli: Any, damage
         at = str(data) + ":1:1" if damage == "vocab" else str(run / "tokenizer")
         assert first.startswith(at) and "tokenizer" in first, res.stderr
         assert "import the model again" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_truncate_reads_a_long_text_as_transformers_truncates(tmp_path: Path, cli: Any) -> None:
+    """--truncate: a text longer than BERT's 16 positions is read by the ids transformers'
+    tokenizer gives with truncation=True (its closing [SEP] kept), with transformers'
+    loss; training says how many were cut, a resume keeps reading them so, predict marks
+    its row and gives transformers' probabilities, evaluate notes it."""
+    names = {0: "neg", 1: "pos"}
+    run, model = _imported(tmp_path, _bert, num_labels=2, id2label=names,
+                           label2id={v: k for k, v in names.items()})
+    texts = ["the cat sat on the mat " * 4, "a dog ran", "the dog sat on a mat " * 3, "a cat"]
+    rows = [{"text": t, "label": names[i % 2]} for i, t in enumerate(texts)]
+    data = _data(tmp_path / "d.jsonl", rows * 3)
+    r = load_run(run)
+    with pytest.warns(UserWarning, match=r"12 of the 24 records .* first 16 are read"):
+        task = tokenized_task(r.graph, run, str(data), valid=str(data), truncate=True)
+    batch = task.batch(4, split="valid")
+    tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
+    enc = tok(texts, truncation=True, max_length=16, padding=True, return_tensors="pt")
+    assert torch.equal(batch["tokens"], enc["input_ids"])
+    with torch.no_grad():
+        ours = task_loss(r.model(**bind_inputs(r.graph, task, batch)), batch[task.target],
+                         graph=r.graph)
+        theirs = model(**enc, labels=torch.tensor([0, 1, 0, 1])).loss
+    assert abs(float(ours) - float(theirs)) < 1e-5
+    res = _train(cli, run, data, "--steps", "2", "--truncate")
+    assert "6 of the 12 records read" in res.stderr
+    assert load_run(run).checkpoint.config["data"]["truncate"] is True
+    _train(cli, run, data, "--steps", "3")  # the stored setting: cut again, not refused
+    (row, short) = predict_imported(run, rows[:2], truncate=True)
+    assert row["truncated"] is True and "truncated" not in short
+    with torch.no_grad():
+        tuned = load_run(run).model
+        one = tok(texts[0], truncation=True, max_length=16, return_tensors="pt")
+        want = tuned(tokens=one["input_ids"], segments=one["token_type_ids"],
+                     tokens_mask=one["attention_mask"].bool(),
+                     segments_mask=one["attention_mask"].bool())["logits"][0].softmax(-1)
+    got = torch.tensor([row["probabilities"][k] for k in ("neg", "pos")])
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    with pytest.raises(TrainingError, match="reads at most 16"):
+        predict_imported(run, rows[:1])
+    report = evaluate_imported(run, data, truncate=True)
+    assert any("6 of 12 records were longer" in n for n in report.notes)
+
+
+def test_truncate_cuts_a_language_models_text_without_an_end(tmp_path: Path) -> None:
+    """GPT-2 (16 positions), --truncate: a long text's first 16 ids, the last learnt as
+    predicting nothing (no end id: the text goes on); a short text still ends in it."""
+    run, _ = _imported(tmp_path, _gpt2)
+    long = list(range(4, 24))
+    data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, long))},
+                                        {"text": "5 6 7"}] * 5)
+    with pytest.warns(UserWarning, match="10 of the 20 records"):
+        task = tokenized_task(load_run(run).graph, run, str(data), valid=str(data),
+                              truncate=True)
+    batch = task.batch(2, split="valid")
+    assert batch["tokens"][0].tolist() == long[:16]
+    assert batch["target"][0].tolist() == [*long[1:16], -100]
+    assert batch["tokens"][1].tolist()[:4] == [5, 6, 7, 3]  # the end id closes it
+
+
+def test_truncate_is_refused_for_a_run_that_is_not_an_import(tmp_path: Path, cli: Any) -> None:
+    """A data run reads by its vocabulary: --truncate is one error at the option."""
+    spec = Path(__file__).resolve().parents[1] / "specs" / "global_attention.yaml"
+    data = _data(tmp_path / "d.jsonl", [{"text": "a b c", "label": "x"},
+                                        {"text": "b c", "label": "y"}] * 5)
+    res = cli("train", spec, "--data", data, "--out", tmp_path / "run", "--steps", "1",
+              "--truncate", code=1)
+    assert res.stderr.startswith("--truncate: error: --truncate cuts a text")
+    assert not (tmp_path / "run").exists()

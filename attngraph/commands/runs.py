@@ -16,6 +16,12 @@ _data_option = click.option("--data", type=click.Path(), required=True,
                             help="Records in any form train --data reads (docs/data.md).")
 
 
+def _not_truncated(truncate: bool) -> None:
+    from attngraph.train.data.tokenized import only_imports_truncate
+
+    only_imports_truncate(truncate)
+
+
 def _imported(run_dir: str) -> bool:
     """Whether RUN was written by attngraph import and not trained on data since: its
     records are read by the model's tokenizer (:mod:`attngraph.realmodels.predict`)."""
@@ -39,6 +45,11 @@ def _json(value: object, run_dir: str) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
+_truncate_option = click.option(
+    "--truncate", is_flag=True,
+    help="A run of attngraph import reads a text longer than the model's positions by its "
+    "first tokens (a classifier's text, an encoder's source; as its tokenizer truncates) "
+    "instead of refusing it.")
 _max_length_option = click.option(
     "--max-length", type=click.IntRange(min=1), default=None,
     help="Decoders: most target tokens generated [default: twice the longest source, plus 2].")
@@ -60,11 +71,12 @@ _beam_option = click.option("--beam", type=click.IntRange(min=1), default=1, sho
               "a missing directory is made).")
 @_max_length_option
 @_beam_option
+@_truncate_option
 @device_options
 @run_stage
 def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | None,
-             picture: str | None, max_length: int | None, beam: int, device: str,
-             bf16: bool) -> None:
+             picture: str | None, max_length: int | None, beam: int, truncate: bool,
+             device: str, bf16: bool) -> None:
     """Scores of the run trained in RUN on the labelled records of --data.
 
     The records are read with the run's own fields, vocabularies and labels
@@ -94,12 +106,13 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
         from attngraph.realmodels.predict import evaluate_imported
 
         report = evaluate_imported(run_dir, data, batch=batch, max_length=max_length,
-                                   beam=beam, bf16=bf16, run=run)
+                                   beam=beam, bf16=bf16, run=run, truncate=truncate)
         if where is not None and report.classes is None:
             msg = "--picture draws a classifier's confusion matrix; this model is not one"
             raise TrainingError(msg, SourceLoc(str(picture)), "leave --picture out: a generating "
                                 "model's report has exact match and BLEU instead")
     else:
+        _not_truncated(truncate)
         report = run.evaluate(data, batch=batch, bf16=bf16, beam=beam, max_length=max_length)
     title = f"{run.graph.name} on {data}"
     text = _json(report.to_dict(), run_dir)
@@ -135,10 +148,12 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Decoders: generate with a key/value cache (--no-cache re-runs the "
               "prefix at every step; the same tokens, slower).")
+@_truncate_option
 @device_options
 @run_stage
 def predict(run_dir: str, data: str, output: str | None, attention: bool, batch: int,
-            max_length: int | None, beam: int, cache: bool, device: str, bf16: bool) -> None:
+            max_length: int | None, beam: int, cache: bool, truncate: bool, device: str,
+            bf16: bool) -> None:
     """Predictions of the run trained in RUN for the records of --data.
 
     One JSON object per example: its index (and line), the prediction as a
@@ -157,8 +172,9 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
 
         rows = predict_imported(run_dir, data, attention=attention, batch=batch,
                                 max_length=max_length, beam=beam, cache=cache, bf16=bf16,
-                                run=run)
+                                run=run, truncate=truncate)
     else:
+        _not_truncated(truncate)
         rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
                            beam=beam, bf16=bf16, cache=cache)
     text = "".join(_json(r, run_dir) + "\n" for r in rows)

@@ -54,6 +54,10 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--tokenize", type=click.Choice(["word", "char"]), default="word",
               show_default=True, help="Split text into words (lower-cased, punctuation "
               "apart) or characters.")
+@click.option("--truncate", is_flag=True,
+              help="A model of attngraph import reads a text longer than its positions by "
+              "its first tokens, as its tokenizer truncates, instead of refusing it (a "
+              "warning says how many).")
 @click.option("--epochs", type=click.IntRange(min=1), default=None,
               help="Passes over --data (sets --steps; evaluates every epoch); with "
               "--resume, the total to train on to.")
@@ -89,7 +93,8 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @device_options
 @run_stage
 def train(spec: str, task: str | None, data: str | None, valid: str | None,
-          valid_fraction: float, fields: dict[str, str], tokenize: str, epochs: int | None,
+          valid_fraction: float, fields: dict[str, str], tokenize: str, truncate: bool,
+          epochs: int | None,
           patience: int, steps: int | None, batch: int | None,
           lr: float | None, seed: int, out: str | None, resume: bool, overwrite: bool,
           nproc: int, eval_every: int, quiet: bool, device: str, bf16: bool) -> None:
@@ -123,7 +128,7 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
                     out=out, resume=resume, overwrite=overwrite, quiet=quiet,
                     eval_every=eval_every, data=data, valid=valid,
                     valid_fraction=valid_fraction, fields=fields, tokenize=tokenize,
-                    epochs=epochs, patience=patience, device=device, bf16=bf16,
+                    truncate=truncate, epochs=epochs, patience=patience, device=device, bf16=bf16,
                     picture=True)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ and nproc == 1:
         from attngraph.train.run.distributed import from_env

@@ -98,7 +98,8 @@ def _weights(out: Mapping[str, Tensor], i: int, n: int) -> list[Any] | None:
 def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
                      attention: bool = False, batch: int = 16, max_length: int | None = None,
                      beam: int = 1, cache: bool = True, bf16: bool = False,
-                     device: str = "cpu", run: Run | None = None) -> list[dict[str, Any]]:
+                     device: str = "cpu", run: Run | None = None,
+                     truncate: bool = False) -> list[dict[str, Any]]:
     """Predictions of an imported model for the text of each record (see the module
     docstring).
 
@@ -125,6 +126,11 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
         As ``load_run`` takes it.
     run : Run, optional
         The run, when loaded already.
+    truncate : bool
+        A classifier's text, or an encoder–decoder's, longer than the model's positions
+        is read by its first tokens (as its tokenizer truncates; the row says
+        ``"truncated": true``) instead of refused. A causal decoder's prompt is never
+        cut: what it generates would follow a text cut short.
 
     Returns
     -------
@@ -146,12 +152,14 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
     run = run if run is not None else load_run(run_dir, device=device)
     return _predict(run, run_dir, run.records(data), _info(run, run_dir),
                     RunText.of(run_dir), attention=attention, batch=batch,
-                    max_length=max_length, beam=beam, cache=cache, bf16=bf16)
+                    max_length=max_length, beam=beam, cache=cache, bf16=bf16,
+                    truncate=truncate)
 
 
 def _predict(run: Run, run_dir: Path, recs: list[Record], info: Mapping[str, Any],
              reader: RunText, *, attention: bool, batch: int, max_length: int | None,
-             beam: int, cache: bool, bf16: bool = False) -> list[dict[str, Any]]:
+             beam: int, cache: bool, bf16: bool = False,
+             truncate: bool = False) -> list[dict[str, Any]]:
     """:func:`predict_imported` of records read, with the run's ``import.json`` read
     (``info``) and its text reader."""
     import torch
@@ -163,12 +171,17 @@ def _predict(run: Run, run_dir: Path, recs: list[Record], info: Mapping[str, Any
     src = plan.text
     pad = _int(info, "pad") or 0
     bounds = position_bounds(run.graph)
+    most = min((b.most for b in bounds), default=None)
     rows: list[dict[str, Any]] = []
     for lo in range(0, len(recs), batch):
         chunk = recs[lo:lo + batch]
-        ids = []
-        for rec in chunk:
-            x = reader.ids(text_of(rec, src), rec.loc, given=None)
+        ids, cut = [], set()
+        for i, rec in enumerate(chunk):
+            text = text_of(rec, src)
+            x = reader.ids(text, rec.loc, given=None)
+            if truncate and plan.objective != "lm" and most is not None and len(x) > most:
+                x = reader.cut(text, x, most, rec.loc)
+                cut.add(lo + i)
             check_ids(run.graph, x, rec.loc, bounds)
             ids.append(x)
         inputs = _batch(run, src, plan.decoder, ids, pad)
@@ -176,10 +189,12 @@ def _predict(run: Run, run_dir: Path, recs: list[Record], info: Mapping[str, Any
             if plan.objective == "classify":
                 rows += _classified(run, info, chunk, ids, inputs, reader, lo, attention)
             else:
-                most = min((b.most for b in bounds), default=None)
                 rows += _generated(run, info, chunk, ids, inputs, reader, lo, attention,
                                    target=plan.decoder, most=most,
                                    max_length=max_length, beam=beam, cache=cache)
+        for row in rows[lo:]:
+            if row["index"] in cut:
+                row["truncated"] = True
     return rows
 
 
@@ -283,8 +298,8 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
 
 def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
                       batch: int = 16, max_length: int | None = None, beam: int = 1,
-                      bf16: bool = False, device: str = "cpu", run: Run | None = None
-                      ) -> Report:
+                      bf16: bool = False, device: str = "cpu", run: Run | None = None,
+                      truncate: bool = False) -> Report:
     """Scores of an imported model on labelled records, from its predictions
     (:func:`predict_imported`).
 
@@ -313,8 +328,12 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
     recs = run.records(data)
     info, reader = _info(run, run_dir), RunText.of(run_dir)
     rows = _predict(run, run_dir, recs, info, reader, attention=False, batch=batch,
-                    max_length=max_length, beam=beam, cache=True, bf16=bf16)
+                    max_length=max_length, beam=beam, cache=True, bf16=bf16,
+                    truncate=truncate)
     n = len(rows)
+    cut = sum(1 for row in rows if row.get("truncated"))
+    notes = [f"{cut} of {n} records were longer than the model reads: their first tokens "
+             "were read (--truncate)"] if cut else []
     if "probabilities" in rows[0]:
         labels = list(rows[0]["probabilities"])
         true = [_label_id(rec, labels) for rec in recs]
@@ -324,7 +343,7 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
         scores = class_scores(true, pred, labels.__getitem__)
         right = sum(a == b for a, b in zip(true, pred, strict=True))
         return Report({"examples": n, "loss": loss, "accuracy": right / n, **scores.flat()},
-                      scores)
+                      scores, notes)
     eos = _int(info, "eos")
     hyps, refs = [], []
     for rec, row in zip(recs, rows, strict=True):
@@ -343,7 +362,7 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
                    "exact_match": sum(h == r for h, r in zip(hyps, refs, strict=True)) / n,
                    "bleu": corpus_bleu(hyps, refs)},
                   notes=["the generated tokens scored against the target's, by the run's "
-                         "tokenizer (else as ids), the end token left out"])
+                         "tokenizer (else as ids), the end token left out", *notes])
 
 
 def _label_id(rec: Record, labels: list[str]) -> int:

@@ -107,6 +107,19 @@ class RunText:
                                 else 'write the text as ids: "15 7 3"')
         return ids
 
+    def cut(self, text: str, ids: list[int], most: int, loc: SourceLoc) -> list[int]:
+        """The first ``most`` ids of ``text`` (its ``ids``, when there are more): as the
+        model's tokenizer truncates (its special tokens kept: BERT's closing
+        ``[SEP]``), else the first ids given."""
+        if len(ids) <= most:
+            return ids
+        tok = self.tokenizer
+        if tok is None:
+            return ids[:most]
+        cut = self._own(lambda: [int(i) for i in tok(text, truncation=True,
+                                                     max_length=most)["input_ids"]], loc)
+        return cut[:most]
+
     def shown(self, ids: Sequence[int]) -> list[str]:
         """Each id as a token (the tokenizer's pieces, else the ids)."""
         tok = self.tokenizer

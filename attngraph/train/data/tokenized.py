@@ -25,7 +25,9 @@ The text is the column named like the model's text input, else ``text``, else th
 record's one column besides its label or target; ``--field INPUT=COLUMN`` (and
 ``label=COLUMN``) say otherwise. A model's further token inputs (BERT's token types)
 read 0. Ids the model cannot read (outside its vocabulary, longer than its position
-tables) are an error at the record. Nothing is written beside the run: the run's
+tables) are an error at the record; with ``--truncate`` a longer text is read by its
+first tokens, as the model's tokenizer truncates (a language model's cut text gets no
+end id: it goes on). Nothing is written beside the run: the run's
 ``tokenizer/`` and ``import.json`` are the encoding, and the label names are in the
 checkpoint.
 """
@@ -33,6 +35,7 @@ checkpoint.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +55,8 @@ if TYPE_CHECKING:
     from attngraph.analysis.sizes import Bound
     from attngraph.ir.graph import Graph
 
-__all__ = ["Plan", "TokenizedEncoding", "TokenizedTask", "plan_of", "stored_task",
-           "tokenized_task"]
+__all__ = ["Plan", "TokenizedEncoding", "TokenizedTask", "only_imports_truncate", "plan_of",
+           "stored_task", "tokenized_task"]
 
 #: The class names a configuration has when nobody named its classes.
 _DEFAULT_NAME = re.compile(r"LABEL_(\d+)")
@@ -127,6 +130,15 @@ class TokenizedEncoding(Encoding):
     pad: int = 0
     bounds: tuple[Bound, ...] = ()
     mode: str = "tokenizer"
+    #: read a text longer than the model's positions by its first tokens (``--truncate``)
+    truncate: bool = False
+    #: where each record cut to the model's positions is (what :func:`tokenized_task` tells)
+    cut: list[SourceLoc] = field(default_factory=list)
+
+    @property
+    def most(self) -> int | None:
+        """The most tokens the model reads (its smallest position table; None: any)."""
+        return min((b.most for b in self.bounds), default=None)
 
     @property
     def seq_target(self) -> str | None:
@@ -164,10 +176,12 @@ class TokenizedEncoding(Encoding):
             cannot read, a label that is not the model's.
         """
         plan = self.plan
-        ids = self._ids(graph, rec, plan.text)
+        ids, cut = self._ids(graph, rec, plan.text)
         out: dict[str, Any] = {}
         if plan.objective == "lm":
-            if self.eos is not None and ids[-1] != self.eos:
+            # the end id closes a whole text; a text cut short goes on past its last token
+            room = self.most is None or len(ids) < self.most or not self.truncate
+            if self.eos is not None and ids[-1] != self.eos and not cut and room:
                 ids = self._checked(graph, rec, [*ids, self.eos], plan.text)
             if len(ids) < 2:
                 msg = "a text of one token leaves the language model no next token to learn"
@@ -176,7 +190,7 @@ class TokenizedEncoding(Encoding):
         elif plan.objective == "seq2seq" and plan.decoder is not None:
             col = self.fields[plan.decoder]
             if col in rec.values or need_label:
-                target = self._ids(graph, rec, plan.decoder)
+                target, _ = self._ids(graph, rec, plan.decoder)
                 out[plan.decoder] = np.asarray([self.start, *target[:-1]], dtype=np.int64)
                 out["y"] = np.asarray(target, dtype=np.int64)
         elif self.label is not None and (self.label in rec.values or need_label):
@@ -187,7 +201,9 @@ class TokenizedEncoding(Encoding):
                 out[node.id] = np.zeros(len(ids), dtype=np.int64)
         return out
 
-    def _ids(self, graph: Graph, rec: Record, key: str) -> list[int]:
+    def _ids(self, graph: Graph, rec: Record, key: str) -> tuple[list[int], bool]:
+        """The ids of the record's text for input ``key``, checked, and whether they
+        were cut to the model's positions (:attr:`truncate`)."""
         col = self.fields[key]
         if col not in rec.values:
             cols = ", ".join(map(str, rec.values)) or "none"
@@ -196,8 +212,14 @@ class TokenizedEncoding(Encoding):
         if self.reader is None:
             msg = "this run was read back without its tokenizer"
             raise TrainingError(msg, rec.loc, "train or predict through the run's directory")
-        ids = self.reader.ids(text_value(rec, col), rec.loc, given=None)
-        return self._checked(graph, rec, ids, key)
+        text = text_value(rec, col)
+        ids = self.reader.ids(text, rec.loc, given=None)
+        most = self.most
+        if self.truncate and most is not None and len(ids) > most:
+            self.cut.append(rec.loc)
+            return self._checked(graph, rec, self.reader.cut(text, ids, most, rec.loc),
+                                 key), True
+        return self._checked(graph, rec, ids, key), False
 
     def _checked(self, graph: Graph, rec: Record, ids: list[int], key: str) -> list[int]:
         check_ids(graph, ids, rec.loc, self.bounds, vocab=int(graph.node(key).spec.vocab))
@@ -333,7 +355,7 @@ def _columns(graph: Graph, plan: Plan, records: list[Record], fields: Mapping[st
 
 def _encoding(graph: Graph, run_dir: Path, plan: Plan, reader: RunText | None,
               fields: dict[str, str], label: str | None, labels: LabelMap | None,
-              bounds: tuple[Bound, ...]) -> TokenizedEncoding:
+              bounds: tuple[Bound, ...], *, truncate: bool = False) -> TokenizedEncoding:
     from attngraph.train.store.imported import import_info
 
     info = import_info(run_dir)
@@ -346,13 +368,14 @@ def _encoding(graph: Graph, run_dir: Path, plan: Plan, reader: RunText | None,
     return TokenizedEncoding(kind, fields, {n.id: "tokens" for n in graph.inputs}, label,
                              labels=labels, plan=plan, reader=reader, eos=eos,
                              start=start if start is not None else pad or 0, pad=pad or 0,
-                             bounds=bounds)
+                             bounds=bounds, truncate=truncate)
 
 
 def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str | None = None,
                    valid_fraction: float = 0.1, seed: int = 0,
                    fields: dict[str, str] | None = None,
-                   labels: Sequence[str] | None = None) -> TokenizedTask:
+                   labels: Sequence[str] | None = None,
+                   truncate: bool = False) -> TokenizedTask:
     """The task of the records of ``data`` for the imported run ``run_dir``.
 
     Parameters
@@ -368,6 +391,9 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
     labels : sequence of str, optional
         The class names the run learnt before (a resume's): they win over the
         configuration's.
+    truncate : bool
+        Read a text longer than the model's positions by its first tokens (as its
+        tokenizer truncates) instead of refusing it; a warning says how many were cut.
 
     Raises
     ------
@@ -388,9 +414,25 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
                        .get("labels"), int(plan.classes or 0))
         names = _class_names(plan, given, train, label, where)
     enc = _encoding(graph, run_dir, plan, RunText.of(run_dir), cols, label, names,
-                    position_bounds(graph))
-    return TokenizedTask(enc, EncodedDataset(graph, enc, train),
+                    position_bounds(graph), truncate=truncate)
+    task = TokenizedTask(enc, EncodedDataset(graph, enc, train),
                          EncodedDataset(graph, enc, held), seed=seed)
+    if enc.cut:
+        first = enc.cut[0]
+        warnings.warn(f"{len(enc.cut)} of the {len(train) + len(held)} records read (the "
+                      f"first at {first.file}:{first.line}) are longer than the {enc.most} "
+                      f"tokens this model reads: their first {enc.most} are read (--truncate)",
+                      stacklevel=2)
+    return task
+
+
+def only_imports_truncate(truncate: bool) -> None:
+    """Refuse ``--truncate`` for a run that is not an import: it reads its data by the
+    vocabulary it learns, and the resource guard bounds its lengths."""
+    if truncate:
+        msg = "--truncate cuts a text to the positions of a model of attngraph import"
+        raise TrainingError(msg, SourceLoc("--truncate"), "leave out --truncate: this run "
+                            "reads its data by the vocabulary it learns")
 
 
 def stored_task(graph: Graph, run_dir: str | Path, config: Mapping[str, Any]) -> TokenizedTask:

@@ -77,6 +77,8 @@ class RunConfig:
     valid_fraction: float = 0.1
     fields: dict[str, str] = field(default_factory=dict)
     tokenize: str = "word"
+    #: an imported model reads a text longer than its positions by its first tokens
+    truncate: bool = False
     #: passes over the training data (sets steps; evaluation every epoch by default)
     epochs: int | None = None
     #: stop after this many evaluations without a better first metric, keeping the
@@ -194,8 +196,12 @@ def _data(config: RunConfig, graph: Graph, out_dir: Path, prior: ck.Checkpoint |
         data_task = tokenized_task(graph, out_dir, config.data, valid=config.valid,
                                    valid_fraction=config.valid_fraction, seed=config.seed,
                                    fields=dict(config.fields),
-                                   labels=stored if isinstance(stored, list) else None)
+                                   labels=stored if isinstance(stored, list) else None,
+                                   truncate=config.truncate)
     else:
+        from attngraph.train.data.tokenized import only_imports_truncate
+
+        only_imports_truncate(config.truncate)
         enc = load_encoding(out_dir, graph) if prior is not None else None
         data_task = make_data_task(graph, config.data, valid=config.valid,
                                    valid_fraction=config.valid_fraction, seed=config.seed,

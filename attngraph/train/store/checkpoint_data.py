@@ -67,6 +67,8 @@ class DataSettings(BaseModel):
     valid_fraction: Annotated[float, Field(gt=0, lt=1)]
     fields: dict[str, Text]
     tokenize: Literal["word", "char"]
+    #: absent in checkpoints written before --truncate
+    truncate: bool = False
     epochs: Count | None
     patience: Annotated[int, Field(ge=0)]
 
