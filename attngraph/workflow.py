@@ -120,8 +120,8 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
 def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
              epochs: int | None = None, steps: int | None = None, batch: int | None = None,
              lr: float | None = None, fields: Mapping[str, str] | None = None,
-             valid_fraction: float = 0.1, patience: int = 0, device: str = "cpu",
-             bf16: bool = False, quiet: bool = False) -> Run:
+             valid_fraction: float = 0.1, patience: int = 0, truncate: bool = False,
+             device: str = "cpu", bf16: bool = False, quiet: bool = False) -> Run:
     """Train the run in ``run`` on from its checkpoint, as ``attngraph train
     RUN/spec.yaml --out RUN --resume`` does; return it loaded back.
 
@@ -138,6 +138,9 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
         As for :func:`fit`. ``steps`` and ``epochs`` are the total to train on to. A
         run that has trained no step (an import) takes ``batch`` and ``lr``; a trained
         one refuses ones other than its own.
+    truncate : bool
+        An import reads a text longer than its positions by its first tokens
+        (``--truncate``).
 
     Raises
     ------
@@ -177,8 +180,8 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
                 valid=data_path(valid, folder / f"data-valid-step{step}.jsonl", written)
                 if valid is not None else None,
                 steps=steps, epochs=epochs, batch=batch, lr=lr, fields=dict(fields or {}),
-                valid_fraction=valid_fraction, patience=patience, device=device, bf16=bf16,
-                quiet=quiet)
+                valid_fraction=valid_fraction, patience=patience, truncate=truncate,
+                device=device, bf16=bf16, quiet=quiet)
             run_training(cfg)
     except BaseException:
         written.remove()

@@ -504,16 +504,18 @@ def _imported(case: Case, path: Path, run_dir: Path) -> Outcome:
             case.op(f"fields={fields}")
         task = tokenized_task(run.graph, run_dir, str(path), seed=case.index % 7,
                               valid=str(path) if case.rng.random() < 0.5 else None,
-                              fields=fields)
+                              fields=fields, truncate=case.rng.random() < 0.3)
         _check_batch(task.batch(4, split="valid"), "validation")
         _check_batch(task.batch(4), "training")
         return Outcome("valid")
     if action == "predict":
         rows = predict_imported(run_dir, str(path), max_length=3, run=run,
-                                attention=case.rng.random() < 0.5)
+                                attention=case.rng.random() < 0.5,
+                                truncate=case.rng.random() < 0.3)
         bad = finite(rows)
     else:
-        bad = finite(evaluate_imported(run_dir, str(path), max_length=3, run=run))
+        bad = finite(evaluate_imported(run_dir, str(path), max_length=3, run=run,
+                                       truncate=case.rng.random() < 0.3))
     if bad:
         fail("nonfinite", f"{action} of an import", f"{bad} is not finite")
     return Outcome("valid")
