@@ -156,6 +156,9 @@ def test_an_encoder_decoders_loss_is_transformers_with_labels(tmp_path: Path) ->
     rows = [{"text": " ".join(map(str, s)), "target": " ".join(map(str, t))} for s, t in pairs]
     ours, batch = _our_loss(run, _data(tmp_path / "d.jsonl", rows), len(rows))
     assert batch["target"][1].tolist() == [0, 9, 9, 9, 8]  # shifted behind the start id
+    bare = [{**r, "target": r["target"].removesuffix(" 1")} for r in rows]
+    again, _ = _our_loss(run, _data(tmp_path / "bare.jsonl", bare), len(rows))
+    assert again == ours  # ids without the end id: it is added, as the tokenizer adds it
 
     def padded(seqs: list[list[int]], fill: int) -> torch.Tensor:
         n = max(map(len, seqs))

@@ -19,7 +19,8 @@ predict`` gives does (:func:`plan_of`):
 - an encoder–decoder (its decoder's token input is generated, as T5's) reads the
   text with its encoder and learns the record's ``target``: its decoder reads the
   target shifted right behind the configuration's decoder start id and learns the
-  target's ids (the end id its tokenizer adds included).
+  target's ids, closed by the end id (as its tokenizer adds it; added to ids given
+  without it).
 
 The text is the column named like the model's text input, else ``text``, else the
 record's one column besides its label or target; ``--field INPUT=COLUMN`` (and
@@ -190,7 +191,10 @@ class TokenizedEncoding(Encoding):
         elif plan.objective == "seq2seq" and plan.decoder is not None:
             col = self.fields[plan.decoder]
             if col in rec.values or need_label:
-                target, _ = self._ids(graph, rec, plan.decoder)
+                target, cut = self._ids(graph, rec, plan.decoder)
+                if self.eos is not None and target[-1] != self.eos and not cut:
+                    # the end id closes the target (a tokenizer adds it; ids may not)
+                    target = self._checked(graph, rec, [*target, self.eos], plan.decoder)
                 out[plan.decoder] = np.asarray([self.start, *target[:-1]], dtype=np.int64)
                 out["y"] = np.asarray(target, dtype=np.int64)
         elif self.label is not None and (self.label in rec.values or need_label):
