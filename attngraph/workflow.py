@@ -121,7 +121,8 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
              epochs: int | None = None, steps: int | None = None, batch: int | None = None,
              lr: float | None = None, fields: Mapping[str, str] | None = None,
              valid_fraction: float = 0.1, patience: int = 0, truncate: bool = False,
-             device: str = "cpu", bf16: bool = False, quiet: bool = False) -> Run:
+             blocks: int | None = None, device: str = "cpu", bf16: bool = False,
+             quiet: bool = False) -> Run:
     """Train the run in ``run`` on from its checkpoint, as ``attngraph train
     RUN/spec.yaml --out RUN --resume`` does; return it loaded back.
 
@@ -141,6 +142,9 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
     truncate : bool
         An import reads a text longer than its positions by its first tokens
         (``--truncate``).
+    blocks : int, optional
+        An imported language model reads its records joined, in blocks of this many
+        tokens (``--blocks``).
 
     Raises
     ------
@@ -181,7 +185,7 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
                 if valid is not None else None,
                 steps=steps, epochs=epochs, batch=batch, lr=lr, fields=dict(fields or {}),
                 valid_fraction=valid_fraction, patience=patience, truncate=truncate,
-                device=device, bf16=bf16, quiet=quiet)
+                blocks=blocks, device=device, bf16=bf16, quiet=quiet)
             run_training(cfg)
     except BaseException:
         written.remove()

@@ -413,5 +413,36 @@ def test_truncate_is_refused_for_a_run_that_is_not_an_import(tmp_path: Path, cli
                                         {"text": "b c", "label": "y"}] * 5)
     res = cli("train", spec, "--data", data, "--out", tmp_path / "run", "--steps", "1",
               "--truncate", code=1)
-    assert res.stderr.startswith("--truncate: error: --truncate cuts a text")
+    assert res.stderr.startswith("--truncate: error: --truncate reads texts by the positions")
     assert not (tmp_path / "run").exists()
+    res = cli("train", spec, "--data", data, "--out", tmp_path / "run", "--steps", "1",
+              "--blocks", "8", code=1)
+    assert res.stderr.startswith("--blocks: error: --blocks reads texts by the positions")
+
+
+def test_blocks_read_a_language_models_records_as_a_corpus(tmp_path: Path, cli: Any) -> None:
+    """--blocks 8 (GPT-2 of 16 positions): the texts joined, each closed by the end id 3,
+    cut into blocks of 8 (the last shorter), every token but a block's last learning the
+    next; a text longer than the model reads is no error; the resume keeps the blocks;
+    a classifier, or blocks longer than the positions, are refused at --blocks."""
+    run, _ = _imported(tmp_path, _gpt2)
+    texts = [list(range(4, 24)), [5, 6, 7]]
+    data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, t))} for t in texts])
+    task = tokenized_task(load_run(run).graph, run, str(data), valid=str(data), blocks=8)
+    stream = [*texts[0], 3, *texts[1], 3]  # 25 ids: blocks of 8, 8, 8 and one left over
+    assert len(task.train) == 3
+    for i in range(3):
+        item = task.train[i]
+        assert item["tokens"].tolist() == stream[8 * i:8 * i + 8]
+        assert item["y"].tolist() == [*stream[8 * i + 1:8 * i + 8], -100]
+    rows = [{"text": " ".join(map(str, texts[0]))}] * 10
+    _train(cli, run, _data(tmp_path / "c.jsonl", rows), "--steps", "2", "--blocks", "16")
+    assert load_run(run).checkpoint.config["data"]["blocks"] == 16
+    _train(cli, run, tmp_path / "c.jsonl", "--steps", "3")
+    with pytest.raises(TrainingError, match=r"--blocks 17: a block must hold 2 to 16"):
+        tokenized_task(load_run(run).graph, run, str(data), valid=str(data), blocks=17)
+    bert, _ = _imported(tmp_path / "bert", _bert, num_labels=2)
+    labelled = _data(tmp_path / "l.jsonl", [{"text": "the cat", "label": "a"}] * 10)
+    with pytest.raises(TrainingError, match="joins a language model's texts, but this model "
+                       "is a classifier"):
+        tokenized_task(load_run(bert).graph, bert, str(labelled), blocks=8)

@@ -17,9 +17,9 @@ _data_option = click.option("--data", type=click.Path(), required=True,
 
 
 def _not_truncated(truncate: bool) -> None:
-    from attngraph.train.data.tokenized import only_imports_truncate
+    from attngraph.train.data.tokenized import only_imports
 
-    only_imports_truncate(truncate)
+    only_imports(truncate)
 
 
 def _imported(run_dir: str) -> bool:

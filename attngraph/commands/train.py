@@ -58,6 +58,10 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="A model of attngraph import reads a text longer than its positions by "
               "its first tokens, as its tokenizer truncates, instead of refusing it (a "
               "warning says how many).")
+@click.option("--blocks", type=click.IntRange(min=2), default=None, metavar="N",
+              help="A language model of attngraph import reads its records as a corpus: "
+              "their texts joined (each closed by the end id) and cut into blocks of N "
+              "tokens, at most its positions.")
 @click.option("--epochs", type=click.IntRange(min=1), default=None,
               help="Passes over --data (sets --steps; evaluates every epoch); with "
               "--resume, the total to train on to.")
@@ -94,7 +98,7 @@ def device_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @run_stage
 def train(spec: str, task: str | None, data: str | None, valid: str | None,
           valid_fraction: float, fields: dict[str, str], tokenize: str, truncate: bool,
-          epochs: int | None,
+          blocks: int | None, epochs: int | None,
           patience: int, steps: int | None, batch: int | None,
           lr: float | None, seed: int, out: str | None, resume: bool, overwrite: bool,
           nproc: int, eval_every: int, quiet: bool, device: str, bf16: bool) -> None:
@@ -128,8 +132,8 @@ def train(spec: str, task: str | None, data: str | None, valid: str | None,
                     out=out, resume=resume, overwrite=overwrite, quiet=quiet,
                     eval_every=eval_every, data=data, valid=valid,
                     valid_fraction=valid_fraction, fields=fields, tokenize=tokenize,
-                    truncate=truncate, epochs=epochs, patience=patience, device=device, bf16=bf16,
-                    picture=True)
+                    truncate=truncate, blocks=blocks, epochs=epochs, patience=patience,
+                    device=device, bf16=bf16, picture=True)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ and nproc == 1:
         from attngraph.train.run.distributed import from_env
 

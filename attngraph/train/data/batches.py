@@ -55,15 +55,18 @@ __all__ = ["EncodedDataset", "DataTask", "TaskStream", "collate", "train_stream"
 class EncodedDataset(Dataset[dict[str, Any]]):
     """The encoded records of one file (a map-style ``torch.utils.data.Dataset``).
 
-    Records are encoded when it is made, so a bad record fails before training.
+    Records are encoded when it is made, so a bad record fails before training (or
+    ``items`` are given, encoded already: an import's texts cut into blocks).
     ``lengths`` gives, per variable-length field, the longest in the file: every
     batch pads to it, so outputs of any two batches line up.
     """
 
     def __init__(self, graph: Graph, enc: Encoding, records: list[Record], *,
-                 need_label: bool = True) -> None:
+                 need_label: bool = True,
+                 items: list[dict[str, Any]] | None = None) -> None:
         self.records = records
-        self.items = [enc.encode(graph, r, need_label=need_label) for r in records]
+        self.items = items if items is not None else \
+            [enc.encode(graph, r, need_label=need_label) for r in records]
         self.lengths = {k: max(int(x[k].shape[0]) for x in self.items if k in x)
                         for k, t in enc.types.items()
                         if t in ("tokens", "labels", "vectors") and any(k in x for x in self.items)}

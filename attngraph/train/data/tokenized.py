@@ -28,13 +28,16 @@ record's one column besides its label or target; ``--field INPUT=COLUMN`` (and
 read 0. Ids the model cannot read (outside its vocabulary, longer than its position
 tables) are an error at the record; with ``--truncate`` a longer text is read by its
 first tokens, as the model's tokenizer truncates (a language model's cut text gets no
-end id: it goes on). Nothing is written beside the run: the run's
-``tokenizer/`` and ``import.json`` are the encoding, and the label names are in the
-checkpoint.
+end id: it goes on). With ``--blocks N`` a language model reads its records as a
+corpus: their texts joined, each closed by the end id, and cut into blocks of N
+tokens (:func:`blocks_of`), so that no text is too long and none is cut off.
+Nothing is written beside the run: the run's ``tokenizer/`` and ``import.json`` are
+the encoding, and the label names are in the checkpoint.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -56,8 +59,8 @@ if TYPE_CHECKING:
     from attngraph.analysis.sizes import Bound
     from attngraph.ir.graph import Graph
 
-__all__ = ["Plan", "TokenizedEncoding", "TokenizedTask", "only_imports_truncate", "plan_of",
-           "stored_task", "tokenized_task"]
+__all__ = ["Plan", "TokenizedEncoding", "TokenizedTask", "blocks_of", "only_imports",
+           "plan_of", "stored_task", "tokenized_task"]
 
 #: The class names a configuration has when nobody named its classes.
 _DEFAULT_NAME = re.compile(r"LABEL_(\d+)")
@@ -205,6 +208,19 @@ class TokenizedEncoding(Encoding):
                 out[node.id] = np.zeros(len(ids), dtype=np.int64)
         return out
 
+    def stream(self, graph: Graph, rec: Record) -> list[int]:
+        """A language model's record as ids to join into blocks (:func:`blocks_of`): its
+        text closed by the end id, of any length, each id in the vocabulary."""
+        plan = self.plan
+        col = self.fields[plan.text]
+        if col not in rec.values or self.reader is None:
+            return self._ids(graph, rec, plan.text)[0]  # its error
+        ids = self.reader.ids(text_value(rec, col), rec.loc, given=None)
+        if self.eos is not None and ids[-1] != self.eos:
+            ids = [*ids, self.eos]
+        check_ids(graph, ids, rec.loc, (), vocab=int(graph.node(plan.text).spec.vocab))
+        return ids
+
     def _ids(self, graph: Graph, rec: Record, key: str) -> tuple[list[int], bool]:
         """The ids of the record's text for input ``key``, checked, and whether they
         were cut to the model's positions (:attr:`truncate`)."""
@@ -277,6 +293,34 @@ class TokenizedTask(DataTask):
 
 def _number(name: str) -> bool:
     return name.isascii() and name.isdigit()
+
+
+def blocks_of(graph: Graph, enc: TokenizedEncoding, records: list[Record],
+              size: int) -> EncodedDataset:
+    """A language model's records joined into one stream of ids (each text closed by the
+    end id) and cut into blocks of ``size`` tokens, as a corpus is read (the last block
+    may be shorter; one of a single token is dropped). Every token of a block but its
+    last learns the next."""
+    stream: list[int] = []
+    firsts: list[Record] = []  # the record each block starts in, for locations
+    starts: list[int] = []
+    for rec in records:
+        starts.append(len(stream))
+        firsts.append(rec)
+        stream += enc.stream(graph, rec)
+    items, located = [], []
+    text = enc.plan.text
+    for lo in range(0, len(stream), size):
+        block = stream[lo:lo + size]
+        if len(block) < 2:
+            break
+        x = np.asarray(block, dtype=np.int64)
+        item = {text: x, "y": np.asarray([*block[1:], IGNORE], dtype=np.int64)}
+        for node in graph.inputs:  # further token inputs read 0
+            item.setdefault(node.id, np.zeros(len(block), dtype=np.int64))
+        items.append(item)
+        located.append(firsts[bisect.bisect_right(starts, lo) - 1])
+    return EncodedDataset(graph, enc, located, items=items)
 
 
 def _ids(info: Mapping[str, Any], key: str) -> int | None:
@@ -379,7 +423,7 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
                    valid_fraction: float = 0.1, seed: int = 0,
                    fields: dict[str, str] | None = None,
                    labels: Sequence[str] | None = None,
-                   truncate: bool = False) -> TokenizedTask:
+                   truncate: bool = False, blocks: int | None = None) -> TokenizedTask:
     """The task of the records of ``data`` for the imported run ``run_dir``.
 
     Parameters
@@ -398,6 +442,9 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
     truncate : bool
         Read a text longer than the model's positions by its first tokens (as its
         tokenizer truncates) instead of refusing it; a warning says how many were cut.
+    blocks : int, optional
+        A language model learns its records joined and cut into blocks of this many
+        tokens (:func:`blocks_of`), as a corpus is read, rather than one text each.
 
     Raises
     ------
@@ -419,6 +466,10 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
         names = _class_names(plan, given, train, label, where)
     enc = _encoding(graph, run_dir, plan, RunText.of(run_dir), cols, label, names,
                     position_bounds(graph), truncate=truncate)
+    if blocks is not None:
+        _check_blocks(plan, blocks, enc.most)
+        return TokenizedTask(enc, blocks_of(graph, enc, train, blocks),
+                             blocks_of(graph, enc, held, blocks), seed=seed)
     task = TokenizedTask(enc, EncodedDataset(graph, enc, train),
                          EncodedDataset(graph, enc, held), seed=seed)
     if enc.cut:
@@ -430,13 +481,29 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
     return task
 
 
-def only_imports_truncate(truncate: bool) -> None:
-    """Refuse ``--truncate`` for a run that is not an import: it reads its data by the
-    vocabulary it learns, and the resource guard bounds its lengths."""
-    if truncate:
-        msg = "--truncate cuts a text to the positions of a model of attngraph import"
-        raise TrainingError(msg, SourceLoc("--truncate"), "leave out --truncate: this run "
-                            "reads its data by the vocabulary it learns")
+def _check_blocks(plan: Plan, size: int, most: int | None) -> None:
+    """Refuse ``--blocks`` for a model that is no language model, or blocks longer
+    than the model reads."""
+    if plan.objective != "lm":
+        kind = "a classifier" if plan.objective == "classify" else "an encoder-decoder"
+        msg = f"--blocks {size} joins a language model's texts, but this model is {kind}"
+        raise TrainingError(msg, SourceLoc("--blocks"), "leave out --blocks: each record "
+                            "is one example of it")
+    if size < 2 or (most is not None and size > most):
+        msg = (f"--blocks {size}: a block must hold 2 to {most} tokens (the model reads "
+               f"{most})" if most is not None else f"--blocks {size}: a block must hold "
+               "2 tokens or more")
+        raise TrainingError(msg, SourceLoc("--blocks"), f"give --blocks {most or 2}")
+
+
+def only_imports(truncate: bool, blocks: int | None = None) -> None:
+    """Refuse ``--truncate`` and ``--blocks`` for a run that is not an import: it reads
+    its data by the vocabulary it learns, and the resource guard bounds its lengths."""
+    for given, flag in ((truncate, "--truncate"), (blocks is not None, "--blocks")):
+        if given:
+            msg = f"{flag} reads texts by the positions of a model of attngraph import"
+            raise TrainingError(msg, SourceLoc(flag), f"leave out {flag}: this run reads "
+                                "its data by the vocabulary it learns")
 
 
 def stored_task(graph: Graph, run_dir: str | Path, config: Mapping[str, Any]) -> TokenizedTask:

@@ -79,6 +79,8 @@ class RunConfig:
     tokenize: str = "word"
     #: an imported model reads a text longer than its positions by its first tokens
     truncate: bool = False
+    #: an imported language model reads its records joined, in blocks of this many tokens
+    blocks: int | None = None
     #: passes over the training data (sets steps; evaluation every epoch by default)
     epochs: int | None = None
     #: stop after this many evaluations without a better first metric, keeping the
@@ -197,11 +199,11 @@ def _data(config: RunConfig, graph: Graph, out_dir: Path, prior: ck.Checkpoint |
                                    valid_fraction=config.valid_fraction, seed=config.seed,
                                    fields=dict(config.fields),
                                    labels=stored if isinstance(stored, list) else None,
-                                   truncate=config.truncate)
+                                   truncate=config.truncate, blocks=config.blocks)
     else:
-        from attngraph.train.data.tokenized import only_imports_truncate
+        from attngraph.train.data.tokenized import only_imports
 
-        only_imports_truncate(config.truncate)
+        only_imports(config.truncate, config.blocks)
         enc = load_encoding(out_dir, graph) if prior is not None else None
         data_task = make_data_task(graph, config.data, valid=config.valid,
                                    valid_fraction=config.valid_fraction, seed=config.seed,

@@ -34,8 +34,8 @@ __all__ = ["CHOSEN", "STORED", "DATA", "resumed", "check_total"]
 #: Settings a checkpoint stores, which win over the given ones on resume (but the total).
 STORED = tuple(ck.CONFIG)
 #: A data run's settings its checkpoint stores (a resume reads the same files the same way).
-DATA = ("data", "valid", "valid_fraction", "fields", "tokenize", "truncate", "epochs",
-        "patience")
+DATA = ("data", "valid", "valid_fraction", "fields", "tokenize", "truncate", "blocks",
+        "epochs", "patience")
 #: The total a run was asked for, stored beside the settings (absent in older checkpoints).
 TOTAL = "steps"
 #: Stored settings a user may give (setting -> its option): on a resume of a run that
@@ -69,7 +69,7 @@ def resumed(config: RunConfig, prior: ck.Checkpoint) -> RunConfig:
     config = replace(config, **own)
     stored = prior.config.get("data")
     if stored is not None:  # a data run: its files, fields and split again
-        given = {k: getattr(config, k) for k in ("data", "valid", "truncate")
+        given = {k: getattr(config, k) for k in ("data", "valid", "truncate", "blocks")
                  if getattr(config, k)}
         merged = {k: stored[k] for k in DATA if k in stored}
         if given_total:  # the user's --steps or --epochs is the total

@@ -67,8 +67,9 @@ class DataSettings(BaseModel):
     valid_fraction: Annotated[float, Field(gt=0, lt=1)]
     fields: dict[str, Text]
     tokenize: Literal["word", "char"]
-    #: absent in checkpoints written before --truncate
+    #: absent in checkpoints written before --truncate and --blocks
     truncate: bool = False
+    blocks: Count | None = None
     epochs: Count | None
     patience: Annotated[int, Field(ge=0)]
 
