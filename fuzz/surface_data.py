@@ -504,7 +504,8 @@ def _imported(case: Case, path: Path, run_dir: Path) -> Outcome:
             case.op(f"fields={fields}")
         task = tokenized_task(run.graph, run_dir, str(path), seed=case.index % 7,
                               valid=str(path) if case.rng.random() < 0.5 else None,
-                              fields=fields, truncate=case.rng.random() < 0.3)
+                              fields=fields, truncate=case.rng.random() < 0.3,
+                              blocks=case.pick((None, None, None, 1, 2, 5, 12, 13)))
         _check_batch(task.batch(4, split="valid"), "validation")
         _check_batch(task.batch(4), "training")
         return Outcome("valid")

@@ -274,6 +274,21 @@ def test_an_encoder_decoder_needs_a_target_column(tmp_path: Path) -> None:
         tokenized_task(load_run(run).graph, run, str(data))
 
 
+def test_blocks_of_one_token_are_refused(tmp_path: Path) -> None:
+    """--blocks over records of one token and no end id: the held-out record makes no
+    block of two, one error at it (not an empty validation set)."""
+    def no_end(src: Path) -> Any:
+        torch.manual_seed(0)
+        cfg = transformers.GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2,
+                                      n_positions=16, eos_token_id=99, bos_token_id=99)
+        transformers.GPT2LMHeadModel(cfg).save_pretrained(src)
+
+    run, _ = _imported(tmp_path, no_end)
+    data = _data(tmp_path / "d.jsonl", [{"text": "7"}] * 10)
+    with pytest.raises(TrainingError, match="make 1 token: no block of two to learn"):
+        tokenized_task(load_run(run).graph, run, str(data), blocks=4)
+
+
 def test_a_one_token_text_without_an_end_id_is_refused(tmp_path: Path) -> None:
     """A causal decoder whose configuration's end id is outside its vocabulary (so no
     end closes a text): a text of one token has no next token, one error at it."""

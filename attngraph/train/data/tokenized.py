@@ -320,6 +320,10 @@ def blocks_of(graph: Graph, enc: TokenizedEncoding, records: list[Record],
             item.setdefault(node.id, np.zeros(len(block), dtype=np.int64))
         items.append(item)
         located.append(firsts[bisect.bisect_right(starts, lo) - 1])
+    if not items:
+        n = len(stream)
+        msg = f"these records make {n} token{'s' if n != 1 else ''}: no block of two to learn"
+        raise data_error(msg, records[0].loc, "give more text")
     return EncodedDataset(graph, enc, located, items=items)
 
 
