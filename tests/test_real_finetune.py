@@ -54,35 +54,33 @@ def _bert(src: Path, **labels: Any) -> Any:
     return model
 
 
-def _gpt2(src: Path) -> Any:
+def _saved(src: Path, cls: Any, cfg: Any) -> Any:
+    """A model of ``cls`` with random weights (seed 0) for ``cfg``, saved in ``src``."""
     torch.manual_seed(0)
-    cfg = transformers.GPT2Config(vocab_size=40, n_embd=16, n_layer=2, n_head=2, n_positions=16,
-                                  eos_token_id=3, bos_token_id=3, resid_pdrop=0.0,
-                                  embd_pdrop=0.0, attn_pdrop=0.0)
-    model = transformers.GPT2LMHeadModel(cfg).eval()
+    model = cls(cfg).eval()
     model.save_pretrained(src)
     return model
+
+
+def _gpt2(src: Path, eos: int = 3) -> Any:
+    """GPT-2 of 16 positions; ``eos`` 99 lies outside its vocabulary (no end id)."""
+    return _saved(src, transformers.GPT2LMHeadModel, transformers.GPT2Config(
+        vocab_size=40, n_embd=16, n_layer=2, n_head=2, n_positions=16, eos_token_id=eos,
+        bos_token_id=eos, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
 
 
 def _llama(src: Path) -> Any:
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32,
-                                   num_hidden_layers=2, num_attention_heads=2,
-                                   num_key_value_heads=1, max_position_embeddings=16,
-                                   bos_token_id=1, eos_token_id=3)
-    model = transformers.LlamaForCausalLM(cfg).eval()
-    model.save_pretrained(src)
-    return model
+    return _saved(src, transformers.LlamaForCausalLM, transformers.LlamaConfig(
+        vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16,
+        bos_token_id=1, eos_token_id=3))
 
 
 def _t5(src: Path) -> Any:
-    torch.manual_seed(0)
-    cfg = transformers.T5Config(vocab_size=40, d_model=16, d_kv=8, num_heads=2, d_ff=32,
-                                num_layers=2, num_decoder_layers=2, dropout_rate=0.0,
-                                eos_token_id=1, pad_token_id=0, decoder_start_token_id=0)
-    model = transformers.T5ForConditionalGeneration(cfg).eval()
-    model.save_pretrained(src)
-    return model
+    return _saved(src, transformers.T5ForConditionalGeneration, transformers.T5Config(
+        vocab_size=40, d_model=16, d_kv=8, num_heads=2, d_ff=32, num_layers=2,
+        num_decoder_layers=2, dropout_rate=0.0, eos_token_id=1, pad_token_id=0,
+        decoder_start_token_id=0))
 
 
 def _imported(tmp: Path, make: Any, *, lr: float = 1e-4, **kw: Any) -> tuple[Path, Any]:
@@ -277,13 +275,7 @@ def test_an_encoder_decoder_needs_a_target_column(tmp_path: Path) -> None:
 def test_blocks_of_one_token_are_refused(tmp_path: Path) -> None:
     """--blocks over records of one token and no end id: the held-out record makes no
     block of two, one error at it (not an empty validation set)."""
-    def no_end(src: Path) -> Any:
-        torch.manual_seed(0)
-        cfg = transformers.GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2,
-                                      n_positions=16, eos_token_id=99, bos_token_id=99)
-        transformers.GPT2LMHeadModel(cfg).save_pretrained(src)
-
-    run, _ = _imported(tmp_path, no_end)
+    run, _ = _imported(tmp_path, _gpt2, eos=99)
     data = _data(tmp_path / "d.jsonl", [{"text": "7"}] * 10)
     with pytest.raises(TrainingError, match="make 1 token: no block of two to learn"):
         tokenized_task(load_run(run).graph, run, str(data), blocks=4)
@@ -292,13 +284,7 @@ def test_blocks_of_one_token_are_refused(tmp_path: Path) -> None:
 def test_a_one_token_text_without_an_end_id_is_refused(tmp_path: Path) -> None:
     """A causal decoder whose configuration's end id is outside its vocabulary (so no
     end closes a text): a text of one token has no next token, one error at it."""
-    def no_end(src: Path) -> Any:
-        torch.manual_seed(0)
-        cfg = transformers.GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2,
-                                      n_positions=16, eos_token_id=99, bos_token_id=99)
-        transformers.GPT2LMHeadModel(cfg).save_pretrained(src)
-
-    run, _ = _imported(tmp_path, no_end)
+    run, _ = _imported(tmp_path, _gpt2, eos=99)
     data = _data(tmp_path / "d.jsonl", [{"text": "5 6"}] * 9 + [{"text": "7"}])
     with pytest.raises(TrainingError, match="no next token to learn") as e:
         tokenized_task(load_run(run).graph, run, str(data), valid=str(data))
