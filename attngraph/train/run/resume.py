@@ -42,6 +42,8 @@ TOTAL = "steps"
 #: trained no step yet (an import's) the given ones win; otherwise one that differs
 #: from the run's own is refused, not silently dropped.
 CHOSEN = {"lr": "--lr", "batch": "--batch", "eval_every": "--eval-every"}
+
+
 def resumed(config: RunConfig, prior: ck.Checkpoint) -> RunConfig:
     """``config`` with the checkpoint's stored settings, and the total to train on to.
 
