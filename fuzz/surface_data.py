@@ -490,7 +490,6 @@ def run(case: Case) -> Outcome:
 def _imported(case: Case, path: Path, run_dir: Path) -> Outcome:
     """A data file through what fine-tuning an import reads (its own tokenizer, else
     ids), or through its predict and evaluate."""
-    from attngraph.realmodels.predict import evaluate_imported, predict_imported
     from attngraph.train.data.tokenized import tokenized_task
     from attngraph.train.trained.reloaded import load_run
 
@@ -510,13 +509,11 @@ def _imported(case: Case, path: Path, run_dir: Path) -> Outcome:
         _check_batch(task.batch(4), "training")
         return Outcome("valid")
     if action == "predict":
-        rows = predict_imported(run_dir, str(path), max_length=3, run=run,
-                                attention=case.rng.random() < 0.5,
-                                truncate=case.rng.random() < 0.3)
+        rows = run.predict(str(path), max_length=3, attention=case.rng.random() < 0.5,
+                           truncate=case.rng.random() < 0.3)
         bad = finite(rows)
     else:
-        bad = finite(evaluate_imported(run_dir, str(path), max_length=3, run=run,
-                                       truncate=case.rng.random() < 0.3))
+        bad = finite(run.evaluate(str(path), max_length=3, truncate=case.rng.random() < 0.3))
     if bad:
         fail("nonfinite", f"{action} of an import", f"{bad} is not finite")
     return Outcome("valid")

@@ -281,17 +281,7 @@ def run(case: Case) -> Outcome:
                         "resume", "export"), "action")
     before = snapshot(case.tmp)
     try:
-        if tuned and action in ("predict", "evaluate"):
-            from attngraph.realmodels.predict import evaluate_imported, predict_imported
-
-            if action == "predict":
-                bad = finite(predict_imported(run_dir, str(data),
-                                              attention=case.rng.random() < 0.5))
-            else:
-                bad = finite(evaluate_imported(run_dir, str(data)))
-            if bad:
-                fail("nonfinite", f"{action} of an import", f"{bad} is not finite")
-        elif action == "predict":
+        if action == "predict":  # an import's through its own tokenizer, as Run reads it
             rows = load_run(run_dir).predict(str(data), attention=case.rng.random() < 0.5)
             bad = finite(rows)
             if bad:

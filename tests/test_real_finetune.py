@@ -24,7 +24,6 @@ transformers = pytest.importorskip(
 
 from attngraph.errors import TrainingError  # noqa: E402
 from attngraph.realmodels import import_model  # noqa: E402
-from attngraph.realmodels.predict import evaluate_imported, predict_imported  # noqa: E402
 from attngraph.train.data.tokenized import tokenized_task  # noqa: E402
 from attngraph.train.engine.step import task_loss  # noqa: E402
 from attngraph.train.tasks.lookup import bind_inputs  # noqa: E402
@@ -181,10 +180,10 @@ def test_a_classifier_takes_the_datas_own_label_names(tmp_path: Path, cli: Any) 
     _train(cli, run, data, "--steps", "30", "--lr", "0.003")
     assert not (run / "data.json").exists()
     assert load_run(run).checkpoint.config["options"] == {"labels": ["cats", "dogs"]}
-    got = predict_imported(run, [{"text": "the cat sat"}, {"text": "a dog ran"}])
+    got = load_run(run).predict([{"text": "the cat sat"}, {"text": "a dog ran"}])
     assert [r["prediction"] for r in got] == ["cats", "dogs"]
     assert set(got[0]["probabilities"]) == {"cats", "dogs"}
-    report = evaluate_imported(run, data)
+    report = load_run(run).evaluate(data)
     assert report["accuracy"] == 1.0
     cli("train", run / "spec.yaml", "--out", run, "--resume", "--steps", "32", "--quiet",
         code=0)
@@ -200,7 +199,7 @@ def test_a_causal_decoder_learns_to_go_on_and_stop(tmp_path: Path, cli: Any) -> 
     run, _ = _imported(tmp_path, _gpt2)
     rows = [{"text": "5 6 7 8 9"}, {"text": "20 21 22"}] * 10
     _train(cli, run, _data(tmp_path / "d.jsonl", rows), "--steps", "60", "--lr", "0.01")
-    (row,) = predict_imported(run, [{"text": "5 6 7"}])
+    (row,) = load_run(run).predict([{"text": "5 6 7"}])
     assert row["prediction"] == "8 9" and row["generated"] == ["8", "9", "3"]
 
 
@@ -211,9 +210,9 @@ def test_an_encoder_decoder_learns_its_targets(tmp_path: Path, cli: Any) -> None
     rows = [{"text": "5 6 7 1", "target": "7 6 5 1"}, {"text": "9 8 1", "target": "8 9 1"}] * 10
     data = _data(tmp_path / "d.jsonl", rows)
     _train(cli, run, data, "--steps", "60", "--lr", "0.01")
-    got = predict_imported(run, rows[:2])
+    got = load_run(run).predict(rows[:2])
     assert [r["prediction"] for r in got] == ["7 6 5", "8 9"]
-    assert evaluate_imported(run, data)["exact_match"] == 1.0
+    assert load_run(run).evaluate(data)["exact_match"] == 1.0
 
 
 def test_the_lr_given_to_an_import_is_taken(tmp_path: Path, cli: Any) -> None:
@@ -312,7 +311,7 @@ def test_finetune_from_python_on_records_and_on_again(tmp_path: Path) -> None:
     more = attngraph.finetune(run, steps=34, quiet=True)
     assert more.checkpoint.step == 34
     assert more.checkpoint.config["data"]["data"] == str(run / "data-train-step0.jsonl")
-    got = predict_imported(run, [{"text": "the cat sat"}, {"text": "a dog ran"}])
+    got = load_run(run).predict([{"text": "the cat sat"}, {"text": "a dog ran"}])
     assert [r["prediction"] for r in got] == ["cats", "dogs"]
 
 
@@ -375,7 +374,7 @@ def test_truncate_reads_a_long_text_as_transformers_truncates(tmp_path: Path, cl
     assert "6 of the 12 records read" in res.stderr
     assert load_run(run).checkpoint.config["data"]["truncate"] is True
     _train(cli, run, data, "--steps", "3")  # the stored setting: cut again, not refused
-    (row, short) = predict_imported(run, rows[:2], truncate=True)
+    (row, short) = load_run(run).predict(rows[:2], truncate=True)
     assert row["truncated"] is True and "truncated" not in short
     with torch.no_grad():
         tuned = load_run(run).model
@@ -386,8 +385,8 @@ def test_truncate_reads_a_long_text_as_transformers_truncates(tmp_path: Path, cl
     got = torch.tensor([row["probabilities"][k] for k in ("neg", "pos")])
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
     with pytest.raises(TrainingError, match="reads at most 16"):
-        predict_imported(run, rows[:1])
-    report = evaluate_imported(run, data, truncate=True)
+        load_run(run).predict(rows[:1])
+    report = load_run(run).evaluate(data, truncate=True)
     assert any("6 of 12 records were longer" in n for n in report.notes)
 
 

@@ -22,7 +22,8 @@ transformers = pytest.importorskip(
 from attngraph.cli import main  # noqa: E402
 from attngraph.errors import TrainingError  # noqa: E402
 from attngraph.realmodels import import_model  # noqa: E402
-from attngraph.realmodels.predict import predict_imported  # noqa: E402
+from attngraph.train.trained.imported import predict_imported  # noqa: E402
+from attngraph.train.trained.reloaded import load_run  # noqa: E402
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "on", "mat", "a", "dog", "ran"]
 
@@ -64,7 +65,7 @@ def test_a_classifier_gives_its_labels_and_transformers_probabilities(
     run, model = bert
     texts = ["the cat sat on the mat", "a dog ran", "the dog"]
     data = _data(tmp_path / "d.jsonl", [{"text": t, "label": "pos"} for t in texts])
-    rows = predict_imported(run, data, batch=2)
+    rows = load_run(run).predict(data, batch=2)
     tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
     for t, row in zip(texts, rows, strict=True):
         enc = tok(t, return_tensors="pt")
@@ -82,7 +83,7 @@ def test_attention_is_every_layers_weights_heads_averaged(
     averaged over the heads, with the tokens the tokenizer made."""
     run, model = bert
     data = _data(tmp_path / "d.jsonl", [{"text": "the cat sat"}, {"text": "a dog"}])
-    rows = predict_imported(run, data, attention=True)
+    rows = load_run(run).predict(data, attention=True)
     tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
     src = tmp_path / "eager"
     model.save_pretrained(src)  # the same weights, with the eager attention that gives them
@@ -116,7 +117,7 @@ def test_a_record_without_text_is_one_error_at_it(bert: tuple[Path, object],
     run, _ = bert
     data = _data(tmp_path / "d.jsonl", [{"text": "the cat"}, {"words": "a dog", "y": 1}])
     with pytest.raises(TrainingError) as e:
-        predict_imported(run, data)
+        load_run(run).predict(data)
     d = e.value.diagnostics[0]
     assert d.loc.line == 2 and "columns: words, y" in d.message and d.hint
 
@@ -137,7 +138,7 @@ def test_a_causal_decoder_continues_each_text_as_transformers_does(tmp_path: Pat
     run, model = _gpt2(tmp_path, eos=3)
     prompts = [[5, 6, 7], [8, 9], [11, 12, 13, 14]]
     data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, p))} for p in prompts])
-    rows = predict_imported(run, data, max_length=6, batch=3)
+    rows = load_run(run).predict(data, max_length=6, batch=3)
     for p, row in zip(prompts, rows, strict=True):
         ids = torch.tensor([p])
         want = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6,
@@ -155,11 +156,11 @@ def test_generation_stays_within_the_models_positions(tmp_path: Path) -> None:
     them is refused at its record."""
     run, _ = _gpt2(tmp_path, eos=19)
     data = _data(tmp_path / "d.jsonl", [{"text": " ".join(["5"] * 10)}])
-    (row,) = predict_imported(run, data)
+    (row,) = load_run(run).predict(data)
     assert len(row["generated"]) <= 24 - 10
     full = _data(tmp_path / "f.jsonl", [{"text": " ".join(["5"] * 24)}])
     with pytest.raises(TrainingError) as e:
-        predict_imported(run, full)
+        load_run(run).predict(full)
     assert "no room is left" in e.value.diagnostics[0].message
 
 
@@ -176,7 +177,7 @@ def test_an_encoder_decoder_generates_from_each_text(tmp_path: Path) -> None:
     import_model(tmp_path / "t5", tmp_path / "run")
     sources = [[5, 6, 7, 1], [9, 10, 1]]
     data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, s))} for s in sources])
-    rows = predict_imported(tmp_path / "run", data, max_length=5)
+    rows = load_run(tmp_path / "run").predict(data, max_length=5)
     for s, row in zip(sources, rows, strict=True):
         ids = torch.tensor([s])
         want = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=5,
@@ -192,12 +193,10 @@ def test_evaluate_scores_a_classifier_against_the_records_labels(
     """Labels by name or id: the loss is the mean cross-entropy of transformers'
     probabilities at them, the accuracy the share where its argmax is the label; a
     label the model does not name is one error at its record."""
-    from attngraph.realmodels.predict import evaluate_imported
-
     run, model = bert
     recs = [{"text": "the cat sat", "label": "pos"}, {"text": "a dog ran", "label": 0},
             {"text": "the mat", "label": "neutral"}]
-    report = evaluate_imported(run, _data(tmp_path / "d.jsonl", recs))
+    report = load_run(run).evaluate(_data(tmp_path / "d.jsonl", recs))
     tok = transformers.AutoTokenizer.from_pretrained(run / "tokenizer")
     want_loss, right = 0.0, 0
     for rec, k in zip(recs, (2, 0, 1), strict=True):
@@ -213,35 +212,32 @@ def test_evaluate_scores_a_classifier_against_the_records_labels(
                                     str(_data(tmp_path / "e.jsonl", recs))])
     assert res.exit_code == 0 and "accuracy" in res.output, res.output
     with pytest.raises(TrainingError) as e:
-        evaluate_imported(run, _data(tmp_path / "b.jsonl", [{"text": "a", "label": "happy"}]))
+        load_run(run).evaluate(_data(tmp_path / "b.jsonl", [{"text": "a", "label": "happy"}]))
     assert "'happy' is not one of the model's (neg, neutral, pos)" in e.value.diagnostics[0].message
 
 
 def test_evaluate_scores_generated_text_against_the_target(tmp_path: Path) -> None:
     """A generating model's records give the text it should generate: the exact match
     counts the records whose generated tokens (the end one left out) are the target's."""
-    from attngraph.realmodels.predict import evaluate_imported
-
     run, _ = _gpt2(tmp_path, eos=3)
     prompts = [[5, 6, 7], [8, 9]]
     data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, p))} for p in prompts])
-    got = [r["generated"] for r in predict_imported(run, data, max_length=4)]
+    got = [r["generated"] for r in load_run(run).predict(data, max_length=4)]
     targets = [" ".join(t for t in got[0] if t != "3"), "1 2"]  # right, then wrong
     recs = [{"text": " ".join(map(str, p)), "target": t}
             for p, t in zip(prompts, targets, strict=True)]
-    report = evaluate_imported(run, _data(tmp_path / "t.jsonl", recs), max_length=4)
+    report = load_run(run).evaluate(_data(tmp_path / "t.jsonl", recs), max_length=4)
     assert report["exact_match"] == pytest.approx(0.5) and "bleu" in report
 
 
-def test_the_python_api_of_a_reloaded_import_points_at_its_own_predict(
+def test_the_python_api_of_a_reloaded_import_reads_with_its_tokenizer(
         bert: tuple[Path, object]) -> None:
-    """load_run(RUN).predict on an imported run: one error naming predict_imported."""
-    from attngraph import load_run
-
-    with pytest.raises(TrainingError) as e:
-        load_run(bert[0]).predict([{"text": "the cat"}])
-    d = e.value.diagnostics[0]
-    assert "written by attngraph import" in d.message and "predict_imported" in d.hint
+    """load_run(RUN).predict on an imported run is predict_imported's (it pointed at it
+    with an error before)."""
+    run = load_run(bert[0])
+    recs = [{"text": "the cat"}, {"text": "a dog ran"}]
+    assert run.imported
+    assert run.predict(recs) == predict_imported(run, recs)
 
 
 def test_a_damaged_import_json_is_one_error_at_it(bert: tuple[Path, object],
@@ -253,6 +249,6 @@ def test_a_damaged_import_json_is_one_error_at_it(bert: tuple[Path, object],
     shutil.copytree(bert[0], run)
     (run / "import.json").write_text('{"eos": ', encoding="utf-8")
     with pytest.raises(TrainingError) as e:
-        predict_imported(run, [{"text": "the cat"}])
+        load_run(run).predict([{"text": "the cat"}])
     d = e.value.diagnostics[0]
     assert d.loc.file == str(run / "import.json") and "import the model again" in d.hint

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -14,21 +13,6 @@ _run_argument = click.argument("run_dir", metavar="RUN", type=click.Path(file_ok
                                                                          exists=True))
 _data_option = click.option("--data", type=click.Path(), required=True,
                             help="Records in any form train --data reads (docs/data.md).")
-
-
-def _not_truncated(truncate: bool) -> None:
-    from attngraph.train.data.tokenized import only_imports
-
-    only_imports(truncate)
-
-
-def _imported(run_dir: str) -> bool:
-    """Whether RUN was written by attngraph import and not trained on data since: its
-    records are read by the model's tokenizer (:mod:`attngraph.realmodels.predict`)."""
-    from attngraph.train.data.batches import DATA_FILE
-    from attngraph.train.store.imported import is_imported
-
-    return is_imported(run_dir) and not (Path(run_dir) / DATA_FILE).exists()
 
 
 def _json(value: object, run_dir: str) -> str:
@@ -92,7 +76,7 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
     from attngraph.train.trained.reloaded import load_run
 
     run = load_run(run_dir, device=device)
-    imported = _imported(run_dir)
+    imported = run.imported
     where = None
     if picture is not None:
         from attngraph.train.pictures.attend import picture_path
@@ -103,17 +87,15 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
             raise TrainingError(msg, SourceLoc(picture), "leave --picture out for a decoder "
                                 "run: its report has token accuracy and BLEU instead")
     if imported:
-        from attngraph.realmodels.predict import evaluate_imported
-
-        report = evaluate_imported(run_dir, data, batch=batch, max_length=max_length,
-                                   beam=beam, bf16=bf16, run=run, truncate=truncate)
+        report = run.evaluate(data, batch=batch, max_length=max_length, beam=beam,
+                              bf16=bf16, truncate=truncate)
         if where is not None and report.classes is None:
             msg = "--picture draws a classifier's confusion matrix; this model is not one"
             raise TrainingError(msg, SourceLoc(str(picture)), "leave --picture out: a generating "
                                 "model's report has exact match and BLEU instead")
     else:
-        _not_truncated(truncate)
-        report = run.evaluate(data, batch=batch, bf16=bf16, beam=beam, max_length=max_length)
+        report = run.evaluate(data, batch=batch, bf16=bf16, beam=beam, max_length=max_length,
+                              truncate=truncate)
     title = f"{run.graph.name} on {data}"
     text = _json(report.to_dict(), run_dir)
     written = []
@@ -167,16 +149,8 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
     from attngraph.train.trained.reloaded import load_run
 
     run = load_run(run_dir, device=device)
-    if _imported(run_dir):
-        from attngraph.realmodels.predict import predict_imported
-
-        rows = predict_imported(run_dir, data, attention=attention, batch=batch,
-                                max_length=max_length, beam=beam, cache=cache, bf16=bf16,
-                                run=run, truncate=truncate)
-    else:
-        _not_truncated(truncate)
-        rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
-                           beam=beam, bf16=bf16, cache=cache)
+    rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
+                       beam=beam, bf16=bf16, cache=cache, truncate=truncate)
     text = "".join(_json(r, run_dir) + "\n" for r in rows)
     if output is None:
         click.echo(text, nl=False)

@@ -171,7 +171,6 @@ def _picture_part(out: Path, shown: Sequence[Path], note: str | None,
 
 def _load_part(out: Path, task: Task) -> list[str]:
     from attngraph.train.data.batches import DataTask
-    from attngraph.train.data.tokenized import TokenizedTask
 
     data = isinstance(task, DataTask)
     lines = ["## Load it", "", "```sh"]
@@ -185,12 +184,8 @@ def _load_part(out: Path, task: Task) -> list[str]:
               "import attngraph", "", f"run = attngraph.load_run({json.dumps(str(out))})",
               "run.model   # a torch.nn.Module with the kept weights (eval mode)",
               "run.graph   # the spec's graph"]
-    if data and not isinstance(task, TokenizedTask):
+    if data:
         lines.append('run.predict("new.jsonl", attention=True)   # one dict per example')
-    elif data:  # read by the model's own tokenizer: the imported run's predict
-        lines += ["from attngraph.realmodels.predict import predict_imported",
-                  f"predict_imported({json.dumps(str(out))}, \"new.jsonl\")   # one dict "
-                  "per example"]
     lines += ["```", "", "## Files", "",
               "- `metrics.jsonl`: one JSON line per step (`\"split\": \"train\"`) and per "
               "evaluation (`\"split\": \"valid\"`); `metrics.csv`: the same lines as a table",

@@ -77,15 +77,20 @@ class Run:
         enc = self.encoding
         return {k: list(v.tokens) for k, v in enc.vocabs.items()} if enc is not None else {}
 
-    def _enc(self) -> Encoding:
+    @property
+    def imported(self) -> bool:
+        """Whether this is a run of ``attngraph import`` (fine-tuned or not), whose
+        records its own tokenizer reads (:mod:`attngraph.train.trained.imported`)."""
         from attngraph.train.store.imported import is_imported
 
-        if self.encoding is None and is_imported(self.path):
+        return self.encoding is None and is_imported(self.path)
+
+    def _enc(self) -> Encoding:
+        if self.imported:
             msg = ("this run was written by attngraph import: its records are read with the "
                    "model's own tokenizer, not a vocabulary of the run's")
-            raise TrainingError(msg, SourceLoc(str(self.path)), "use attngraph.realmodels."
-                                "predict.predict_imported(RUN, records) or "
-                                "evaluate_imported (the commands do)")
+            raise TrainingError(msg, SourceLoc(str(self.path)), "Run.predict and "
+                                "Run.evaluate read them so (the commands do)")
         if self.encoding is None:
             msg = (f"this run was trained on the built-in task '{self.task.name}', "
                    "not on data files: it has no vocabulary or labels to read records with")
@@ -159,9 +164,11 @@ class Run:
 
     def predict(self, data: str | Path | Iterable[Mapping[str, Any]], *,
                 attention: bool = False, batch: int = 64, max_length: int | None = None,
-                beam: int = 1, bf16: bool = False, cache: bool = True
-                ) -> list[dict[str, Any]]:
-        """Predictions for raw records: a file (as ``--data`` takes) or dicts.
+                beam: int = 1, bf16: bool = False, cache: bool = True,
+                truncate: bool = False) -> list[dict[str, Any]]:
+        """Predictions for raw records: a file (as ``--data`` takes) or dicts. A run of
+        ``attngraph import`` reads them with its own tokenizer
+        (:func:`attngraph.train.trained.imported.predict_imported`).
 
         Parameters
         ----------
@@ -180,6 +187,9 @@ class Run:
             bfloat16 autocast.
         cache : bool
             Decoders generate with a key/value cache (False: re-run the prefix).
+        truncate : bool
+            A run of ``attngraph import``: a text longer than the model's positions is
+            read by its first tokens (``--truncate``); refused for other runs.
 
         Returns
         -------
@@ -195,8 +205,16 @@ class Run:
         """
         from torch.utils.data import DataLoader
 
+        from attngraph.train.data.tokenized import only_imports
         from attngraph.train.trained.rows import prediction_row
 
+        if self.imported:
+            from attngraph.train.trained.imported import predict_imported
+
+            return predict_imported(self, data, attention=attention, batch=batch,
+                                    max_length=max_length, beam=beam, cache=cache,
+                                    bf16=bf16, truncate=truncate)
+        only_imports(truncate)
         recs = self.records(data)
         ds = self._dataset(recs, need_label=False)
         enc = self._enc()
@@ -262,11 +280,14 @@ class Run:
         return export_run(self, path, format=format)
 
     def evaluate(self, data: str | Path | Iterable[Mapping[str, Any]], *, batch: int = 256,
-                 bf16: bool = False, beam: int = 1, max_length: int | None = None) -> Report:
+                 bf16: bool = False, beam: int = 1, max_length: int | None = None,
+                 truncate: bool = False) -> Report:
         """The run's report on labelled records (every one scored; eval mode).
 
         ``data``, ``batch`` and ``bf16`` are as :meth:`predict` takes them, and so are
-        ``beam`` and ``max_length``, for the text a decoder generates to be scored.
+        ``beam``, ``max_length`` (for the text a decoder generates to be scored) and
+        ``truncate``. A run of ``attngraph import`` reads them with its own tokenizer
+        (:func:`attngraph.train.trained.imported.evaluate_imported`).
 
         Returns
         -------
@@ -283,8 +304,15 @@ class Run:
             A run of a built-in task, records without labels, records that do not read,
             a model that gives NaN or infinity.
         """
+        from attngraph.train.data.tokenized import only_imports
         from attngraph.train.trained.evaluate_run import evaluate_run
 
+        if self.imported:
+            from attngraph.train.trained.imported import evaluate_imported
+
+            return evaluate_imported(self, data, batch=batch, max_length=max_length,
+                                     beam=beam, bf16=bf16, truncate=truncate)
+        only_imports(truncate)
         return evaluate_run(self, data, batch=batch, bf16=bf16, beam=beam,
                             max_length=max_length)
 

@@ -1,8 +1,10 @@
-"""``attngraph predict`` of a run written by ``attngraph import``: the model's own
-predictions for the text of each record, read by the run's tokenizer (else as ids;
+"""``Run.predict`` and ``Run.evaluate`` (``attngraph predict``, ``evaluate``) of a run
+written by ``attngraph import``: the model's own predictions for the text of each
+record, read by the run's tokenizer (else as ids;
 :class:`~attngraph.train.data.runtext.RunText`).
 
-What a prediction is follows from the spec's outputs, not from the family:
+What a prediction is follows from the spec's outputs, not from the family
+(:func:`attngraph.train.data.tokenized.plan_of`, as fine-tuning reads it):
 
 - a model that generates (a causal decoder over its ``tokens``, as GPT-2 and Llama; an
   encoder–decoder whose decoder reads a second token input, as T5) gives the text it
@@ -95,18 +97,17 @@ def _weights(out: Mapping[str, Tensor], i: int, n: int) -> list[Any] | None:
     return [[[round(float(p), 6) for p in row[:n]] for row in layer[:n]] for layer in w]
 
 
-def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
+def predict_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any]], *,
                      attention: bool = False, batch: int = 16, max_length: int | None = None,
                      beam: int = 1, cache: bool = True, bf16: bool = False,
-                     device: str = "cpu", run: Run | None = None,
                      truncate: bool = False) -> list[dict[str, Any]]:
     """Predictions of an imported model for the text of each record (see the module
-    docstring).
+    docstring): what ``Run.predict`` gives for a run of ``attngraph import``.
 
     Parameters
     ----------
-    run_dir : str or Path
-        A run written by ``attngraph import``.
+    run : Run
+        A run written by ``attngraph import`` (``attngraph.load_run``).
     data : path or iterable of dict
         Records (any form ``--data`` reads), each with a text.
     attention : bool
@@ -122,10 +123,6 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
         Generate with the key/value cache (False: re-run the prefix; the same tokens).
     bf16 : bool
         bfloat16 autocast.
-    device : str
-        As ``load_run`` takes it.
-    run : Run, optional
-        The run, when loaded already.
     truncate : bool
         A classifier's text, or an encoder–decoder's, longer than the model's positions
         is read by its first tokens (as its tokenizer truncates; the row says
@@ -146,12 +143,8 @@ def predict_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[st
         outside the vocabulary or beyond the model's positions, a model that neither
         classifies nor generates, NaN or infinity in a prediction.
     """
-    from attngraph.train.trained.reloaded import load_run
-
-    run_dir = Path(run_dir)
-    run = run if run is not None else load_run(run_dir, device=device)
-    return _predict(run, run_dir, run.records(data), _info(run, run_dir),
-                    RunText.of(run_dir), attention=attention, batch=batch,
+    return _predict(run, run.path, run.records(data), _info(run, run.path),
+                    RunText.of(run.path), attention=attention, batch=batch,
                     max_length=max_length, beam=beam, cache=cache, bf16=bf16,
                     truncate=truncate)
 
@@ -296,12 +289,12 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
     return rows
 
 
-def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[str, Any]], *,
+def evaluate_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any]], *,
                       batch: int = 16, max_length: int | None = None, beam: int = 1,
-                      bf16: bool = False, device: str = "cpu", run: Run | None = None,
-                      truncate: bool = False) -> Report:
+                      bf16: bool = False, truncate: bool = False) -> Report:
     """Scores of an imported model on labelled records, from its predictions
-    (:func:`predict_imported`).
+    (:func:`predict_imported`): what ``Run.evaluate`` gives for a run of ``attngraph
+    import``.
 
     A classifier's records name their class in ``label`` (a label of the model's
     ``id2label``, or its id): the report has the loss (mean cross-entropy), the
@@ -320,11 +313,7 @@ def evaluate_imported(run_dir: str | Path, data: str | Path | Iterable[Mapping[s
 
     from attngraph.train.trained.evaluation import Report, class_scores, corpus_bleu
 
-    run_dir = Path(run_dir)
-    if run is None:
-        from attngraph.train.trained.reloaded import load_run
-
-        run = load_run(run_dir, device=device)
+    run_dir = run.path
     recs = run.records(data)
     info, reader = _info(run, run_dir), RunText.of(run_dir)
     rows = _predict(run, run_dir, recs, info, reader, attention=False, batch=batch,
