@@ -191,6 +191,7 @@ def test_a_classifier_takes_the_datas_own_label_names(tmp_path: Path, cli: Any) 
     assert load_run(run).checkpoint.config["options"] == {"labels": ["cats", "dogs"]}
     card = (run / "README.md").read_text(encoding="utf-8")
     assert "text read by the model's own tokenizer" in card and "data.json" not in card
+    assert f"brought in by `attngraph import` from `{tmp_path / 'src'}` (a `bert`" in card
 
 
 def test_a_causal_decoder_learns_to_go_on_and_stop(tmp_path: Path, cli: Any) -> None:

@@ -79,7 +79,30 @@ def _spec_part(graph: Graph, cfg: RunConfig) -> list[str]:
     lines += [f"A model trained by `attngraph train` from the spec {_code(cfg.spec)}; "
               "the spec's text is stored in `checkpoint.pt`, so this directory is all a "
               "reader needs.", ""]
+    source = _imported_from(Path(cfg.out or ""))
+    if source is not None:
+        lines += [f"Its weights were brought in by `attngraph import` from {source} "
+                  "(`import.json` says how they were mapped), then trained on.", ""]
     return lines
+
+
+def _imported_from(out: Path) -> str | None:
+    """Where an imported run's weights came from (its ``import.json``), in words; None
+    for a run that is no import, or whose file does not say."""
+    from attngraph.errors import AttnGraphError
+    from attngraph.train.store.imported import import_info, is_imported
+
+    if not is_imported(out):
+        return None
+    try:
+        info = import_info(out)
+    except AttnGraphError:
+        return None
+    source, kind = info.get("source"), info.get("model_type")
+    if not isinstance(source, str):
+        return None
+    return _code(source) + (f" (a {_code(kind)} model of `transformers`)"
+                            if isinstance(kind, str) else "")
 
 
 def _data_part(task: Task, cfg: RunConfig, summary: RunSummary) -> list[str]:
