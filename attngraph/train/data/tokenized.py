@@ -53,6 +53,7 @@ from attngraph.train.data.encoding import LABEL, Encoding, label_text
 from attngraph.train.data.records import Record, columns_of, data_error
 from attngraph.train.data.runtext import RunText, check_ids, position_bounds, text_value
 from attngraph.train.data.vocab import LabelMap
+from attngraph.train.store.imported import config_ids, import_info
 from attngraph.train.tasks.base import IGNORE
 
 if TYPE_CHECKING:
@@ -302,11 +303,9 @@ def blocks_of(graph: Graph, enc: TokenizedEncoding, records: list[Record],
     may be shorter; one of a single token is dropped). Every token of a block but its
     last learns the next."""
     stream: list[int] = []
-    firsts: list[Record] = []  # the record each block starts in, for locations
-    starts: list[int] = []
+    starts: list[int] = []  # where each record's ids start: a block's record, for locations
     for rec in records:
         starts.append(len(stream))
-        firsts.append(rec)
         stream += enc.stream(graph, rec)
     items, located = [], []
     text = enc.plan.text
@@ -319,17 +318,12 @@ def blocks_of(graph: Graph, enc: TokenizedEncoding, records: list[Record],
         for node in graph.inputs:  # further token inputs read 0
             item.setdefault(node.id, np.zeros(len(block), dtype=np.int64))
         items.append(item)
-        located.append(firsts[bisect.bisect_right(starts, lo) - 1])
+        located.append(records[bisect.bisect_right(starts, lo) - 1])
     if not items:
         n = len(stream)
         msg = f"these records make {n} token{'s' if n != 1 else ''}: no block of two to learn"
         raise data_error(msg, records[0].loc, "give more text")
     return EncodedDataset(graph, enc, located, items=items)
-
-
-def _ids(info: Mapping[str, Any], key: str) -> int | None:
-    v = info.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _names(given: Any, classes: int) -> list[str] | None:
@@ -349,11 +343,11 @@ def _generic(names: list[str] | None) -> bool:
 def _class_names(plan: Plan, given: list[str] | None, records: list[Record], col: str,
                  where: SourceLoc) -> LabelMap:
     """The classes' names: the model's (or the run's) names, else the data's own."""
-    classes = int(plan.classes or 0)
-    seen = sorted({label_text(r, col, r.values[col]) for r in records if col in r.values})
     if not _generic(given) and given is not None:
         return LabelMap(given)
-    own = LabelMap.build(seen).names
+    classes = int(plan.classes or 0)
+    own = LabelMap.build(label_text(r, col, r.values[col])
+                         for r in records if col in r.values).names
     if len(own) > classes:
         shown = ", ".join(own[:8]) + ("..." if len(own) > 8 else "")
         msg = (f"the data has {len(own)} labels ({shown}), but this classifier has "
@@ -405,17 +399,11 @@ def _columns(graph: Graph, plan: Plan, records: list[Record], fields: Mapping[st
     return out, label
 
 
-def _encoding(graph: Graph, run_dir: Path, plan: Plan, reader: RunText | None,
+def _encoding(graph: Graph, info: Mapping[str, Any], plan: Plan, reader: RunText | None,
               fields: dict[str, str], label: str | None, labels: LabelMap | None,
               bounds: tuple[Bound, ...], *, truncate: bool = False) -> TokenizedEncoding:
-    from attngraph.train.store.imported import import_info
-
-    info = import_info(run_dir)
-    vocab = int(graph.node(plan.decoder or plan.text).spec.vocab)
-    # ids of the configuration outside the vocabulary (GPT-2's end id in a small
-    # vocabulary) are ids the model never reads: none, then
-    eos, pad, start = (v if v is not None and 0 <= v < vocab else None
-                       for v in (_ids(info, "eos"), _ids(info, "pad"), _ids(info, "start")))
+    """The encoding of ``plan``, with the ids of the run's ``import.json`` (``info``)."""
+    eos, pad, start = config_ids(info, int(graph.node(plan.decoder or plan.text).spec.vocab))
     kind = "classify" if plan.objective == "classify" else "seq2seq"
     return TokenizedEncoding(kind, fields, {n.id: "tokens" for n in graph.inputs}, label,
                              labels=labels, plan=plan, reader=reader, eos=eos,
@@ -455,20 +443,19 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
     TrainingError
         Any problem with the files or their fit to the model, located.
     """
-    from attngraph.train.store.imported import import_info
-
     run_dir = Path(run_dir)
     plan = plan_of(graph, SourceLoc(data))
     train, held = read_splits(data, valid, valid_fraction, seed)
     first = train[0].loc
     where = SourceLoc(first.file, first.line, first.col, first.text)
     cols, label = _columns(graph, plan, train, fields or {}, where)
+    info = import_info(run_dir)
     names = None
     if plan.objective == "classify" and label is not None:
-        given = _names(list(labels) if labels is not None else import_info(run_dir)
-                       .get("labels"), int(plan.classes or 0))
+        given = _names(list(labels) if labels is not None else info.get("labels"),
+                       int(plan.classes or 0))
         names = _class_names(plan, given, train, label, where)
-    enc = _encoding(graph, run_dir, plan, RunText.of(run_dir), cols, label, names,
+    enc = _encoding(graph, info, plan, RunText.of(run_dir), cols, label, names,
                     position_bounds(graph), truncate=truncate)
     if blocks is not None:
         _check_blocks(plan, blocks, enc.most)
@@ -517,7 +504,7 @@ def stored_task(graph: Graph, run_dir: str | Path, config: Mapping[str, Any]) ->
     plan = plan_of(graph, SourceLoc(str(run_dir)))
     stored = config.get("options", {}).get("labels")
     names = _names(stored, int(plan.classes or 0)) if plan.objective == "classify" else None
-    enc = _encoding(graph, run_dir, plan, None, {}, LABEL if names else None,
+    enc = _encoding(graph, import_info(run_dir), plan, None, {}, LABEL if names else None,
                     LabelMap(names) if names else None, ())
     empty = EncodedDataset(graph, enc, [])
     return TokenizedTask(enc, empty, empty, seed=int(config.get("seed", 0)))

@@ -10,13 +10,14 @@ when it is read back, bounded instead by what the machine can hold
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from attngraph.errors import SourceLoc, TrainingError
 
-__all__ = ["IMPORT_FILE", "TOKENIZER_DIR", "available_memory", "check_memory", "import_info",
-           "is_imported"]
+__all__ = ["IMPORT_FILE", "TOKENIZER_DIR", "available_memory", "check_memory", "config_id",
+           "config_ids", "import_info", "is_imported"]
 
 #: The file ``attngraph import`` writes into its run: where the weights came from.
 IMPORT_FILE = "import.json"
@@ -84,3 +85,19 @@ def import_info(run_dir: str | Path) -> dict[str, Any]:
     info = loads_json(read_text(path, role), str(path), role,
                       what=f"this run's {IMPORT_FILE}", float32=False)
     return info if isinstance(info, dict) else {}
+
+
+def config_id(info: Mapping[str, Any], key: str) -> int | None:
+    """An id of the configuration that ``import.json`` keeps (``eos``, ``pad``,
+    ``start``), or None where it names none."""
+    v = info.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def config_ids(info: Mapping[str, Any], vocab: int) -> tuple[int | None, int | None, int | None]:
+    """The end, padding and decoder start ids of ``import.json`` that lie in a
+    vocabulary of ``vocab``: an id outside it (GPT-2's end id in a small vocabulary) is
+    one the model never reads or emits, so none."""
+    eos, pad, start = (config_id(info, k) for k in ("eos", "pad", "start"))
+    return tuple(v if v is not None and 0 <= v < vocab else None  # type: ignore[return-value]
+                 for v in (eos, pad, start))

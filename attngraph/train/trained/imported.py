@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from attngraph.errors import SourceLoc, TrainingError
 from attngraph.train.data.runtext import RunText, check_ids, position_bounds, text_of
-from attngraph.train.store.imported import import_info
+from attngraph.train.store.imported import config_id, config_ids, import_info
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -59,11 +59,6 @@ def _info(run: Run, run_dir: Path) -> dict[str, Any]:
     if isinstance(run.task, TokenizedTask) and run.task.enc.labels is not None:
         info["labels"] = list(run.task.enc.labels.names)
     return info
-
-
-def _int(info: Mapping[str, Any], key: str) -> int | None:
-    v = info.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _batch(run: Run, src: str, skip: str | None, ids: list[list[int]], pad: int
@@ -162,7 +157,7 @@ def _predict(run: Run, run_dir: Path, recs: list[Record], info: Mapping[str, Any
 
     plan = plan_of(run.graph, SourceLoc(str(run_dir)))  # what the model does with a text
     src = plan.text
-    pad = _int(info, "pad") or 0
+    pad = config_id(info, "pad") or 0
     bounds = position_bounds(run.graph)
     most = min((b.most for b in bounds), default=None)
     rows: list[dict[str, Any]] = []
@@ -264,10 +259,7 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
                 raise TrainingError(msg, chunk[0].loc, "give a shorter text")
             budget = min(budget, most - n)
     vocab = int(run.graph.node(target or next(iter(inputs))).spec.vocab)
-    # ids of the configuration outside the vocabulary (GPT-2's end id in a small
-    # vocabulary) are ids the model never emits: no end id, then
-    eos, pad, start = (v if v is not None and 0 <= v < vocab else None
-                       for v in (_int(info, "eos"), _int(info, "pad"), _int(info, "start")))
+    eos, pad, start = config_ids(info, vocab)
     out = generate(run.model, inputs, max_length=budget, beam=beam, eos=eos, pad=pad,
                    start=None if target is None else start, cache=cache)
     heads = None
@@ -333,7 +325,7 @@ def evaluate_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any]], 
         right = sum(a == b for a, b in zip(true, pred, strict=True))
         return Report({"examples": n, "loss": loss, "accuracy": right / n, **scores.flat()},
                       scores, notes)
-    eos = _int(info, "eos")
+    eos = config_id(info, "eos")
     hyps, refs = [], []
     for rec, row in zip(recs, rows, strict=True):
         target = rec.values.get("target")
