@@ -166,17 +166,22 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
         msg = f"{folder} holds no run to train on (no {ck.CHECKPOINT})"
         raise TrainingError(msg, SourceLoc(str(folder)), "give a run directory: one "
                             "attngraph train or attngraph import wrote")
-    prior = ck.load_checkpoint(folder / ck.CHECKPOINT)
+    in_memory = any(d is not None and not isinstance(d, (str, Path)) for d in (data, valid))
+    # the checkpoint is read here (and again by the training) only when needed: for the
+    # step that names records given in memory, or a spec the run does not hold
+    prior = ck.load_checkpoint(folder / ck.CHECKPOINT) \
+        if in_memory or not (folder / SPEC_FILE).is_file() else None
     written = Written()
     try:
         # the spec: the run's own file (an import's, fit's), else where it was trained
         # from, else the text its checkpoint keeps, written beside it
-        spec = next((str(p) for p in (folder / SPEC_FILE, Path(prior.spec_file))
-                     if p.is_file()), None) or written.write(folder / SPEC_FILE,
-                                                             prior.spec_text)
+        spec = str(folder / SPEC_FILE)
+        if prior is not None and not (folder / SPEC_FILE).is_file():
+            spec = (prior.spec_file if Path(prior.spec_file).is_file() else
+                    written.write(folder / SPEC_FILE, prior.spec_text))
         with named_as(written):
             # records in memory are kept beside the run, named by the step they start from
-            step = prior.step
+            step = prior.step if prior is not None else 0
             cfg = RunConfig(
                 spec=spec, out=str(folder), resume=True,
                 data=data_path(data, folder / f"data-train-step{step}.jsonl", written)
