@@ -56,24 +56,23 @@ class RunText:
             msg = "this run's tokenizer needs the transformers package"
             raise TrainingError(msg, SourceLoc(str(tok_dir)),
                                 "pip install 'attngraph[real]', or give ids: \"15 7 3\"") from None
-        again = _AGAIN
-        if tok_dir.is_symlink():
-            msg = "this run's tokenizer folder is a link, not the run's own"
-            raise TrainingError(msg, SourceLoc(str(tok_dir)), again)
-        for f in sorted(tok_dir.iterdir()):  # read as they are: no FIFO, device or link
-            if f.is_symlink() or not f.is_file() or f.stat().st_size > _MOST:
-                what = ("a link" if f.is_symlink() else "a folder" if f.is_dir() else
-                        "not a regular file" if not f.is_file() else
-                        f"over {_MOST // 2**20} MiB")
-                msg = f"this run's tokenizer file {f.name} is {what}"
-                raise TrainingError(msg, SourceLoc(str(f)), again)
-        try:  # transformers' own loader: what it raises on damaged files is its own
-            tokenizer = AutoTokenizer.from_pretrained(str(tok_dir))
-        except Exception as exc:  # noqa: BLE001 - any failure of it is the files'
-            first = (str(exc).strip().splitlines() or [""])[0][:200]
-            msg = f"this run's tokenizer does not load: {type(exc).__name__}: {first}"
-            raise TrainingError(msg, SourceLoc(str(tok_dir)), again) from None
-        return cls(run_dir, tokenizer)
+        from attngraph.fileio import Role, check_regular
+
+        role = Role("this run's tokenizer file", _MOST, a="a tokenizer file",
+                    dir_hint=_AGAIN, special_hint=_AGAIN, size_hint=_AGAIN, damaged=_AGAIN)
+        for f in [tok_dir, *sorted(tok_dir.iterdir())]:  # its own: no link, FIFO or folder
+            if f.is_symlink():
+                msg = f"this run's tokenizer file {f.name} is a link, not the run's own"
+                raise TrainingError(msg, SourceLoc(str(f)), _AGAIN)
+            if f != tok_dir:
+                check_regular(f, role)  # a folder, FIFO or device: never opened
+                if f.stat().st_size > _MOST:
+                    msg = f"this run's tokenizer file {f.name} is over {_MOST // 2**20} MiB"
+                    raise TrainingError(msg, SourceLoc(str(f)), _AGAIN)
+        reader = cls(run_dir, None)
+        # transformers' own loader: what it raises on damaged files is the files' fault
+        return cls(run_dir, reader._own(lambda: AutoTokenizer.from_pretrained(str(tok_dir)),
+                                        SourceLoc(str(tok_dir)), "does not load"))
 
     def ids(self, text: str, loc: SourceLoc, given: str | None = "--input") -> list[int]:
         """The ids of ``text`` (special tokens included, as the model's tokenizer adds
@@ -134,17 +133,18 @@ class RunText:
             return " ".join(str(i) for i in ids)
         return self._own(lambda: str(tok.decode(list(ids), skip_special_tokens=True)))
 
-    def _own(self, call: Callable[[], T], loc: SourceLoc | None = None) -> T:
-        """``call()`` of the tokenizer: what transformers' tokenizer raises (files that
-        load but do not tokenize: a vocabulary without its unknown token) is an error at
-        ``loc`` (default the tokenizer's folder)."""
+    def _own(self, call: Callable[[], T], loc: SourceLoc | None = None,
+             what: str = "fails") -> T:
+        """``call()`` of transformers' tokenizer: what it raises (files that do not load,
+        or load but do not tokenize: a vocabulary without its unknown token) is an error
+        at ``loc`` (default the tokenizer's folder)."""
         from attngraph.train.store.imported import TOKENIZER_DIR
 
         try:
             return call()
         except Exception as exc:  # noqa: BLE001 - the tokenizer's failure is its files'
             first = (str(exc).strip().splitlines() or [""])[0][:200]
-            msg = f"this run's tokenizer fails: {type(exc).__name__}: {first}"
+            msg = f"this run's tokenizer {what}: {type(exc).__name__}: {first}"
             raise TrainingError(msg, loc or SourceLoc(str(self.run_dir / TOKENIZER_DIR)),
                                 _AGAIN) from None
 
