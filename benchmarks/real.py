@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 
 import torch  # noqa: E402
 from report import Row, render_table  # noqa: E402
-from timing import interleaved, ratio_stat  # noqa: E402
+from timing import paired, ratio_stat  # noqa: E402
 
 REAL = HERE.parent / "specs" / "real"
 #: the lines of a real spec that ask for every layer's weights: the model's outputs
@@ -183,13 +183,13 @@ def bench_family(name: str, size: dict[str, int], batch: int, repeats: int,
     if gap > 1e-4:
         msg = f"{name}: the spec's logits differ from transformers' by {gap:.1e}"
         raise RuntimeError(msg)
-    times = interleaved({
+    times = paired({
         "spec": _fwd_bwd(m["spec"], lambda: m["spec"](**ours)["logits"]),
         "hf": _fwd_bwd(m["hf"], lambda: m["hf"](**theirs).logits),
         "spec_heads": _fwd_bwd(m["spec_heads"],
                                lambda: _with_heads(fam, m["spec_heads"], ours)),
         "hf_eager": _fwd_bwd(m["hf_eager"], lambda: _hf_with_heads(fam, m["hf_eager"], theirs)),
-    }, repeats, inner=inner)
+    }, [("spec", "hf"), ("spec_heads", "hf_eager")], repeats, inner=inner)
     ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     n_params = sum(p.numel() for p in m["spec"].parameters())
     layers = "+".join([str(size["layers"])] * fam.stacks)
@@ -253,11 +253,11 @@ def bench_real(quick: bool, repeats: int) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
-    ap.add_argument("--repeats", type=int, default=None, help="interleaved rounds")
+    ap.add_argument("--repeats", type=int, default=None, help="rounds (pairs alternate)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads, all variants")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    print(render_table(bench_real(a.quick, a.repeats or (2 if a.quick else 24))))
+    print(render_table(bench_real(a.quick, a.repeats or (2 if a.quick else 36))))
     return 0
 
 

@@ -82,9 +82,12 @@ METHOD = """\
   it; `attngraph.realmodels.load_model` imports it into the spec, so both hold the
   same weights, and the logits are checked equal (1e-4) before timing. A step is a
   forward + backward of the sum of the logits in eval mode (no dropout either side),
-  gradients reset first; 24 rounds of two steps each (every row here is within a few
-  per cent of parity, and a median of fewer rounds moved by about 2% from one run to
-  the next). Two rows a family, each the same computation on both sides:
+  gradients reset first. 36 rounds; in each, the spec and the model it is compared
+  with run alternately, two steps each (a b b a, then b a a b), each keeping its
+  faster step, so that the two steps of a ratio are taken moments apart (every row
+  here is within a few per cent of parity; with 24 rounds of back-to-back steps a
+  median moved by about 2% from one run to the next). Two rows a family, each the
+  same computation on both sides:
   the spec without the weights (its `heads` outputs and the layer blocks' outputs
   that the repeats stack into them left out, so that each layer's attention is one
   fused SDPA call where the scores are plain scaled dot products) against the model

@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         "rnn": lambda: bench_rnn(sz), "loops": lambda: bench_loops(sz),
         # the real-model specs against transformers (issue 27): rows at parity within a
         # few per cent, so more rounds than the others (a median of 8 moved by +-2%)
-        "real": lambda: bench_real(sz.quick, a.repeats or sz.pick(24, 2)),
+        "real": lambda: bench_real(sz.quick, a.repeats or sz.pick(36, 2)),
         "generate": lambda: missing() or bench_generate(sz.quick, a.repeats or sz.pick(3, 2),
                                                         sz.pick(256, 16)),
     }

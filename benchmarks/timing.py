@@ -6,7 +6,10 @@ phases of a shared machine hit every variant alike; within a round a variant's
 time is the fastest of a few back-to-back calls. The figure reported for a
 comparison is the median over rounds of the per-round ratio
 ``time(variant) / time(reference)``; the spread is the interquartile range of
-those ratios (min-max when there are fewer than four rounds).
+those ratios (min-max when there are fewer than four rounds). Where variants
+come in pairs (a spec and the model it is compared with), :func:`paired` runs the
+two of a pair alternately within a round, so that both calls of a pair meet the
+same phase of the machine.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Stat", "interleaved", "ratio_stat", "median_stat", "machine", "load"]
+__all__ = ["Stat", "interleaved", "paired", "ratio_stat", "median_stat", "machine", "load"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,34 @@ def interleaved(variants: dict[str, Callable[[], object]], repeats: int,
                 variants[n]()
                 best = min(best, time.perf_counter() - t0)
             times[n].append(best)
+    return times
+
+
+def paired(variants: dict[str, Callable[[], object]], pairs: list[tuple[str, str]],
+           repeats: int, warmup: int = 2, inner: int = 2) -> dict[str, list[float]]:
+    """Wall times (s) of each variant over ``repeats`` rounds, pair by pair.
+
+    In a round the two variants of each pair run ``inner`` times each, alternately and
+    each first as often as the other (a b b a, then b a a b in the next round), and
+    each keeps its fastest call; the
+    per-round ratio of a pair then compares calls made moments apart, where
+    :func:`interleaved` runs a variant's calls back to back, possibly in another
+    phase of a shared machine than its reference's.
+    """
+    for _ in range(warmup):
+        for n in variants:
+            variants[n]()
+    times: dict[str, list[float]] = {n: [] for pair in pairs for n in pair}
+    for r in range(repeats):
+        for a, b in pairs:
+            best = {a: float("inf"), b: float("inf")}
+            for i in range(inner):
+                for n in ((a, b) if (r + i) % 2 == 0 else (b, a)):
+                    t0 = time.perf_counter()
+                    variants[n]()
+                    best[n] = min(best[n], time.perf_counter() - t0)
+            times[a].append(best[a])
+            times[b].append(best[b])
     return times
 
 

@@ -44,3 +44,32 @@ def test_bench_quick_runs_every_comparison_and_writes_the_report(tmp_path: Path)
     assert "Quick smoke run" in doc
     for key in ("CPU:", "torch:", "python:", "date:", "| comparison |"):
         assert key in doc, key
+
+
+def test_paired_timing_alternates_each_pair_and_keeps_its_fastest_call() -> None:
+    """`paired` runs the two variants of a pair alternately within a round (a b b a,
+    then b a a b), keeps each one's fastest call, and gives a time per round."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from timing import paired
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    calls: list[str] = []
+    slow = {"a": iter([0.02, 0.0, 0.0, 0.0]), "b": iter([0.0, 0.0, 0.02, 0.0])}
+
+    def variant(name: str) -> object:
+        def call() -> None:
+            calls.append(name)
+            delay = next(slow[name], 0.0)
+            if delay:
+                import time
+                time.sleep(delay)
+        return call
+
+    times = paired({"a": variant("a"), "b": variant("b"), "c": variant("c")},
+                   [("a", "b")], repeats=2, warmup=0, inner=2)
+    assert calls == ["a", "b", "b", "a", "b", "a", "a", "b"]  # "c" is in no pair
+    assert set(times) == {"a", "b"}
+    assert [len(v) for v in times.values()] == [2, 2]
+    # the slow first call of "a" (round 0) and third of "b" (round 1) are dropped
+    assert max(times["a"] + times["b"]) < 0.015
