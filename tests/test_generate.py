@@ -277,6 +277,32 @@ def test_a_padded_batch_equals_one_example_at_a_time(name: str, beam: int, eos: 
         assert (att[..., n:] == 0).all()
 
 
+@pytest.mark.parametrize(("name", "beam", "eos"), [
+    ("bahdanau_translation", 1, None), ("bahdanau_translation", 3, None),
+    ("bahdanau_translation", 3, 4), ("causal", 1, 0), ("causal", 3, 0)])
+def test_each_example_stops_at_its_own_max_length(name: str, beam: int,
+                                                  eos: int | None) -> None:
+    """``max_length`` given per example: each gets the tokens, length and score it gets
+    alone with its own, whatever the others' (pad after it)."""
+    model = _model(name)
+    vocab = 6 if name == "causal" else 12
+    src = _sources(4, 5, vocab, seed=3)
+    limits = [2, 6, 1, 4]
+    opts: dict[str, Any] = {"beam": beam, "eos": eos, "pad": -1, "length_penalty": 0.5}
+    both = attngraph.generate(model, {"source": src}, max_length=torch.tensor(limits), **opts)
+    assert both.tokens.shape[1] <= max(limits)
+    for i, n in enumerate(limits):
+        one = attngraph.generate(model, {"source": src[i:i + 1]}, max_length=n, **opts)
+        w = one.tokens.shape[1]
+        assert both.tokens[i, :w].tolist() == one.tokens[0].tolist()
+        assert (both.tokens[i, w:] == -1).all()
+        assert both.lengths[i] == one.lengths[0] <= n
+        torch.testing.assert_close(both.scores[i], one.scores[0], atol=1e-5, rtol=0)
+    same = attngraph.generate(model, {"source": src}, max_length=[6] * 4, **opts)
+    ref = attngraph.generate(model, {"source": src}, max_length=6, **opts)
+    assert torch.equal(same.tokens, ref.tokens) and torch.equal(same.lengths, ref.lengths)
+
+
 def test_beam_attention_follows_the_returned_hypothesis() -> None:
     """The per-step attention returned with a beam's best sequence is the attention the
     decoder computes reading that sequence (teacher forcing), step by step."""
@@ -350,6 +376,12 @@ def test_a_loop_that_also_reads_an_input_at_every_step_is_refused() -> None:
 @pytest.mark.parametrize(("options", "words"), [
     ({}, "generate needs max_length for bahdanau_translation"),
     ({"max_length": 0}, "max_length must be an integer >= 1, not 0"),
+    ({"max_length": [3, 0]}, "max_length must be an integer >= 1, not 0"),
+    ({"max_length": [3, 2.5]}, "max_length must be an integer >= 1, not 2.5"),
+    ({"max_length": []}, "max_length is an empty list"),
+    ({"max_length": torch.tensor([2.0])}, "max_length as a tensor holds one integer per "
+                                          "example, not a torch.float32 tensor"),
+    ({"max_length": [3, 2]}, "max_length gives 2 lengths, but the inputs hold 1 example"),
     ({"max_length": 3, "beam": 0}, "beam must be an integer >= 1, not 0"),
     ({"max_length": 3, "eos": 12}, "eos=12 is not a token id of the decoder (0 ≤ id < 12)"),
     ({"max_length": 3, "output": "attention"}, "output 'attention' is not made by a loop"),

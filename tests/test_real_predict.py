@@ -164,6 +164,23 @@ def test_generation_stays_within_the_models_positions(tmp_path: Path) -> None:
     assert "no room is left" in e.value.diagnostics[0].message
 
 
+def test_a_texts_prediction_does_not_depend_on_its_batch(tmp_path: Path) -> None:
+    """The default budget is each text's own (twice it, plus 2, within the positions):
+    a short text gives the same tokens alone as in a batch beside a long one."""
+    run, _ = _gpt2(tmp_path, eos=19)  # (an end id these weights do not reach)
+    recs = [{"text": "5"}, {"text": " ".join(map(str, range(5, 15)))}]
+    for beam in (1, 2):
+        alone = [load_run(run).predict([r], beam=beam)[0] for r in recs]
+        both = load_run(run).predict(recs, batch=2, beam=beam)
+        budgets = [2 * 1 + 2, 24 - 10]
+        assert all(len(r["generated"]) <= n for r, n in zip(alone, budgets, strict=True))
+        if beam == 1:  # (greedy does not reach the end id on these weights)
+            assert [len(r["generated"]) for r in alone] == budgets
+        for a, b in zip(alone, both, strict=True):
+            assert a["generated"] == b["generated"]
+            assert a["score"] == pytest.approx(b["score"], abs=1e-5)
+
+
 def test_an_encoder_decoder_generates_from_each_text(tmp_path: Path) -> None:
     """T5 from ids: the tokens transformers' greedy generate gives for the source."""
     torch.manual_seed(2)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -175,6 +176,23 @@ def test_a_translation_run_generates_greedy_and_by_beam_search(tmp_path: Path, c
         assert cached["score"] == pytest.approx(plain["score"], abs=1e-5)
     res = cli("attend", run, "--input", "red blue green", "-o", tmp_path / "a.png", code=0)
     assert "(alignment)" in res.stdout
+    # the default budget is each record's own (twice its source, plus 2): a record
+    # gives the same text alone as beside a longer one
+    from attngraph import load_run
+    from attngraph.train.data.vocab import EOS
+
+    reloaded = load_run(run)
+    with torch.no_grad():  # a decoder that never ends a text: it runs its whole budget
+        dict(reloaded.model.named_parameters())[
+            "nodes.dec.nodes.logits.bias"][EOS] = -1e4
+    recs = [{"source": "red blue"}, {"source": " ".join(["red", "blue"] * 6)}]
+    for beam in (1, 3):
+        one = reloaded.predict(recs[:1], beam=beam)[0]
+        both = reloaded.predict(recs, batch=2, beam=beam)
+        assert len(one["prediction"].split()) == 2 * 2 + 2
+        assert both[0]["prediction"] == one["prediction"]
+        assert both[0]["score"] == pytest.approx(one["score"], abs=1e-5)
+        assert len(both[1]["prediction"].split()) == 2 * 12 + 2
 
 
 TEACHER_ONLY = """\

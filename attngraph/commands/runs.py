@@ -36,7 +36,8 @@ _truncate_option = click.option(
     "instead of refusing it.")
 _max_length_option = click.option(
     "--max-length", type=click.IntRange(min=1), default=None,
-    help="Decoders: most target tokens generated [default: twice the longest source, plus 2].")
+    help="Decoders: most target tokens generated [default: twice each example's own "
+         "source, plus 2].")
 _beam_option = click.option("--beam", type=click.IntRange(min=1), default=1, show_default=True,
                             help="Decoders: beam width (1: greedy).")
 

@@ -38,7 +38,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,8 +65,9 @@ class Generation:
     """What :func:`generate` returns, for a batch of B examples.
 
     ``tokens`` (B, L) are the chosen ids, L the number of steps run (at most
-    ``max_length``; fewer when every example emitted ``eos``), with ``pad`` after
-    an example's ``eos``; ``lengths`` (B,) count the tokens up to and including
+    ``max_length``, the largest where each example has its own; fewer when every
+    example emitted ``eos``), with ``pad`` after an example's ``eos`` or its own
+    ``max_length``; ``lengths`` (B,) count the tokens up to and including
     ``eos``; ``scores`` (B,) are the summed log-probabilities of those tokens;
     ``attention`` maps each attention output of the decoder (softmax weights; named
     as the model output that reads it, else as the loop's port) to its weights at
@@ -96,9 +97,11 @@ def _log_softmax(logits: Tensor) -> Tensor:
     return F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), -1)
 
 
-def _greedy(dec: Decoder, b: int, steps: int, eos: int | None,
+def _greedy(dec: Decoder, b: int, limits: Tensor, eos: int | None,
             pad: int) -> tuple[Tensor, Tensor, Tensor, list[dict[str, Tensor]]]:
-    """Feed back the argmax, as eval-mode forward does; stop each row at ``eos``."""
+    """Feed back the argmax, as eval-mode forward does; stop each row at ``eos`` or
+    after its ``limits`` tokens (B,)."""
+    steps = int(limits.max())
     done = torch.zeros(b, dtype=torch.bool, device=dec.device)
     scores = torch.zeros(b, device=dec.device)
     lengths = torch.zeros(b, dtype=torch.long, device=dec.device)
@@ -115,17 +118,20 @@ def _greedy(dec: Decoder, b: int, steps: int, eos: int | None,
         atts.append(att)
         if eos is not None:
             done = done | (tok == eos)
+        done = done | (lengths >= limits)
         prev = tok
         if bool(done.all()):
             break
     return torch.stack(toks, 1), lengths, scores, atts
 
 
-def _beam(dec: Decoder, b: int, k: int, steps: int, eos: int | None, pad: int,
+def _beam(dec: Decoder, b: int, k: int, limits: Tensor, eos: int | None, pad: int,
           alpha: float) -> tuple[Tensor, Tensor, Tensor, list[dict[str, Tensor]]]:
     """Keep the k best hypotheses of each row by summed log-probability; a finished
-    one continues only with ``eos`` at no cost, so it keeps its place and score."""
+    one (``eos``, or its row's ``limits`` tokens) continues only with one id at no
+    cost, so it keeps its place and score."""
     dev = dec.device
+    steps = int(limits.max())
     rows = torch.arange(b, device=dev)
     dec.reorder(rows.repeat_interleave(k))  # (B·k): row b·k + j is beam j of example b
     scores = torch.full((b, k), float("-inf"), device=dev)
@@ -138,16 +144,17 @@ def _beam(dec: Decoder, b: int, k: int, steps: int, eos: int | None, pad: int,
         logits, att = dec.step(prev)  # (B·k, V)
         v = logits.shape[-1]
         logp = _log_softmax(logits).view(b, k, v)
-        if eos is not None:  # an ended hypothesis: only eos, at no cost
-            only_eos = torch.full((v,), float("-inf"), device=dev)
-            only_eos[eos] = 0.0
-            logp = torch.where(done[..., None], only_eos, logp)
+        if bool(done.any()):  # an ended hypothesis: only one id (eos), at no cost
+            only = torch.full((v,), float("-inf"), device=dev)
+            only[eos if eos is not None else 0] = 0.0
+            logp = torch.where(done[..., None], only, logp)
         top, idx = (scores[..., None] + logp).view(b, k * v).topk(k, -1)  # (B, k)
         parent, tok = idx // v, idx % v
         flat = (parent + rows[:, None] * k).view(-1)  # the parents' rows
         was_done = done.gather(1, parent)
         scores, lengths = top, lengths.gather(1, parent) + (~was_done).long()
         done = was_done | (tok == eos) if eos is not None else was_done
+        done = done | (lengths >= limits[:, None])
         hist.append((tok.masked_fill(was_done, pad), parent,
                      {n: a.index_select(0, flat) for n, a in att.items()}))
         dec.reorder(flat)
@@ -168,20 +175,42 @@ def _beam(dec: Decoder, b: int, k: int, steps: int, eos: int | None, pad: int,
             scores.gather(1, sel)[:, 0], atts[::-1])
 
 
-def _check_options(model: AttnModel, steps: int | None, beam: int, alpha: float) -> int:
-    """The number of steps, once the options are known to be usable."""
+def _check_options(model: AttnModel, steps: int | Sequence[int] | Tensor | None, beam: int,
+                   alpha: float) -> int | list[int]:
+    """The number of steps (or each example's), once the options are known to be
+    usable."""
     if steps is None:
         msg = (f"generate needs max_length for {model.graph.name}: its decoder's steps "
                "come from an input that generation does not read")
         raise LoweringError(msg, None, "pass max_length=<the most tokens per sequence>")
-    for name, value, low in (("max_length", steps, 1), ("beam", beam, 1)):
+    each = _lengths(steps)
+    checks = [("max_length", n, 1) for n in (each if each is not None else [steps])]
+    for name, value, low in [*checks, ("beam", beam, 1)]:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             msg = f"generate: {name} must be an integer >= {low}, not {value!r}"
             raise LoweringError(msg, None, f"pass {name}={low} or more")
     if not isinstance(alpha, (int, float)) or alpha != alpha:
         msg = f"generate: length_penalty must be a number, not {alpha!r}"
         raise LoweringError(msg, None, "pass length_penalty=0.0 (none) or e.g. 0.6")
-    return steps
+    return steps if each is None else each  # type: ignore[return-value]
+
+
+def _lengths(steps: object) -> list[Any] | None:
+    """One ``max_length`` per example, given as a list, tuple or 1-D tensor of them
+    (None: one number, or anything else, checked as one)."""
+    if isinstance(steps, Tensor):
+        if steps.dim() != 1 or steps.is_floating_point() or steps.is_complex() \
+                or steps.dtype == torch.bool or not steps.numel():
+            msg = ("generate: max_length as a tensor holds one integer per example, not a "
+                   f"{steps.dtype} tensor of shape {tuple(steps.shape)}")
+            raise LoweringError(msg, None, "pass a 1-D integer tensor, or one number")
+        return [int(n) for n in steps.tolist()]
+    if isinstance(steps, (list, tuple)):
+        if not steps:
+            msg = "generate: max_length is an empty list"
+            raise LoweringError(msg, None, "give one length per example, or one number for all")
+        return list(steps)
+    return None
 
 
 def _check_eos(eos: int | None, vocab: int | None) -> None:
@@ -192,7 +221,8 @@ def _check_eos(eos: int | None, vocab: int | None) -> None:
         raise LoweringError(msg, None, "pass the end id the model was trained with, or None")
 
 
-def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None = None,
+def generate(model: Any, inputs: Mapping[str, Tensor], *,
+             max_length: int | Sequence[int] | Tensor | None = None,
              beam: int = 1, eos: int | None = None, pad: int | None = None,
              length_penalty: float = 0.0, start: int | None = None, output: str | None = None,
              return_attention: bool = False, cache: bool = True) -> Generation:
@@ -211,8 +241,10 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *, max_length: int | None
         ``source_mask``). A loop decoder ignores the others (the target); a causal
         decoder continues each row of its ``tokens`` input, if given, after it (the
         prompt, with ``<input>_mask``: padded last).
-    max_length : int, optional
-        The most tokens per sequence; required unless the loop has a fixed ``steps``.
+    max_length : int, or one int per example, optional
+        The most tokens per sequence (a list or 1-D tensor: each example's own, so
+        that an example gives the same tokens in any batch); required unless the
+        loop has a fixed ``steps``.
     beam : int, optional
         1: greedy search, the argmax fed back as eval-mode forward does. K > 1: beam
         search keeping the K best hypotheses per example by summed log-probability.
@@ -263,14 +295,20 @@ def _decoder(model: AttnModel, how: str, output: str, where: str, start: int | N
     return causal_decoder(model, output, where, start, inputs, attend, cache=cache)
 
 
-def _search(dec: Decoder, steps: int, beam: int, eos: int | None, pad: int | None,
-            alpha: float) -> Generation:
-    """Greedy (``beam`` 1) or beam search over ``dec``'s rows: what generate returns."""
+def _search(dec: Decoder, steps: int | list[int], beam: int, eos: int | None,
+            pad: int | None, alpha: float) -> Generation:
+    """Greedy (``beam`` 1) or beam search over ``dec``'s rows, each for at most its
+    ``steps`` (one number for all): what generate returns."""
     fill = (0 if eos is None else eos) if pad is None else pad
+    if isinstance(steps, list) and len(steps) != dec.batch:
+        msg = (f"generate: max_length gives {len(steps)} lengths, but the inputs hold "
+               f"{dec.batch} example{'' if dec.batch == 1 else 's'}")
+        raise LoweringError(msg, None, "give one length per example, or one number for all")
+    limits = torch.as_tensor(steps, dtype=torch.long, device=dec.device).expand(dec.batch)
     if beam == 1:
-        toks, lengths, scores, atts = _greedy(dec, dec.batch, steps, eos, fill)
+        toks, lengths, scores, atts = _greedy(dec, dec.batch, limits, eos, fill)
     else:
-        toks, lengths, scores, atts = _beam(dec, dec.batch, beam, steps, eos, fill, alpha)
+        toks, lengths, scores, atts = _beam(dec, dec.batch, beam, limits, eos, fill, alpha)
     attention = {n: torch.stack([a[n] for a in atts], axis) for n, axis in dec.axes.items()}
     return Generation(toks, lengths, scores, attention)
 
@@ -298,7 +336,9 @@ def _generated(model: Any, output: str | None) -> tuple[str, str, str]:
     return how, output, where
 
 
-def _steps(model: AttnModel, how: str, where: str, max_length: int | None) -> int | None:
+def _steps(model: AttnModel, how: str, where: str,
+           max_length: int | Sequence[int] | Tensor | None
+           ) -> int | Sequence[int] | Tensor | None:
     """``max_length``, else a loop decoder's fixed number of steps (None: neither)."""
     if max_length is None and how == "loop":
         fixed = model.nodes[where].steps  # type: ignore[union-attr]

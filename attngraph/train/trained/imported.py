@@ -11,7 +11,7 @@ What a prediction is follows from the spec's outputs, not from the family
   generates by :func:`attngraph.generate` (its key/value cache, greedy or beam search):
   after the record's text for a causal decoder, from it for an encoder–decoder, up to
   the end id of the model's configuration (``eos_token_id``, kept in ``import.json``)
-  or ``max_length`` tokens (default: twice the longest text, plus 2, within the
+  or ``max_length`` tokens (default: twice its own text, plus 2, within the
   model's positions), with its summed log-probability;
 - a classifier (a ``logits`` output of one row per example, as BERT's) gives the
   label the configuration names (``id2label``) and every label's probability.
@@ -250,14 +250,16 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
 
     from attngraph.lower.decode.generate import generate
 
-    n = max(len(x) for x in ids)
-    budget = max_length if max_length is not None else 2 * n + 2
-    if target is None:  # the prompt and what follows share the model's positions (most)
-        if most is not None:
-            if n >= most:
-                msg = f"the text is {n} tokens long: no room is left in the model's {most}"
-                raise TrainingError(msg, chunk[0].loc, "give a shorter text")
-            budget = min(budget, most - n)
+    # each text's own budget, whatever else shares its batch
+    budget = [max_length if max_length is not None else 2 * len(x) + 2 for x in ids]
+    if target is None and most is not None:
+        # the prompt and what follows share the model's positions (most)
+        for i, x in enumerate(ids):
+            if len(x) >= most:
+                msg = (f"the text is {len(x)} tokens long: no room is left in the model's "
+                       f"{most}")
+                raise TrainingError(msg, chunk[i].loc, "give a shorter text")
+            budget[i] = min(budget[i], most - len(x))
     vocab = int(run.graph.node(target or next(iter(inputs))).spec.vocab)
     eos, pad, start = config_ids(info, vocab)
     out = generate(run.model, inputs, max_length=budget, beam=beam, eos=eos, pad=pad,

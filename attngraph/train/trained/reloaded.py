@@ -148,7 +148,10 @@ class Run:
 
     def _complete(self, batch: dict[str, Tensor], ds: Any,
                   max_length: int | None) -> dict[str, Tensor]:
-        """Give a decoder's target input the generation budget (its values are not read)."""
+        """Give a decoder's target input the generation budget (its values are not read),
+        as wide as the largest, and each example's own (``max_length``, else twice its
+        longest source, plus 2) under ``<target>.budget`` (a key no input can have), so
+        that an example generates the same in any batch or file."""
         import torch
 
         from attngraph.train.data.vocab import PAD
@@ -158,9 +161,18 @@ class Run:
         if tgt is None:
             return batch
         size = next(iter(batch.values())).shape[0]
-        src = max((n for k, n in ds.lengths.items() if k != tgt), default=8)
-        n = max_length or 2 * src + 2
-        return {**batch, tgt: torch.full((size, n), PAD, dtype=torch.long)}
+        src = torch.full((size,), 0, dtype=torch.long)
+        for k, n in ds.lengths.items():
+            if k != tgt:
+                mask = batch.get(f"{k}_mask")
+                src = torch.maximum(src, mask.sum(1) if mask is not None
+                                   else torch.full_like(src, n))
+        if not ds.lengths.keys() - {tgt}:
+            src.fill_(8)
+        budget = torch.full_like(src, max_length) if max_length else 2 * src + 2
+        n = int(budget.max())
+        return {**batch, tgt: torch.full((size, n), PAD, dtype=torch.long),
+                f"{tgt}.budget": budget}
 
     def predict(self, data: str | Path | Iterable[Mapping[str, Any]], *,
                 attention: bool = False, batch: int = 64, max_length: int | None = None,
@@ -180,7 +192,7 @@ class Run:
         batch : int
             Examples per forward pass.
         max_length : int, optional
-            A decoder's step budget (default: twice the longest source, plus 2).
+            A decoder's step budget (default: twice each example's own source, plus 2).
         beam : int
             Beam width for decoders; 1 is greedy.
         bf16 : bool
@@ -265,9 +277,10 @@ class Run:
 
         inputs = to_device(bind_inputs(self.graph, self.task, batch), self.device)
         with torch.no_grad(), autocast(self.device, bf16):
-            if self.encoding is not None and self.encoding.seq_target is not None:
-                res = _generate(self.model, inputs, self.encoding.seq_target, beam=beam,
-                                cache=cache)
+            tgt = self.encoding.seq_target if self.encoding is not None else None
+            if tgt is not None:
+                res = _generate(self.model, inputs, tgt, beam=beam, cache=cache,
+                                budget=batch.get(f"{tgt}.budget"))
             else:
                 res = self.model(**inputs)
         return {k: v.cpu() for k, v in float_outputs(res).items()}
@@ -318,21 +331,22 @@ class Run:
 
 
 def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
-              beam: int = 1, cache: bool = True) -> dict[str, Tensor]:
+              beam: int = 1, cache: bool = True,
+              budget: Tensor | None = None) -> dict[str, Tensor]:
     """A decoder's outputs without a target, by :func:`attngraph.generate`.
 
     ``target`` (the decoder's token input) carries only the step budget: its
-    length is ``max_length``. Greedy (``beam`` 1) or beam search, each example
-    stopping at ``<eos>``. Returns ``tokens`` (B, L), ``lengths`` (B,), ``scores``
-    (B,) and the decoder's attention outputs, ``(B, L, ...)``, under the names of
-    the model's outputs.
+    length is ``max_length``, unless ``budget`` gives each example's own. Greedy
+    (``beam`` 1) or beam search, each example stopping at ``<eos>``. Returns
+    ``tokens`` (B, L), ``lengths`` (B,), ``scores`` (B,) and the decoder's attention
+    outputs, ``(B, L, ...)``, under the names of the model's outputs.
     """
     from attngraph.lower.decode.generate import generate
     from attngraph.train.data.vocab import PAD
 
-    budget = int(inputs[target].shape[1])
+    steps = budget if budget is not None else int(inputs[target].shape[1])
     given = {k: v for k, v in inputs.items() if k not in (target, f"{target}_mask")}
-    gen = generate(model, given, max_length=budget, beam=beam, eos=EOS, pad=PAD,
+    gen = generate(model, given, max_length=steps, beam=beam, eos=EOS, pad=PAD,
                    return_attention=True, cache=cache)
     return {"tokens": gen.tokens, "lengths": gen.lengths, "scores": gen.scores,
             **gen.attention}
