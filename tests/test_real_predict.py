@@ -158,10 +158,11 @@ def test_generation_stays_within_the_models_positions(tmp_path: Path) -> None:
     data = _data(tmp_path / "d.jsonl", [{"text": " ".join(["5"] * 10)}])
     (row,) = load_run(run).predict(data)
     assert len(row["generated"]) <= 24 - 10
-    full = _data(tmp_path / "f.jsonl", [{"text": " ".join(["5"] * 24)}])
+    full = _data(tmp_path / "f.jsonl", [{"text": "5 6"}, {"text": " ".join(["5"] * 24)}])
     with pytest.raises(TrainingError) as e:
         load_run(run).predict(full)
     assert "no room is left" in e.value.diagnostics[0].message
+    assert e.value.diagnostics[0].loc.line == 2  # the record that fills them
 
 
 def test_a_texts_prediction_does_not_depend_on_its_batch(tmp_path: Path) -> None:
