@@ -212,3 +212,16 @@ def test_a_stop_gradient_is_a_difference() -> None:
     assert [(x, y, f) for x, y, f in d.changed] == [("s", "s", (("key.detach", False, True),))]
     assert "s ↔ s: key.detach False vs True" in render_diff(d)
     assert diff(loads_spec(items(detached, "a")), loads_spec(items(detached, "b"))).changed == ()
+
+
+def test_an_output_layer_matches_the_output_layer_not_a_block_projection() -> None:
+    """GPT-2 against Llama: each model's output layer is the other's, though Llama's
+    layer block holds three linears more (a node of a block's body and one outside it
+    pair only at a cost)."""
+    root = Path(__file__).resolve().parents[1] / "specs" / "real"
+    d = diff(loads_spec((root / "gpt2.yaml").read_text()),
+             loads_spec((root / "llama.yaml").read_text()))
+    pairs = dict(d.alignment.pairs)
+    assert pairs["logits"] == "logits" and pairs["nf"] == "nf"
+    assert all(a.count("/") == b.count("/") for a, b in d.alignment.pairs)
+    assert {"stack/gate", "stack/up", "stack/down"} <= set(d.alignment.only_b)

@@ -4,8 +4,9 @@ Nodes of both graphs (body nodes included, as ``owner/id``) carry their kind,
 their *role* (the kind for attention kinds; ``query``/``key``/``value`` source
 for the nodes an attention site reads; else the kind) and their fields.
 Substituting a node costs 0 for the same kind and fields, 0.25 for the same kind
-with other fields, 0.75 for another kind in the same role, and 2 (a deletion
-plus an insertion) otherwise; inserting or deleting a node costs 1, an edge 0.5.
+with other fields, 0.75 for another kind in the same role, each 0.5 more between
+a block's body and the graph around it (another depth), and 2 (a deletion plus an
+insertion) otherwise; inserting or deleting a node costs 1, an edge 0.5.
 :func:`networkx.optimize_edit_paths` searches within a time budget; graphs too
 large for it, or a search that finds nothing in time, fall back to the
 bipartite approximation of Riesen and Bunke: one linear assignment over node
@@ -91,10 +92,13 @@ def _nx(graph: Graph, sites: list[Site]) -> Any:
 
 
 def _subst(a: dict[str, Any], b: dict[str, Any]) -> float:
+    # a node of a block's body and one outside it (another depth) are rarely the same
+    # part: a model's output layer is not a layer block's projection
+    depth = 0.0 if a["depth"] == b["depth"] else 0.5
     if a["kind"] == b["kind"]:
-        return 0.0 if a["fields"] == b["fields"] else 0.25
+        return (0.0 if a["fields"] == b["fields"] else 0.25) + depth
     if a["role"] == b["role"] or {a["kind"], b["kind"]} <= {"softmax", "policy"}:
-        return 0.75
+        return 0.75 + depth
     return 2.0
 
 
