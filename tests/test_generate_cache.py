@@ -96,6 +96,33 @@ def test_a_padded_prompt_batch_equals_each_prompt_alone(name: str) -> None:
         torch.testing.assert_close(both.scores[i], one.scores[0], atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("hidden", [False, True])
+def test_the_prompt_runs_the_output_layer_on_each_rows_last_position(hidden: bool) -> None:
+    """Nothing reads the final norm and the output layer at the prompt's other positions:
+    they run on each row's last real one (GPT-2, padded prompts), as a step runs them,
+    and generation is what re-running the prefix gives. A norm that another output
+    reads as well runs on every position."""
+    text = _spec("gpt2")
+    if hidden:
+        text = text.replace("outputs: {logits: logits,", "outputs: {logits: logits, hidden: nf,")
+    model = attngraph.compile(text, seed=5)
+    rows: dict[str, list[int]] = {"nf": [], "logits": []}
+    for nid, seen in rows.items():
+        model.nodes[nid].register_forward_hook(
+            lambda _m, args, _out, seen=seen: seen.append(int(args[0]["from"].shape[1])))
+    ids, mask = _prompts(model.graph.dims["vocab"], [7, 3, 5], seed=8)
+    opts: dict[str, Any] = {"max_length": 4, "beam": 2}
+    cached = attngraph.generate(model, {"tokens": ids, "tokens_mask": mask}, **opts)
+    # (beside the prompt's 7 positions and the steps' 1, generate first checks on a
+    # few positions that the decoder does not look ahead)
+    assert 7 not in rows["logits"] and 1 in rows["logits"]
+    assert (7 in rows["nf"]) is hidden
+    plain = attngraph.generate(model, {"tokens": ids, "tokens_mask": mask}, cache=False,
+                               **opts)
+    assert torch.equal(cached.tokens, plain.tokens)
+    torch.testing.assert_close(cached.scores, plain.scores, atol=1e-5, rtol=0)
+
+
 def test_greedy_continues_what_forward_predicts() -> None:
     """Each greedy token is the argmax of forward over the prompt and the tokens before
     it (the language model, one unpadded prompt)."""

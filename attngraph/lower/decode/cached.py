@@ -224,6 +224,42 @@ def _structure(gm: Any, site: Site, x: dict[str, Tensor], vals: dict[str, Tensor
                      **{k: torch.stack(t, dim=mod.stacked[k]) for k, t in kept.items()}})
 
 
+def _tail(plan: CachePlan, out_key: str, others: set[str]) -> tuple[int, ...]:
+    """The sites (indices into ``plan.sites``) that work on each position alone and
+    make only what the generated output reads (a final norm, the output layer): the
+    prompt's step runs them on each row's last position alone, as the steps do, since
+    nothing reads them at the others. Empty when the output is made otherwise."""
+    from attngraph.lower.decode.cache import _outs
+
+    readers: dict[str, list[int]] = {}
+    for i, site in enumerate(plan.sites):
+        for inp in site.step.inputs:
+            readers.setdefault(inp.key, []).append(i)
+    tail: set[int] = set()
+    for i in reversed(range(len(plan.sites))):
+        site = plan.sites[i]
+        if site.how != "pointwise" or site.extend:
+            continue
+        made = _outs(plan.graph, plan.gm, site.step)
+        if all(k not in plan.keep and k not in others
+               and (k == out_key or readers.get(k))
+               and all(r in tail for r in readers.get(k, ())) for k in made):
+            tail.add(i)
+    made_out = any(out_key in _outs(plan.graph, plan.gm, plan.sites[i].step) for i in tail)
+    return tuple(sorted(tail)) if made_out else ()
+
+
+def _last_rows(plan: CachePlan, x: dict[str, Tensor], t: str, last: Tensor) -> None:
+    """Each value of ``x`` over the target's positions at each row's ``last`` one
+    (the axis kept, of size 1)."""
+    from attngraph.lower.decode.cache import _axis, _type
+
+    for k, v in x.items():
+        axis = _axis(_type(plan.graph, k), t)
+        if axis is not None:
+            x[k] = at_rows(v, axis, last).unsqueeze(axis)
+
+
 def _most(plan: CachePlan) -> int | None:
     """The fewest positions a table over them holds, in ``plan`` and its bodies."""
     found = [site.most for site in plan.sites if site.most is not None]
@@ -253,6 +289,9 @@ class CachedDecoder:
         self.lens = (prompt_mask.sum(1) if prompt_mask is not None else
                      torch.full((self.batch,), self.prompt.shape[1], device=self.device))
         self.started = False
+        #: the sites the prompt runs on each row's last position alone (see _tail)
+        self.tail = _tail(plan, self.out_key,
+                          {k for _, k, _ in model.out_keys if k != self.out_key})
 
     def _prefill(self) -> tuple[Tensor, dict[str, Tensor]]:
         """The prompt, as forward runs it; what the steps read is kept."""
@@ -265,13 +304,27 @@ class CachedDecoder:
         vals, rt = m._bind(given)
         s.rt_items = rt
         s.rt_new = replace(rt, masks={k: v for k, v in rt.masks.items() if k != s.t})
-        run_plan(self.plan, vals, s, step=False)
+        last = (self.lens - 1).long()
+        plan = self.plan
+        tail = [plan.sites[i] for i in self.tail]
+        run_plan(replace(plan, sites=tuple(site for i, site in enumerate(plan.sites)
+                                           if i not in self.tail)), vals, s, step=False)
+        if tail:  # on each row's last position alone, as a step runs them
+            from attngraph.lower.decode.cache import _outs
+
+            made = {k for site in tail for k in _outs(plan.graph, plan.gm, site.step)}
+            rows = {i.key: vals[i.key] for site in tail for i in site.step.inputs
+                    if i.key not in made}
+            _last_rows(plan, rows, s.t, last)
+            part = {**vals, **rows}
+            plan.gm._exec([site.step for site in tail], part, s.rt_new)
+            vals[self.out_key] = part[self.out_key]
         s.rt_items = replace(rt, masks=dict(s.rt_new.masks))
         p = self.prompt.shape[1]
         s.slot_pos = torch.arange(p, device=self.device).expand(self.batch, p)
-        last = (self.lens - 1).long()
         res = cast(dict[str, Tensor], m._outputs(vals))
-        logits = at_rows(vals[self.out_key], 1, last)  # (B, V)
+        out = vals[self.out_key]
+        logits = out[:, 0] if tail else at_rows(out, 1, last)  # (B, V)
         return logits, {k: at_rows(res[k], a, last) for k, a in self.axes.items()}
 
     def step(self, prev: Tensor | None) -> tuple[Tensor, dict[str, Tensor]]:
