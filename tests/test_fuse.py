@@ -59,7 +59,7 @@ def test_requested_weights_block_fusion() -> None:
 
 
 @pytest.mark.parametrize("change", [
-    ("fn: scaled_dot", "fn: dot"),
+    ("fn: scaled_dot", "fn: cosine"),
     ("temperature: 2.0", "fn: sparsemax"),
     ("nodes:\n", "nodes:\n  p2: {kind: dropout, from: p}\n"),
 ])
@@ -85,12 +85,15 @@ CASES = [  # (softmax mask, single query vector): causal and window need all pai
 ]
 
 
+@pytest.mark.parametrize("fn", ["scaled_dot", "dot"])
 @pytest.mark.parametrize(("mask", "vector_query"), CASES)
-def test_fused_equals_explicit(mask: str | None, vector_query: bool) -> None:
+def test_fused_equals_explicit(mask: str | None, vector_query: bool, fn: str) -> None:
     """Fused SDPA and the explicit path give the same numbers and gradients, with
-    padding (including a fully padded row), causal and window masks."""
+    padding (including a fully padded row), causal and window masks, for q·k/√d and
+    for the unscaled q·k (T5's scores)."""
     torch = pytest.importorskip("torch")
-    spec = SPEC.replace("temperature: 2.0", "temperature: 0.5")
+    spec = SPEC.replace("temperature: 2.0", "temperature: 0.5").replace("fn: scaled_dot",
+                                                                      f"fn: {fn}")
     spec = spec.replace("{causal: true}", mask) if mask else spec.replace(
         "mask: {causal: true}, ", "")
     if vector_query:

@@ -23,6 +23,8 @@ class FusedAttentionSpec(NodeModel):
     fused: str
     mask: MaskSpec | None = None
     temperature: float = 1.0
+    #: the scores divided q·k by √d (a ``scaled_dot`` scorer; False: ``dot``, q·k)
+    scaled: bool = True
     combine: Literal["concat", "mean"] = "concat"
     out: int | None = None
     bias: bool = True

@@ -74,9 +74,12 @@ class ScorerInfo:
     #: the scores are c·(q·k) for a constant c > 0 and no parameters: of two positive
     #: feature maps, a kernel score that a ``sum`` normaliser may take (linear attention)
     dot_product: bool = False
-    #: the scores are exactly q·k/√d (a dot product): scorer → softmax → readout may run
-    #: as one ``scaled_dot_product_attention`` call (the fusion pass)
+    #: the scores are exactly q·k/√d (a dot product), or q·k where ``scaled`` is False:
+    #: scorer → softmax → readout may run as one ``scaled_dot_product_attention`` call
+    #: (the fusion pass)
     fusable: bool = False
+    #: with ``fusable``: the scores divide q·k by √d (False: they are q·k itself)
+    scaled: bool = True
     #: the function reads per-item ``features`` f_i inside the score (additive's V f_i)
     takes_features: bool = False
     #: the docs table: its parameters in words, and notes (a paper, what it is for)
@@ -106,7 +109,7 @@ def _mod(name: str) -> str:
 
 for _info in (
     ScorerInfo("dot", "q·k", same_size=True, module=_mod("Dot"), dot_product=True,
-               parameters="none"),
+               fusable=True, scaled=False, parameters="none"),
     ScorerInfo("scaled_dot", "q·k/√d", same_size=True, module=_mod("ScaledDot"),
                dot_product=True, fusable=True, parameters="none",
                doc="the transformer score"),

@@ -39,7 +39,7 @@ def normaliser_table() -> str:
     for name, n in NORMALISERS.items():
         traits = [t for t, on in (("sparse: exact zeros", n.sparse), ("needs `k`", n.needs_k),
                                   ("kernel scores: linear attention", n.kernel),
-                                  ("fused with a scaled-dot scorer", n.fusable)) if on]
+                                  ("fused with a dot-product scorer", n.fusable)) if on]
         weights = f"{n.formula}: {n.doc}" if n.doc else n.formula
         rows.append(f"| `{name}` | {_cell(weights)} | {', '.join(traits)} | "
                     f"{_cell(n.reference)} |")
@@ -76,7 +76,8 @@ def scorer_table() -> str:
     rows = ["| fn | formula | needs | parameters | notes |", "|---|---|---|---|---|"]
     for name, s in SCORERS.items():
         traits = _join("a dot product" if s.dot_product else "",
-                       "fusable (one scaled_dot_product_attention call)" if s.fusable else "",
+                       ("fusable (one scaled_dot_product_attention call"
+                        + ("" if s.scaled else ", scale 1") + ")") if s.fusable else "",
                        "positions only" if not s.content else "")
         rows.append(f"| `{name}` | {_cell(s.formula)} | {_needs(s)} | "
                     f"{_cell(s.parameters)} | {_cell(_join(s.doc, traits))} |")

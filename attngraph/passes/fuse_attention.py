@@ -1,12 +1,13 @@
-"""Fusion pass: scaled-dot scorer -> softmax -> readout becomes one ``attention`` node.
+"""Fusion pass: dot-product scorer -> softmax -> readout becomes one ``attention`` node.
 
 The pattern is data (:data:`ATTENTION`): a chain of kinds, each link read through
 one field of the next node, with a predicate per node. The predicates read the
 traits of the functions the nodes name, never their names: a scorer function that
-is a ``fusable`` dot product (q·k/√d, :class:`~attngraph.kinds.scorers.ScorerInfo`),
+is a ``fusable`` dot product (q·k/√d, or q·k where it is not ``scaled``:
+:class:`~attngraph.kinds.scorers.ScorerInfo`),
 a ``fusable`` normaliser (softmax over the items), a readout whose activation is
 the ``identity``. So a scorer function a package registers with those traits is
-fused like ``scaled_dot``. A chain matches when
+fused like ``scaled_dot`` (and ``dot``). A chain matches when
 every intermediate value (the scores, the weights) is used by the next link only
 and is not a declared output. The fused node keeps the readout's id, reads the
 scorer's ``query``/``key``, the readout's ``values`` and the softmax's adjacency
@@ -120,9 +121,11 @@ def _fuse(score: Node[Any], soft: Node[Any], read: Node[Any]) -> Node[Any]:
     ins += [e for e in read.inputs if e.role.field == "values"]
     ins += [e for e in soft.inputs if e.role.field == "mask"]
     r = read.spec
+    info = named(score.spec, SCORERS)
     spec = FusedAttentionSpec(
         fused=f"{score.id}+{soft.id}+{read.id}", mask=soft.spec.mask,
-        temperature=soft.spec.temperature, combine=r.combine,
+        temperature=soft.spec.temperature, scaled=info is None or info.scaled,
+        combine=r.combine,
         out=int(r.out) if r.out is not None else None, bias=r.bias, label=r.label,
     )
     return replace(read, spec=spec, inputs=tuple(ins), params=score.params + read.params)

@@ -264,7 +264,8 @@ def lower_readout(ctx: LowerCtx) -> NodeModule:
 
 
 class FusedAttention(_ReadoutOut):
-    """Scaled-dot scorer, softmax and readout as one ``scaled_dot_product_attention``."""
+    """Dot-product scorer (q·k/√d or q·k), softmax and readout as one
+    ``scaled_dot_product_attention``."""
 
     def __init__(self, ctx: LowerCtx) -> None:
         q, k = ctx.t("query"), ctx.t("key")
@@ -278,7 +279,8 @@ class FusedAttention(_ReadoutOut):
         self.causal = bool(m and m.causal)
         self.window: int | None = m.window if m else None
         self.self_loops = m.self_loops if m else True
-        self.scale = 1.0 / (math.sqrt(ctx.features("key")) * float(s.temperature))
+        root = math.sqrt(ctx.features("key")) if s.scaled else 1.0  # q·k/√d, or q·k
+        self.scale = 1.0 / (root * float(s.temperature))
         #: grouped-query heads (Ainslie et al. 2023): keys and values of one head count,
         #: each read by a group of query heads, which SDPA reads in place
         #: (``enable_gqa``) rather than from a copy per query head
