@@ -209,3 +209,14 @@ def test_an_explicit_format_wins_over_the_suffix(tmp_path: Path) -> None:
                                     "--format", "python", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert out.read_text(encoding="utf-8").lstrip().startswith('"""')
+    # a file Python cannot import by name is run by path in the hint, and that runs
+    hint = next(line for line in res.output.splitlines() if line.startswith("run it: "))
+    assert f"= runpy.run_path({str(out)!r})[" in hint
+    import runpy
+
+    cls = hint.split(" = runpy.run_path")[0].removeprefix("run it: ")
+    assert isinstance(runpy.run_path(str(out))[cls](), torch.nn.Module)
+    for name, how in (("my-model.py", "runpy.run_path"), ("mymodel.py", "from mymodel import")):
+        res = CliRunner().invoke(main, ["export", str(ROOT / "specs" / "global_attention.yaml"),
+                                        "--format", "python", "-o", str(tmp_path / name)])
+        assert res.exit_code == 0 and how in res.output, res.output

@@ -3,6 +3,7 @@ attngraph (a torch.export program, an ONNX model, or the model's PyTorch source)
 
 from __future__ import annotations
 
+import keyword
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,15 @@ def _weights_path(output: str) -> Path:
     return out.with_suffix(".safetensors")
 
 
+def _from(output: str, name: str) -> str:
+    """How to get ``name`` from the Python file ``output``: an import where the file is
+    a module Python can import (``NAME.py``, run beside it), else ``runpy``."""
+    out = Path(output)
+    if out.suffix == ".py" and out.stem.isidentifier() and not keyword.iskeyword(out.stem):
+        return f"from {out.stem} import {name}"
+    return f"{name} = runpy.run_path({output!r})[{name!r}]"
+
+
 def _write_python(model: Any, output: str, code: bytes, cls: str,
                   weights: tuple[Path, bytes | None, str] | None = None) -> None:
     """Write ``code`` (``model.code``, whose spec class is ``cls``) to ``output``, and
@@ -147,13 +157,12 @@ def _write_python(model: Any, output: str, code: bytes, cls: str,
         write_output(output, code)
         click.echo(f"wrote {output} and {where}: PyTorch module {cls} of {graph.name} "
                    f"(python; imports torch only; {whose})")
-        click.echo(f"run it: from {Path(output).stem} import load; model = load(); "
-                   f"model({args})")
+        click.echo(f"run it: {_from(output, 'load')}; model = load(); model({args})")
         return
     write_output(output, code)
     click.echo(f"wrote {output}: PyTorch module {cls} of {graph.name} (python; imports torch "
                "only, parameters empty)")
-    click.echo(f"run it: from {Path(output).stem} import {cls}; model = {cls}(); "
+    click.echo(f"run it: {_from(output, cls)}; model = {cls}(); "
                "model.load_state_dict(state_dict); model.eval(); "
                f"model({args})")
     click.echo("  (state_dict: torch.save(attngraph.compile(SPEC, seed=...).state_dict(), "
