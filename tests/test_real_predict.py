@@ -10,6 +10,7 @@ read are one error at the record."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -232,6 +233,66 @@ def test_evaluate_scores_a_classifier_against_the_records_labels(
     with pytest.raises(TrainingError) as e:
         load_run(run).evaluate(_data(tmp_path / "b.jsonl", [{"text": "a", "label": "happy"}]))
     assert "'happy' is not one of the model's (neg, neutral, pos)" in e.value.diagnostics[0].message
+
+
+def test_evaluate_gives_a_language_models_loss_and_perplexity(tmp_path: Path) -> None:
+    """Texts without a target: a causal decoder's report is its loss on them, the mean
+    cross-entropy of every next token (the end id closing each text), which is
+    transformers' labels= loss weighted by the tokens each text scores, and
+    exp(loss); the same at any batch size. With targets, the generation figures too;
+    a target on some records only is an error at the first without."""
+    run, model = _gpt2(tmp_path, eos=3)
+    texts = [[5, 6, 7, 8], [9, 10], [11, 12, 13]]
+    data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, t))} for t in texts])
+    total, tokens = 0.0, 0
+    for t in texts:
+        ids = torch.tensor([[*t, 3]])
+        with torch.no_grad():
+            total += float(model(input_ids=ids, labels=ids).loss) * len(t)
+        tokens += len(t)
+    want = total / tokens
+    for batch in (1, 16):
+        report = load_run(run).evaluate(data, batch=batch)
+        assert report["loss"] == pytest.approx(want, abs=1e-5)
+        assert report["perplexity"] == pytest.approx(math.exp(want), rel=1e-5)
+        assert report["tokens"] == tokens and "exact_match" not in report
+    recs = [{"text": "5 6", "target": "7"}, {"text": "9 10", "target": "11 12"}]
+    both = load_run(run).evaluate(_data(tmp_path / "t.jsonl", recs), max_length=2)
+    assert {"loss", "perplexity", "exact_match", "bleu"} <= set(both)
+    with pytest.raises(TrainingError) as e:
+        load_run(run).evaluate(_data(tmp_path / "m.jsonl", [*recs, {"text": "5 6"}]))
+    assert e.value.diagnostics[0].loc.line == 3
+    assert "no 'target'" in e.value.diagnostics[0].message
+
+
+def test_evaluate_gives_an_encoder_decoders_loss_of_each_target(tmp_path: Path) -> None:
+    """T5: the loss is the cross-entropy of each target (the end id closing it) given
+    its source, transformers' labels= loss weighted by the target's tokens; a record
+    without a target is an error (the loss reads it)."""
+    torch.manual_seed(3)
+    cfg = transformers.T5Config(vocab_size=24, d_model=16, d_kv=8, d_ff=32, num_layers=2,
+                                num_decoder_layers=2, num_heads=2,
+                                relative_attention_num_buckets=8,
+                                relative_attention_max_distance=16, decoder_start_token_id=0,
+                                eos_token_id=1, pad_token_id=0)
+    model = transformers.T5ForConditionalGeneration(cfg).eval()
+    model.save_pretrained(tmp_path / "t5")
+    import_model(tmp_path / "t5", tmp_path / "run")
+    pairs = [([5, 6, 7], [8, 9]), ([10, 11], [12, 13, 14])]
+    recs = [{"text": " ".join(map(str, s)), "target": " ".join(map(str, t))} for s, t in pairs]
+    report = load_run(tmp_path / "run").evaluate(_data(tmp_path / "d.jsonl", recs),
+                                                 max_length=4)
+    total = 0.0
+    for src, tgt in pairs:
+        with torch.no_grad():
+            total += float(model(input_ids=torch.tensor([src]),
+                                 labels=torch.tensor([[*tgt, 1]])).loss) * (len(tgt) + 1)
+    assert report["tokens"] == 2 + 1 + 3 + 1
+    assert report["loss"] == pytest.approx(total / report["tokens"], abs=1e-5)
+    assert "exact_match" in report
+    with pytest.raises(TrainingError) as e:
+        load_run(tmp_path / "run").evaluate(_data(tmp_path / "n.jsonl", [{"text": "5 6"}]))
+    assert "no 'target'" in e.value.diagnostics[0].message
 
 
 def test_evaluate_scores_generated_text_against_the_target(tmp_path: Path) -> None:

@@ -70,7 +70,10 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
     F1 and support, their macro and weighted averages and the confusion matrix;
     for a decoder also the BLEU and exact match of the text it generates. A run
     written by attngraph import reads each record's text with the run's tokenizer/
-    and scores its label (a classifier) or target (a generating model).
+    and scores its label (a classifier), or gives a generating model's loss and
+    perplexity on the records (a causal decoder's text; an encoder-decoder's target)
+    and, where the records have a target, the BLEU and exact match of what it
+    generates.
     """
     from attngraph.errors import SourceLoc, TrainingError
     from attngraph.train.trained.evaluation_text import format_report

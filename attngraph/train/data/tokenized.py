@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
 __all__ = ["Plan", "TokenizedEncoding", "TokenizedTask", "blocks_of", "only_imports",
-           "plan_of", "stored_task", "tokenized_task"]
+           "plan_of", "scored_task", "stored_task", "tokenized_task"]
 
 #: The class names a configuration has when nobody named its classes.
 _DEFAULT_NAME = re.compile(r"LABEL_(\d+)")
@@ -470,6 +470,28 @@ def tokenized_task(graph: Graph, run_dir: str | Path, data: str, *, valid: str |
                       f"tokens this model reads: their first {enc.most} are read (--truncate)",
                       stacklevel=2)
     return task
+
+
+def scored_task(graph: Graph, run_dir: str | Path, records: list[Record], *,
+                truncate: bool = False) -> TokenizedTask:
+    """``records`` for an imported generating model's loss, read as its
+    fine-tuning reads them (a causal decoder's text, an encoder–decoder's source and
+    ``target``): a task whose validation split is every record, in order.
+
+    Raises
+    ------
+    TrainingError
+        As :func:`tokenized_task`: a record the model cannot read, located.
+    """
+    run_dir = Path(run_dir)
+    first = records[0].loc
+    where = SourceLoc(first.file, first.line, first.col, first.text)
+    plan = plan_of(graph, where)
+    cols, label = _columns(graph, plan, records, {}, where)
+    enc = _encoding(graph, import_info(run_dir), plan, RunText.of(run_dir), cols, label,
+                    None, position_bounds(graph), truncate=truncate)
+    every = EncodedDataset(graph, enc, records)
+    return TokenizedTask(enc, every, every)
 
 
 def _check_blocks(plan: Plan, size: int, most: int | None) -> None:

@@ -47,7 +47,9 @@ def format_report(report: Report, title: str) -> str:
     shown = {k: v for k, v in figures.items() if not k.startswith(("macro_", "weighted_"))}
     width = max([18, *(len(k) + 1 for k in shown)])
     lines = [f"{title}: {n} example{'s' if n != 1 else ''}"]
-    lines += [f"  {k:<{width}} {v:.4f}" for k, v in shown.items()]
+    # counts (the tokens scored) as whole numbers, the figures to 4 places
+    lines += [f"  {k:<{width}} {v if isinstance(v, int) else format(v, '.4f')}"
+              for k, v in shown.items()]
     if report.classes is not None:
         lines += ["", *_class_rows(report.classes), "", *_matrix(report.classes)]
     lines += [f"  note: {note}" for note in report.notes]

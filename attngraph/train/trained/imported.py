@@ -293,59 +293,126 @@ def evaluate_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any]], 
     A classifier's records name their class in ``label`` (a label of the model's
     ``id2label``, or its id): the report has the loss (mean cross-entropy), the
     accuracy, each class's precision, recall, F1 and support and the confusion matrix.
-    A generating model's records hold the text it should give in ``target``: the
-    report has the exact match and the BLEU of the generated tokens against the
-    target's (by the run's tokenizer).
+    A generating model's report has its loss, the mean cross-entropy of the tokens it
+    is trained to give (as fine-tuning reads the records: a causal decoder's text, the
+    end id closing it; an encoder–decoder's ``target`` given its text), its
+    ``perplexity`` (exp(loss)) and the number of ``tokens`` scored; where the records
+    hold the text the model should give (``target``, which an encoder–decoder's need),
+    also the exact match and the BLEU of the generated tokens against the target's
+    (by the run's tokenizer).
 
     Raises
     ------
     TrainingError
-        A record without its label or target, a label the model does not have, and
-        what :func:`predict_imported` refuses.
+        A record without its label (or an encoder–decoder's without its target, or a
+        target where others have one), a label the model does not have, and what
+        :func:`predict_imported` refuses.
     """
     import math
 
+    from attngraph.train.data.tokenized import plan_of
     from attngraph.train.trained.evaluation import Report, class_scores, corpus_bleu
 
     run_dir = run.path
     recs = run.records(data)
     info, reader = _info(run, run_dir), RunText.of(run_dir)
+    n = len(recs)
+    plan = plan_of(run.graph, SourceLoc(str(run_dir)))
+    loss: dict[str, float] = {}
+    said: list[str] = []
+    if plan.objective != "classify":
+        targets = _targets(recs, needed=plan.objective == "seq2seq")
+        loss, cut = _loss(run, recs, batch=batch, bf16=bf16, truncate=truncate)
+        said = ["loss: the mean cross-entropy of every token the model is trained to give "
+                + ("(each text's next tokens, the end id closing it)" if plan.objective
+                   == "lm" else "(the target's, given the text)")
+                + "; perplexity: exp(loss)"]
+        if not targets:
+            return Report({"examples": n, **loss}, notes=[*said, *_cut(cut, n)])
     rows = _predict(run, run_dir, recs, info, reader, attention=False, batch=batch,
                     max_length=max_length, beam=beam, cache=True, bf16=bf16,
                     truncate=truncate)
-    n = len(rows)
-    cut = sum(1 for row in rows if row.get("truncated"))
-    notes = [f"{cut} of {n} records were longer than the model reads: their first tokens "
-             "were read (--truncate)"] if cut else []
+    notes = _cut(sum(1 for row in rows if row.get("truncated")), n)
     if "probabilities" in rows[0]:
         labels = list(rows[0]["probabilities"])
         true = [_label_id(rec, labels) for rec in recs]
         pred = [labels.index(row["prediction"]) for row in rows]
-        loss = -sum(math.log(max(row["probabilities"][labels[k]], 1e-12))
-                    for row, k in zip(rows, true, strict=True)) / n
+        ce = -sum(math.log(max(row["probabilities"][labels[k]], 1e-12))
+                  for row, k in zip(rows, true, strict=True)) / n
         scores = class_scores(true, pred, labels.__getitem__)
         right = sum(a == b for a, b in zip(true, pred, strict=True))
-        return Report({"examples": n, "loss": loss, "accuracy": right / n, **scores.flat()},
+        return Report({"examples": n, "loss": ce, "accuracy": right / n, **scores.flat()},
                       scores, notes)
     eos = config_id(info, "eos")
     hyps, refs = [], []
     for rec, row in zip(recs, rows, strict=True):
-        target = rec.values.get("target")
-        if not isinstance(target, str):
-            msg = "this record has no 'target' text to score the generated text against"
-            raise TrainingError(msg, rec.loc, 'give each record the text it should give: '
-                                '{"text": ..., "target": ...}')
+        target = rec.values["target"]
         hyp = list(row["generated"])
         if hyp and eos is not None and hyp[-1] == reader.shown([eos])[0]:
             hyp = hyp[:-1]
         hyps.append(hyp)
         refs.append(reader.shown([t for t in reader.ids(target, rec.loc, given=None)
                                   if t != eos]))
-    return Report({"examples": n,
+    return Report({"examples": n, **loss,
                    "exact_match": sum(h == r for h, r in zip(hyps, refs, strict=True)) / n,
                    "bleu": corpus_bleu(hyps, refs)},
-                  notes=["the generated tokens scored against the target's, by the run's "
-                         "tokenizer (else as ids), the end token left out", *notes])
+                  notes=[*said, "the generated tokens scored against the target's, by the "
+                         "run's tokenizer (else as ids), the end token left out", *notes])
+
+
+def _cut(cut: int, n: int) -> list[str]:
+    """The report's note on records cut to the model's positions (none: no note)."""
+    return [f"{cut} of {n} records were longer than the model reads: their first tokens "
+            "were read (--truncate)"] if cut else []
+
+
+def _targets(recs: list[Record], *, needed: bool) -> bool:
+    """Whether the records hold the text the model should give (``target``): all of
+    them, or (unless ``needed``) none; a record without one among others that have
+    one is an error at it."""
+    has = [isinstance(rec.values.get("target"), str) for rec in recs]
+    if all(has) or not (needed or any(has)):
+        return all(has)
+    rec = recs[has.index(False)]
+    msg = "this record has no 'target' text to score the generated text against"
+    raise TrainingError(msg, rec.loc, 'give each record the text it should give: '
+                        '{"text": ..., "target": ...}')
+
+
+def _loss(run: Run, recs: list[Record], *, batch: int, bf16: bool,
+          truncate: bool) -> tuple[dict[str, float], int]:
+    """A generating model's loss on the records (the mean cross-entropy of every token
+    it is trained to give: a causal decoder's next tokens of each text, the end id
+    closing it; an encoder–decoder's target given its source), its perplexity,
+    exp(loss), and the tokens scored; computed a batch at a time, as its fine-tuning
+    reads the records; and how many records were cut to the model's positions."""
+    import math
+
+    import torch
+
+    from attngraph.train.data.tokenized import scored_task
+    from attngraph.train.engine.device import autocast, to_device
+    from attngraph.train.engine.step import task_loss
+    from attngraph.train.tasks.base import IGNORE
+    from attngraph.train.tasks.lookup import bind_inputs
+
+    task = scored_task(run.graph, run.path, recs, truncate=truncate)
+    total, tokens = 0.0, 0
+    with torch.no_grad(), autocast(run.device, bf16):
+        for b in task.valid_batches(batch):
+            b = to_device(b, run.device)
+            out = run.model(**bind_inputs(run.graph, task, b))
+            target = b[task.target]
+            n = int((target != IGNORE).sum())
+            loss = task_loss({k: v.float() for k, v in out.items()}, target,
+                             graph=run.graph, objective=task.objective)
+            total, tokens = total + float(loss) * n, tokens + n
+    mean = total / max(tokens, 1)
+    if not math.isfinite(mean):
+        what = f"the loss on these records is {mean}"
+        raise run._nonfinite(SourceLoc(recs[0].loc.file), what, "these records")
+    return ({"loss": mean, "perplexity": math.exp(min(mean, 700.0)), "tokens": tokens},
+            len(task.enc.cut))
 
 
 def _label_id(rec: Record, labels: list[str]) -> int:
