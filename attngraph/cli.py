@@ -157,6 +157,8 @@ class _Main(click.Group):
 
 
 spec_argument = click.argument("spec", type=click.Path(dir_okay=False))
+#: a spec file, or a run directory (its spec: :func:`attngraph.commands.load_spec_or_run`)
+spec_or_run_argument = click.argument("spec", type=click.Path())
 
 
 def write_output(path: str | Path, data: str | bytes, *,

@@ -120,6 +120,15 @@ def test_cli_import_writes_a_run_that_commands_read(gpt2_dir: Path, tmp_path: Pa
                                     "--resume", "--steps", "2", "--quiet"])
     assert res.exit_code == 0, res.output
     assert attngraph.load_run(out).checkpoint.step == 2
+    # describe, diff and render take the run directory for its spec
+    res = CliRunner().invoke(main, ["describe", str(out)])
+    assert res.exit_code == 0 and res.output.startswith(f"gpt2 ({out / 'spec.yaml'})"), \
+        res.output
+    real = Path(__file__).resolve().parents[1] / "specs" / "real" / "gpt2.yaml"
+    res = CliRunner().invoke(main, ["diff", str(out), str(real)])
+    assert res.exit_code == 0 and "vocab 12 vs 50257" in res.output, res.output
+    res = CliRunner().invoke(main, ["render", str(out), "-o", str(tmp_path / "g.svg")])
+    assert res.exit_code == 0 and (tmp_path / "g.svg").stat().st_size > 0, res.output
 
 
 def test_a_run_without_tokenizer_reads_ids(gpt2_dir: Path, tmp_path: Path) -> None:

@@ -24,6 +24,20 @@ def train_ga(cli) -> Callable[..., object]:
     return run
 
 
+def test_describe_diff_and_render_read_a_runs_spec(tmp_path: Path, train_ga, cli) -> None:
+    """A run directory (its spec held by its checkpoint alone) is a SPEC for describe,
+    diff and render; a directory that is no run is one error with a hint."""
+    train_ga(tmp_path / "run", "--quiet")
+    res = cli("describe", tmp_path / "run", code=0)
+    assert res.output.startswith(f"global_attention ({GA}): 1 attention site")
+    assert "same: " in cli("diff", tmp_path / "run", GA, code=0).output
+    cli("render", tmp_path / "run", "-o", tmp_path / "ga.svg", code=0)
+    assert (tmp_path / "ga.svg").stat().st_size > 0
+    (tmp_path / "empty").mkdir()
+    res = cli("describe", tmp_path / "empty", code=1)
+    assert "neither a spec file nor a run" in res.output and "hint:" in res.output
+
+
 def test_train_writes_metrics_checkpoint_and_summary(tmp_path: Path, train_ga) -> None:
     """A run leaves one JSON line per step plus validation lines, a checkpoint, summary.json,
     and prints a summary comparing final metrics with the spec's targets and naming

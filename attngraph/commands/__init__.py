@@ -3,8 +3,46 @@
 The bounds shared by the commands' options live here, in a module that imports
 nothing of the CLI, so that any command module can be imported first."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attngraph.ir.graph import Graph
+
 #: Bounds of a compile or export's test run: a seed torch takes, and sizes that fit
 #: a shape check (a larger forward belongs in a benchmark or in training).
 MAX_SEED = 2**63 - 1
 MAX_BATCH = 256
 MAX_LENGTH = 4096
+
+
+def load_spec_or_run(path: str, *, allow_large: bool = False) -> Graph:
+    """The spec at ``path``: a spec file, or a run directory (``attngraph train`` or
+    ``attngraph import`` wrote it): its ``spec.yaml`` where it has one, else the spec
+    text its checkpoint holds (the spec it was trained from).
+
+    Raises
+    ------
+    AttnGraphError
+        What reading the spec raises; a directory that is neither is a located error.
+    """
+    from pathlib import Path
+
+    from attngraph.errors import SourceLoc, SpecError
+    from attngraph.frontend import load_spec, loads_spec
+
+    folder = Path(path)
+    if not folder.is_dir():
+        return load_spec(path, allow_large=allow_large)
+    if (folder / "spec.yaml").is_file():
+        return load_spec(str(folder / "spec.yaml"), allow_large=allow_large)
+    if (folder / "checkpoint.pt").is_file():
+        from attngraph.train.store.checkpoints import load_checkpoint
+
+        ckpt = load_checkpoint(folder)
+        # the run's spec was accepted when it trained: its size is not checked again
+        return loads_spec(ckpt.spec_text, ckpt.spec_file, allow_large=True)
+    msg = "a directory, but neither a spec file nor a run (it has no spec.yaml or checkpoint.pt)"
+    raise SpecError(msg, SourceLoc(path), "give a spec file, or a run directory that "
+                    "attngraph train or attngraph import wrote")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from attngraph.cli import main, run_stage, spec_argument
+from attngraph.cli import main, run_stage, spec_or_run_argument
+from attngraph.commands import load_spec_or_run
 
 _FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
@@ -13,12 +14,13 @@ _FORMAT = click.option(
 
 
 @main.command()
-@spec_argument
+@spec_or_run_argument
 @_FORMAT
 @click.option("--allow-large", is_flag=True, help="Accept specs over the size limits.")
 @run_stage
 def describe(spec: str, fmt: str, allow_large: bool) -> None:
-    """Describe SPEC: each attention site on every axis, with the reason.
+    """Describe SPEC (a spec file, or a run directory: the spec it was trained or
+    imported with): each attention site on every axis, with the reason.
 
     Axes: soft/hard, content/location, self/external, global/local, heads,
     recurrent or not, explicit/implicit; plus the scorer's formula, the cost of
@@ -26,20 +28,20 @@ def describe(spec: str, fmt: str, allow_large: bool) -> None:
     """
     from attngraph.analysis.describe import describe as describe_graph
     from attngraph.analysis.formats import render
-    from attngraph.frontend import load_spec
 
-    g = load_spec(spec, allow_large=allow_large)
+    g = load_spec_or_run(spec, allow_large=allow_large)
     click.echo(render(describe_graph(g), fmt).rstrip("\n"))
 
 
 @main.command()
-@click.argument("a", type=click.Path(dir_okay=False))
-@click.argument("b", type=click.Path(dir_okay=False))
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
 @_FORMAT
 @click.option("--allow-large", is_flag=True, help="Accept specs over the size limits.")
 @run_stage
 def diff(a: str, b: str, fmt: str, allow_large: bool) -> None:
-    """Relate two specs A and B: what is the same and what differs.
+    """Relate two specs A and B (spec files or run directories): what is the same
+    and what differs.
 
     Nodes are aligned by role (graph edit distance with costs by kind); the
     report compares every axis per attention site, the scorers, where queries and
@@ -47,8 +49,7 @@ def diff(a: str, b: str, fmt: str, allow_large: bool) -> None:
     """
     from attngraph.analysis.diff import diff as diff_graphs
     from attngraph.analysis.diff import render_diff
-    from attngraph.frontend import load_spec
 
-    ga = load_spec(a, allow_large=allow_large)
-    gb = load_spec(b, allow_large=allow_large)
+    ga = load_spec_or_run(a, allow_large=allow_large)
+    gb = load_spec_or_run(b, allow_large=allow_large)
     click.echo(render_diff(diff_graphs(ga, gb), fmt).rstrip("\n"))

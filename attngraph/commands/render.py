@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from attngraph.cli import RegistryChoice, main, run_stage, spec_argument, write_output
+from attngraph.cli import RegistryChoice, main, run_stage, spec_or_run_argument, write_output
+from attngraph.commands import load_spec_or_run
 from renderers import FORMATS, VIEWS
 
 _SUFFIX = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot",
@@ -30,7 +31,7 @@ def infer_format(output: str | None, fmt: str | None) -> str:
 
 
 @main.command()
-@spec_argument
+@spec_or_run_argument
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write here (missing folders are made); the suffix picks the format "
               "(.svg .png .pdf .dot .mmd .json).")
@@ -48,7 +49,8 @@ def infer_format(output: str | None, fmt: str | None) -> str:
 @run_stage
 def render(spec: str, output: str | None, view: str, fmt: str | None, items: int,
            query: int, expand_repeats: bool, allow_large: bool) -> None:
-    """Draw SPEC as a diagram (architecture view, or the per-item unrolled view).
+    """Draw SPEC as a diagram (architecture view, or the per-item unrolled view);
+    SPEC is a spec file, or a run directory (the spec it was trained or imported with).
 
     \b
     attngraph render spec.yaml -o spec.svg
@@ -57,11 +59,10 @@ def render(spec: str, output: str | None, view: str, fmt: str | None, items: int
     """
     import sys
 
-    from attngraph.frontend import load_spec
     from renderers import render as draw
 
     fmt = infer_format(output, fmt)
-    graph = load_spec(spec, allow_large=allow_large)
+    graph = load_spec_or_run(spec, allow_large=allow_large)
     out = draw(graph, view, fmt, items=items, query=query, expand_repeats=expand_repeats)
     if output:
         from attngraph.errors import RenderError
