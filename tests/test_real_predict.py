@@ -101,7 +101,8 @@ def test_attention_is_every_layers_weights_heads_averaged(
 
 def test_the_cli_writes_one_json_line_per_record(bert: tuple[Path, object],
                                                  tmp_path: Path) -> None:
-    """attngraph predict RUN --data FILE on an imported run."""
+    """attngraph predict RUN --data FILE on an imported run, and the same texts given
+    by --input; one of the two, not both."""
     run, _ = bert
     data = _data(tmp_path / "d.jsonl", [{"text": "the cat"}, {"text": "a dog ran"}])
     res = CliRunner().invoke(main, ["predict", str(run), "--data", str(data)])
@@ -109,6 +110,13 @@ def test_the_cli_writes_one_json_line_per_record(bert: tuple[Path, object],
     rows = [json.loads(line) for line in res.output.splitlines()]
     assert [r["index"] for r in rows] == [0, 1]
     assert all(set(r["probabilities"]) == {"neg", "neutral", "pos"} for r in rows)
+    given = CliRunner().invoke(main, ["predict", str(run), "--input", "the cat",
+                                      "--input", "a dog ran"])
+    assert given.exit_code == 0, given.output
+    assert [json.loads(line) for line in given.output.splitlines()] == rows
+    for args in ([], ["--data", str(data), "--input", "the cat"]):
+        res = CliRunner().invoke(main, ["predict", str(run), *args])
+        assert res.exit_code == 2 and "--data FILE, or one or more --input TEXT" in res.output
 
 
 def test_a_record_without_text_is_one_error_at_it(bert: tuple[Path, object],

@@ -163,6 +163,9 @@ def test_a_translation_run_generates_greedy_and_by_beam_search(tmp_path: Path, c
     src = write_jsonl(tmp_path / "src.jsonl", [{"source": "red blue"}])
     row = json.loads(cli("predict", run, "--data", src, "--max-length", "5", code=0).stdout)
     assert isinstance(row["prediction"], str) and len(row["prediction"].split()) <= 5
+    given = json.loads(cli("predict", run, "--input", "red blue", "--max-length", "5",
+                           code=0).stdout)
+    assert given["prediction"] == row["prediction"] and given["score"] == row["score"]
     beam = json.loads(cli("predict", run, "--data", src, "--beam", "3", code=0).stdout)
     # the summed log-probability of the text written (attngraph.generate's tests check
     # beam search itself against exact search)

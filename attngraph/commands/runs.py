@@ -122,7 +122,10 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
 
 @main.command()
 @_run_argument
-@_data_option
+@click.option("--data", type=click.Path(), default=None,
+              help="Records in any form train --data reads (docs/data.md).")
+@click.option("--input", "texts", multiple=True, metavar="TEXT",
+              help="A text to predict for, instead of --data (repeat it for several).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
               help="JSONL file of predictions, one line per example [default: stdout].")
 @click.option("--attention", is_flag=True,
@@ -137,10 +140,11 @@ def evaluate(run_dir: str, data: str, batch: int, as_json: bool, output: str | N
 @_truncate_option
 @device_options
 @run_stage
-def predict(run_dir: str, data: str, output: str | None, attention: bool, batch: int,
-            max_length: int | None, beam: int, cache: bool, truncate: bool, device: str,
-            bf16: bool) -> None:
-    """Predictions of the run trained in RUN for the records of --data.
+def predict(run_dir: str, data: str | None, texts: tuple[str, ...], output: str | None,
+            attention: bool, batch: int, max_length: int | None, beam: int, cache: bool,
+            truncate: bool, device: str, bf16: bool) -> None:
+    """Predictions of the run trained in RUN for the records of --data, or for each
+    text given by --input.
 
     One JSON object per example: its index (and line), the prediction as a
     label name (with the probabilities) or as text (a decoder's greedy output,
@@ -152,8 +156,13 @@ def predict(run_dir: str, data: str, output: str | None, attention: bool, batch:
     from attngraph.errors import TrainingError
     from attngraph.train.trained.reloaded import load_run
 
+    if (data is None) == (not texts):
+        msg = "give the records to predict for: --data FILE, or one or more --input TEXT (not both)"
+        raise click.UsageError(msg)
     run = load_run(run_dir, device=device)
-    rows = run.predict(data, attention=attention, batch=batch, max_length=max_length,
+    records: str | list[dict[str, str]] = data if data is not None else [
+        {"text": t} if run.imported else dict(run.text_record(t).values) for t in texts]
+    rows = run.predict(records, attention=attention, batch=batch, max_length=max_length,
                        beam=beam, bf16=bf16, cache=cache, truncate=truncate)
     text = "".join(_json(r, run_dir) + "\n" for r in rows)
     if output is None:
