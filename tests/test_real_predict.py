@@ -117,6 +117,13 @@ def test_the_cli_writes_one_json_line_per_record(bert: tuple[Path, object],
     for args in ([], ["--data", str(data), "--input", "the cat"]):
         res = CliRunner().invoke(main, ["predict", str(run), *args])
         assert res.exit_code == 2 and "--data FILE, or one or more --input TEXT" in res.output
+    # from Python, texts are records too; anything else is one error at it
+    texts = load_run(run).predict(["the cat", {"text": "a dog ran"}])
+    assert [{k: r[k] for k in ("prediction", "probabilities")} for r in texts] == \
+        [{k: r[k] for k in ("prediction", "probabilities")} for r in rows]
+    with pytest.raises(TrainingError) as e:
+        load_run(run).predict(["the cat", 5])
+    assert e.value.diagnostics[0].loc.line == 2 and "of type int" in str(e.value)
 
 
 def test_a_record_without_text_is_one_error_at_it(bert: tuple[Path, object],

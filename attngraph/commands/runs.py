@@ -160,10 +160,9 @@ def predict(run_dir: str, data: str | None, texts: tuple[str, ...], output: str 
         msg = "give the records to predict for: --data FILE, or one or more --input TEXT (not both)"
         raise click.UsageError(msg)
     run = load_run(run_dir, device=device)
-    records: str | list[dict[str, str]] = data if data is not None else [
-        {"text": t} if run.imported else dict(run.text_record(t).values) for t in texts]
-    rows = run.predict(records, attention=attention, batch=batch, max_length=max_length,
-                       beam=beam, bf16=bf16, cache=cache, truncate=truncate)
+    rows = run.predict(data if data is not None else list(texts), attention=attention,
+                       batch=batch, max_length=max_length, beam=beam, bf16=bf16, cache=cache,
+                       truncate=truncate)
     text = "".join(_json(r, run_dir) + "\n" for r in rows)
     if output is None:
         click.echo(text, nl=False)

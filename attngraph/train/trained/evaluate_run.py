@@ -30,7 +30,7 @@ NO_GENERATION = ("bleu, exact_match: this decoder reads its target only by teach
                  "forcing, so it cannot generate text to score")
 
 
-def evaluate_run(run: Run, data: str | Path | Iterable[Mapping[str, Any]], *,
+def evaluate_run(run: Run, data: str | Path | Iterable[Mapping[str, Any] | str], *,
                  batch: int = 256, bf16: bool = False, beam: int = 1,
                  max_length: int | None = None) -> Report:
     """The report of ``run`` on labelled records (see :meth:`Run.evaluate`).

@@ -92,7 +92,7 @@ def _weights(out: Mapping[str, Tensor], i: int, n: int) -> list[Any] | None:
     return [[[round(float(p), 6) for p in row[:n]] for row in layer[:n]] for layer in w]
 
 
-def predict_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any]], *,
+def predict_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any] | str], *,
                      attention: bool = False, batch: int = 16, max_length: int | None = None,
                      beam: int = 1, cache: bool = True, bf16: bool = False,
                      truncate: bool = False) -> list[dict[str, Any]]:
@@ -283,7 +283,7 @@ def _generated(run: Run, info: Mapping[str, Any], chunk: list[Record], ids: list
     return rows
 
 
-def evaluate_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any]], *,
+def evaluate_imported(run: Run, data: str | Path | Iterable[Mapping[str, Any] | str], *,
                       batch: int = 16, max_length: int | None = None, beam: int = 1,
                       bf16: bool = False, truncate: bool = False) -> Report:
     """Scores of an imported model on labelled records, from its predictions

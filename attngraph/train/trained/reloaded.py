@@ -98,11 +98,24 @@ class Run:
                                 "train with --data PATH to predict on your own data")
         return self.encoding
 
-    def records(self, data: str | Path | Iterable[Mapping[str, Any]]) -> list[Record]:
-        """Records of a data path, or of dicts (located as ``<input>:N``)."""
+    def records(self, data: str | Path | Iterable[Mapping[str, Any] | str]) -> list[Record]:
+        """Records of a data path, or of dicts or texts (located as ``<input>:N``): a
+        text is a record of the run's text input alone."""
         if isinstance(data, (str, Path)):
             return read_records(data)
-        out = [Record(dict(r), SourceLoc("<input>", i, 1)) for i, r in enumerate(data, 1)]
+        out = []
+        for i, r in enumerate(data, 1):
+            loc = SourceLoc("<input>", i, 1)
+            if isinstance(r, str):
+                values = {"text": r} if self.imported else dict(self.text_record(r).values)
+            elif isinstance(r, Mapping):
+                values = dict(r)
+            else:
+                msg = (f"record {i} is of type {type(r).__name__}: a record is a dict of its "
+                       "columns, or a text")
+                raise TrainingError(msg, loc, 'give dicts ({"text": ..., "label": ...}) '
+                                    "or texts")
+            out.append(Record(values, loc))
         if not out:
             msg = "no records given"
             raise TrainingError(msg, SourceLoc("<input>"), "give at least one record")
@@ -174,7 +187,7 @@ class Run:
         return {**batch, tgt: torch.full((size, n), PAD, dtype=torch.long),
                 f"{tgt}.budget": budget}
 
-    def predict(self, data: str | Path | Iterable[Mapping[str, Any]], *,
+    def predict(self, data: str | Path | Iterable[Mapping[str, Any] | str], *,
                 attention: bool = False, batch: int = 64, max_length: int | None = None,
                 beam: int = 1, bf16: bool = False, cache: bool = True,
                 truncate: bool = False) -> list[dict[str, Any]]:
@@ -184,8 +197,9 @@ class Run:
 
         Parameters
         ----------
-        data : path or iterable of dict
-            Records with the columns training read (labels not needed).
+        data : path, or iterable of dict or str
+            Records with the columns training read (labels not needed); a text alone
+            is a record of the run's text input.
         attention : bool
             Also give each example's attention weights (heads averaged), cut
             to its own tokens, with the tokens.
@@ -292,7 +306,7 @@ class Run:
 
         return export_run(self, path, format=format)
 
-    def evaluate(self, data: str | Path | Iterable[Mapping[str, Any]], *, batch: int = 256,
+    def evaluate(self, data: str | Path | Iterable[Mapping[str, Any] | str], *, batch: int = 256,
                  bf16: bool = False, beam: int = 1, max_length: int | None = None,
                  truncate: bool = False) -> Report:
         """The run's report on labelled records (every one scored; eval mode).
