@@ -81,6 +81,14 @@ def test_the_run_predicts_evaluates_and_reloads(spec: Path, tmp_path: Path, cli)
     cli = [json.loads(x)["prediction"] for x in res.stdout.splitlines()]
     assert cli == [p["prediction"] for p in preds]
     assert (out / "data-train.jsonl").is_file()  # the run holds what it trained on
+    # the records as a DataFrame, or as texts alone, predict the same
+    rows = [{k: p[k] for k in ("prediction", "probabilities")} for p in preds]
+    for given in (pd.DataFrame(RECORDS), [r["text"] for r in RECORDS]):
+        got = again.predict(given)
+        assert [{k: p[k] for k in ("prediction", "probabilities")} for p in got] == rows
+    for wrong in (None, RECORDS[0], b"text"):  # not a list of records: one error
+        with pytest.raises(TrainingError, match="data is a path, a list of records"):
+            again.predict(wrong)  # type: ignore[arg-type]
 
 
 def test_a_temporary_run_goes_with_its_run(spec: Path) -> None:

@@ -99,12 +99,20 @@ class Run:
         return self.encoding
 
     def records(self, data: str | Path | Iterable[Mapping[str, Any] | str]) -> list[Record]:
-        """Records of a data path, or of dicts or texts (located as ``<input>:N``): a
-        text is a record of the run's text input alone."""
+        """Records of a data path, or of dicts or texts, or a DataFrame's rows (located
+        as ``<input>:N``): a text is a record of the run's text input alone."""
         if isinstance(data, (str, Path)):
             return read_records(data)
+        given: Any = data
+        if hasattr(given, "to_dict") and not isinstance(given, Mapping):
+            given = given.to_dict("records")  # a pandas DataFrame, duck-typed
+        if isinstance(given, (Mapping, bytes)) or not hasattr(given, "__iter__"):
+            msg = (f"data is a path, a list of records (dicts or texts) or a DataFrame, not "
+                   f"{type(given).__name__}")
+            raise TrainingError(msg, SourceLoc("<input>"), 'e.g. [{"text": "..."}] or '
+                                '["..."]; one record is a list of one')
         out = []
-        for i, r in enumerate(data, 1):
+        for i, r in enumerate(given, 1):
             loc = SourceLoc("<input>", i, 1)
             if isinstance(r, str):
                 values = {"text": r} if self.imported else dict(self.text_record(r).values)
