@@ -401,6 +401,8 @@ def test_inputs_are_checked_as_forward_checks_them() -> None:
         attngraph.generate(model, {"sourse": _sources(1, 3, 12)}, max_length=2)
     with pytest.raises(LoweringError, match="input 'source'"):
         attngraph.generate(model, {"source": torch.full((1, 3), 40)}, max_length=2)
+    with pytest.raises(LoweringError, match="inputs as a dict of name -> tensor, not list"):
+        attngraph.generate(model, [_sources(1, 3, 12)], max_length=2)  # type: ignore[arg-type]
 
 
 def test_the_docs_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -121,6 +121,46 @@ def test_a_run_that_cannot_start_writes_nothing(spec: Path, tmp_path: Path) -> N
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(("options", "said"), [
+    ({"steps": 0}, "steps must be a whole number >= 1, not 0"),
+    ({"steps": "3"}, "steps must be a whole number >= 1, not '3'"),
+    ({"batch": 2.5}, "batch must be a whole number >= 1, not 2.5"),
+    ({"epochs": 0}, "epochs must be a whole number >= 1, not 0"),
+    ({"patience": -1}, "patience must be a whole number >= 0, not -1"),
+    ({"lr": float("nan")}, "lr must be a number > 0, not nan"),
+    ({"lr": 0}, "lr must be a number > 0, not 0"),
+    ({"valid_fraction": 1.5}, "valid_fraction must be a number between 0 and 1"),
+    ({"seed": "x"}, "seed 'x' is not a whole number"),
+])
+def test_a_setting_of_the_wrong_kind_is_one_error(spec: Path, tmp_path: Path,
+                                                  options: dict[str, object], said: str) -> None:
+    """What the command line's option types refuse, fit refuses too, naming the setting
+    (a number of steps given as text, a learning rate of NaN), before it writes."""
+    with pytest.raises(TrainingError) as err:
+        attngraph.fit(spec, RECORDS, out=tmp_path / "run", quiet=True, **options)  # type: ignore[arg-type]
+    assert said in err.value.diagnostics[0].message and err.value.diagnostics[0].hint
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_python_api_refuses_arguments_of_the_wrong_kind(spec: Path, tmp_path: Path) -> None:
+    """A seed, a run path, generation inputs or a batch size of the wrong kind is one
+    error naming it, not a TypeError from deep inside."""
+    from attngraph.errors import AttnGraphError
+
+    run = attngraph.fit(spec, RECORDS, steps=2, out=tmp_path / "run", quiet=True)
+    for call, said in (
+        (lambda: attngraph.compile(spec, seed="x"), "seed must be a whole number"),
+        (lambda: attngraph.load_run(None), "load_run takes a run directory's path"),  # type: ignore[arg-type]
+        (lambda: run.predict(RECORDS, batch=0), "batch must be a whole number >= 1, not 0"),
+        (lambda: run.evaluate(RECORDS, batch="4"), "batch must be a whole number >= 1"),
+        (lambda: attngraph.finetune(tmp_path / "run", RECORDS, steps=0), "steps must be"),
+    ):
+        with pytest.raises(AttnGraphError) as err:
+            call()
+        assert said in str(err.value) and err.value.diagnostics[0].hint
+    assert attngraph.load_run(tmp_path / "run").checkpoint.step == 2  # nothing trained on
+
+
 @pytest.mark.parametrize(("data", "said"), [
     (42, "not int"), ([], "no records given"), ([{"text": "a"}, "b"], "record 2 is a str"),
     ({"text": "a", "label": "b"}, "not dict"),

@@ -92,6 +92,12 @@ def compile(  # noqa: A001 - the public name the contract gives
     AttnGraphError
         Located errors from the front end, or a :class:`LoweringError`.
     """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                             or not 0 <= seed < 2**63):
+        from attngraph.errors import LoweringError
+
+        msg = f"compile: seed must be a whole number from 0 to 2**63 - 1, not {seed!r:.40}"
+        raise LoweringError(msg, None, "pass seed=0, or leave it out (torch's own stream)")
     graph = _graph(spec, allow_large)
     if fuse:
         from attngraph.passes import OPTIMIZE

@@ -279,6 +279,9 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *,
         inputs that forward would refuse.
     """
     how, output, where = _generated(model, output)
+    if not isinstance(inputs, Mapping):
+        msg = f"generate takes its inputs as a dict of name -> tensor, not {type(inputs).__name__}"
+        raise LoweringError(msg, None, 'e.g. generate(model, {"source": ids}, max_length=20)')
     steps = _check_options(model, _steps(model, how, where, max_length), beam, length_penalty)
     with _evaluating(model):
         dec = _decoder(model, how, output, where, start, inputs, return_attention, cache)

@@ -93,6 +93,35 @@ class RunConfig:
     picture: bool = False
 
 
+#: the settings a run counts with, and the least each may be (as the command line
+#: takes them; None, where a setting may be None, is the spec's or the default)
+_COUNTS = {"steps": 1, "batch": 1, "epochs": 1, "blocks": 2, "patience": 0, "eval_every": 0,
+           "eval_size": 1, "checkpoint_every": 0, "log_every": 0, "threads": 0}
+
+
+def _check_given(cfg: RunConfig) -> None:
+    """Refuse a setting of the wrong type or out of range, naming it (what the command
+    line's option types refuse; the Python workflow passes values unchecked)."""
+    import math
+
+    for name, low in _COUNTS.items():
+        v = getattr(cfg, name)
+        if v is None and name in ("steps", "batch", "epochs", "blocks"):
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            msg = f"{name} must be a whole number >= {low}, not {v!r:.40}"
+            raise TrainingError(msg, SourceLoc(name), f"give {name}={max(low, 1)} or more")
+    lr = cfg.lr
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float))
+                           or not math.isfinite(lr) or lr <= 0):
+        msg = f"lr must be a number > 0, not {lr!r:.40}"
+        raise TrainingError(msg, SourceLoc("lr"), "give e.g. lr=1e-3, or leave it to the spec")
+    f = cfg.valid_fraction
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < 1:
+        msg = f"valid_fraction must be a number between 0 and 1, not {f!r:.40}"
+        raise TrainingError(msg, SourceLoc("valid_fraction"), "give e.g. 0.1")
+
+
 def _resolve(cfg: RunConfig, graph: Graph) -> RunConfig:
     """Fill the unset settings: steps, batch, lr as training does everywhere, the rest here."""
     s = TrainSettings.of(graph, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr)
@@ -149,6 +178,7 @@ def settle_task(config: RunConfig, world: int, rank: int) -> tuple[Graph, RunCon
     problem = seed_problem(config.seed)
     if problem is not None:
         raise TrainingError(problem, SourceLoc("--seed"), SEED_HINT)
+    _check_given(config)
     # the resource guard runs below, at the batch and length this run will use
     graph = sized_spec(config)  # `auto` dims decided by the data (train/run/sized.py)
     out_dir = Path(config.out or Path("runs") / graph.name)

@@ -242,6 +242,7 @@ class Run:
         from attngraph.train.data.tokenized import only_imports
         from attngraph.train.trained.rows import prediction_row
 
+        _check_batch(batch)
         if self.imported:
             from attngraph.train.trained.imported import predict_imported
 
@@ -342,6 +343,7 @@ class Run:
         from attngraph.train.data.tokenized import only_imports
         from attngraph.train.trained.evaluate_run import evaluate_run
 
+        _check_batch(batch)
         if self.imported:
             from attngraph.train.trained.imported import evaluate_imported
 
@@ -350,6 +352,13 @@ class Run:
         only_imports(truncate)
         return evaluate_run(self, data, batch=batch, bf16=bf16, beam=beam,
                             max_length=max_length)
+
+
+def _check_batch(batch: object) -> None:
+    """Refuse a batch size that is not a whole number of 1 or more, naming it."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        msg = f"batch must be a whole number >= 1, not {batch!r:.40}"
+        raise TrainingError(msg, SourceLoc("batch"), "give e.g. batch=64")
 
 
 def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
@@ -405,6 +414,10 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
     from attngraph.train.store.directory import check_own as own_files
     from attngraph.train.store.imported import check_memory, is_imported
 
+    if not isinstance(path, (str, Path)):
+        msg = f"load_run takes a run directory's path, not {type(path).__name__}"
+        raise TrainingError(msg, SourceLoc("<load_run>"), "give the folder attngraph train "
+                            "or attngraph import wrote, e.g. load_run('runs/mine')")
     run_dir = Path(path)
     dev = pick_device(device)
     if run_dir.is_dir():  # its files its own: no link, FIFO or folder among them
