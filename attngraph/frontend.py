@@ -73,4 +73,11 @@ def loads_spec(text: str, file: str = "<spec>", *, allow_large: bool = False,
                front: Pipeline = FRONT, batch: int | None = None,
                length: int | Mapping[str, int] | None = None) -> Graph:
     """Like :func:`load_spec`, from YAML text."""
+    if not isinstance(text, str):
+        from attngraph.errors import SourceLoc, SpecError
+
+        hint = "decode it first: text.decode('utf-8')" if isinstance(text, bytes) else \
+            "give the YAML as a str, or load_spec(path) for a file"
+        msg = f"loads_spec takes the spec's YAML text (a str), not {type(text).__name__}"
+        raise SpecError(msg, SourceLoc(str(file)), hint)
     return _front(loads(text, file), allow_large, front, batch, length)

@@ -47,7 +47,23 @@ def _folder(out: str | Path | None) -> tuple[Path, bool]:
     """The run directory, and whether it is a temporary one (``out`` not given)."""
     if out is None:
         return Path(tempfile.mkdtemp(prefix="attngraph-run-")), True
+    if not isinstance(out, (str, Path)):
+        msg = f"out is the run directory's path, not {type(out).__name__}"
+        raise TrainingError(msg, SourceLoc("out"), "e.g. out='runs/mine', or leave it out "
+                            "(a temporary run)")
     return Path(out), False
+
+
+def _fields(fields: object) -> dict[str, str]:
+    """``fields`` (input or ``label`` -> column) as a dict, checked."""
+    if fields is None:
+        return {}
+    if not isinstance(fields, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+        msg = f"fields maps each input (or 'label') to a column, not {fields!r:.60}"
+        raise TrainingError(msg, SourceLoc("fields"), 'e.g. fields={"tokens": "review", '
+                            '"label": "stars"}')
+    return dict(fields)
 
 
 def _bring_back(written: list[Path], folder: Path, moved: str | None) -> None:
@@ -107,7 +123,7 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
         raise TrainingError(msg, SourceLoc("epochs"), "epochs sets the steps from the data")
     folder, temporary = _folder(out)
     settings = {"steps": steps, "epochs": epochs, "batch": batch, "lr": lr, "seed": seed,
-                "fields": dict(fields or {}), "tokenize": tokenize,
+                "fields": _fields(fields), "tokenize": tokenize,
                 "valid_fraction": valid_fraction, "patience": patience, "device": device,
                 "bf16": bf16, "overwrite": overwrite, "quiet": quiet}
     _train_in(folder, spec, data, valid, temporary=temporary, settings=settings)
@@ -188,7 +204,7 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
                 if data is not None else None,
                 valid=data_path(valid, folder / f"data-valid-step{step}.jsonl", written)
                 if valid is not None else None,
-                steps=steps, epochs=epochs, batch=batch, lr=lr, fields=dict(fields or {}),
+                steps=steps, epochs=epochs, batch=batch, lr=lr, fields=_fields(fields),
                 valid_fraction=valid_fraction, patience=patience, truncate=truncate,
                 blocks=blocks, device=device, bf16=bf16, quiet=quiet)
             run_training(cfg)

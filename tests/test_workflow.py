@@ -154,6 +154,11 @@ def test_the_python_api_refuses_arguments_of_the_wrong_kind(spec: Path, tmp_path
         (lambda: run.predict(RECORDS, batch=0), "batch must be a whole number >= 1, not 0"),
         (lambda: run.evaluate(RECORDS, batch="4"), "batch must be a whole number >= 1"),
         (lambda: attngraph.finetune(tmp_path / "run", RECORDS, steps=0), "steps must be"),
+        (lambda: attngraph.loads_spec(spec.read_bytes()), "YAML text (a str), not bytes"),  # type: ignore[arg-type]
+        (lambda: attngraph.fit(spec, RECORDS, out=5), "out is the run directory's path"),  # type: ignore[arg-type]
+        (lambda: attngraph.fit(spec, RECORDS, fields=["text"]), "fields maps each input"),  # type: ignore[arg-type]
+        (lambda: run.export(None), "but path is None"),  # type: ignore[arg-type]
+        (lambda: run.export(tmp_path / "m.pt2", format=None), "but format is None"),  # type: ignore[arg-type]
     ):
         with pytest.raises(AttnGraphError) as err:
             call()

@@ -213,6 +213,16 @@ def _lengths(steps: object) -> list[Any] | None:
     return None
 
 
+def _check_ids(pad: object, start: object) -> None:
+    """A padding id and a start id that are whole numbers, or None (the padding may lie
+    outside the vocabulary: -1 marks it plainly; the start id is read as forward reads
+    its tokens)."""
+    for name, value in (("pad", pad), ("start", start)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            msg = f"generate: {name}={value!r:.40} is not a whole number"
+            raise LoweringError(msg, None, f"pass {name} as a token id, or leave it out")
+
+
 def _check_eos(eos: int | None, vocab: int | None) -> None:
     """An end id the decoder can emit."""
     if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int) or eos < 0
@@ -283,6 +293,7 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *,
         msg = f"generate takes its inputs as a dict of name -> tensor, not {type(inputs).__name__}"
         raise LoweringError(msg, None, 'e.g. generate(model, {"source": ids}, max_length=20)')
     steps = _check_options(model, _steps(model, how, where, max_length), beam, length_penalty)
+    _check_ids(pad, start)
     with _evaluating(model):
         dec = _decoder(model, how, output, where, start, inputs, return_attention, cache)
         _check_eos(eos, dec.vocab)

@@ -50,6 +50,11 @@ def export_run(run: Run, path: str | Path, *, format: str = "pt2",  # noqa: A002
     from attngraph.lower import compile as lower
     from attngraph.lower.export.programs import FORMATS, export_file
 
+    if not isinstance(path, (str, Path)) or not isinstance(format, str):
+        what = ("path", path) if not isinstance(path, (str, Path)) else ("format", format)
+        msg = f"export takes a file path and a format name, but {what[0]} is {what[1]!r:.40}"
+        raise TrainingError(msg, SourceLoc(str(run.path)), "e.g. run.export('model.pt2'), "
+                            "format 'pt2', 'onnx' or 'python'")
     if format not in FORMATS:
         msg = f"unknown export format {format!r}"
         raise TrainingError(msg, SourceLoc(str(path)),
