@@ -47,23 +47,9 @@ def _folder(out: str | Path | None) -> tuple[Path, bool]:
     """The run directory, and whether it is a temporary one (``out`` not given)."""
     if out is None:
         return Path(tempfile.mkdtemp(prefix="attngraph-run-")), True
-    if not isinstance(out, (str, Path)):
-        msg = f"out is the run directory's path, not {type(out).__name__}"
-        raise TrainingError(msg, SourceLoc("out"), "e.g. out='runs/mine', or leave it out "
-                            "(a temporary run)")
-    return Path(out), False
+    from attngraph.train.data.inputs import folder_of
 
-
-def _fields(fields: object) -> dict[str, str]:
-    """``fields`` (input or ``label`` -> column) as a dict, checked."""
-    if fields is None:
-        return {}
-    if not isinstance(fields, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
-        msg = f"fields maps each input (or 'label') to a column, not {fields!r:.60}"
-        raise TrainingError(msg, SourceLoc("fields"), 'e.g. fields={"tokens": "review", '
-                            '"label": "stars"}')
-    return dict(fields)
+    return folder_of(out), False
 
 
 def _bring_back(written: list[Path], folder: Path, moved: str | None) -> None:
@@ -116,6 +102,7 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
         ``<records>:N`` / ``<DataFrame>:N`` for the N-th record or row), a run
         already in ``out``.
     """
+    from attngraph.train.data.inputs import fields_of
     from attngraph.train.trained.reloaded import load_run
 
     if epochs is not None and steps is not None:
@@ -123,7 +110,7 @@ def fit(spec: str | Path | Graph, data: Any, *, valid: Any = None,
         raise TrainingError(msg, SourceLoc("epochs"), "epochs sets the steps from the data")
     folder, temporary = _folder(out)
     settings = {"steps": steps, "epochs": epochs, "batch": batch, "lr": lr, "seed": seed,
-                "fields": _fields(fields), "tokenize": tokenize,
+                "fields": fields_of(fields), "tokenize": tokenize,
                 "valid_fraction": valid_fraction, "patience": patience, "device": device,
                 "bf16": bf16, "overwrite": overwrite, "quiet": quiet}
     _train_in(folder, spec, data, valid, temporary=temporary, settings=settings)
@@ -168,7 +155,13 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
         What ``attngraph train --resume`` refuses, before anything is written (the
         records written for this call are removed again).
     """
-    from attngraph.train.data.inputs import SPEC_FILE, Written, data_path, named_as
+    from attngraph.train.data.inputs import (
+        SPEC_FILE,
+        Written,
+        data_path,
+        fields_of,
+        named_as,
+    )
     from attngraph.train.run.runner import RunConfig
     from attngraph.train.run.runner import run as run_training
     from attngraph.train.store import checkpoints as ck
@@ -204,7 +197,7 @@ def finetune(run: str | Path, data: Any = None, *, valid: Any = None,
                 if data is not None else None,
                 valid=data_path(valid, folder / f"data-valid-step{step}.jsonl", written)
                 if valid is not None else None,
-                steps=steps, epochs=epochs, batch=batch, lr=lr, fields=_fields(fields),
+                steps=steps, epochs=epochs, batch=batch, lr=lr, fields=fields_of(fields),
                 valid_fraction=valid_fraction, patience=patience, truncate=truncate,
                 blocks=blocks, device=device, bf16=bf16, quiet=quiet)
             run_training(cfg)

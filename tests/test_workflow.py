@@ -159,6 +159,8 @@ def test_the_python_api_refuses_arguments_of_the_wrong_kind(spec: Path, tmp_path
         (lambda: attngraph.fit(spec, RECORDS, fields=["text"]), "fields maps each input"),  # type: ignore[arg-type]
         (lambda: run.export(None), "but path is None"),  # type: ignore[arg-type]
         (lambda: run.export(tmp_path / "m.pt2", format=None), "but format is None"),  # type: ignore[arg-type]
+        (lambda: attngraph.dataset(spec, RECORDS, fields=["text"]), "fields maps each"),  # type: ignore[arg-type]
+        (lambda: attngraph.save(run.model, None, data=RECORDS), "out is the run directory"),  # type: ignore[arg-type]
     ):
         with pytest.raises(AttnGraphError) as err:
             call()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
 __all__ = ["TRAIN_FILE", "VALID_FILE", "SPEC_FILE", "is_path", "spec_path", "data_path",
-           "records_of", "named_as", "Written"]
+           "fields_of", "folder_of", "records_of", "named_as", "Written"]
 
 TRAIN_FILE = "data-train.jsonl"
 VALID_FILE = "data-valid.jsonl"
@@ -103,6 +103,38 @@ def _plain(value: Any) -> Any:
         return list(value)
     msg = f"{type(value).__name__} {value!r:.40}"
     raise TypeError(msg)
+
+
+def fields_of(fields: object) -> dict[str, str]:
+    """``fields`` (an input or ``label`` -> its column), checked, as a dict ({} for None).
+
+    Raises
+    ------
+    TrainingError
+        Anything but a mapping of names to column names.
+    """
+    if fields is None:
+        return {}
+    if not isinstance(fields, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+        msg = f"fields maps each input (or 'label') to a column, not {fields!r:.60}"
+        raise TrainingError(msg, SourceLoc("fields"), 'e.g. fields={"tokens": "review", '
+                            '"label": "stars"}')
+    return dict(fields)
+
+
+def folder_of(out: object) -> Path:
+    """The run directory ``out`` names, checked.
+
+    Raises
+    ------
+    TrainingError
+        Anything but a path.
+    """
+    if not isinstance(out, (str, Path)):
+        msg = f"out is the run directory's path, not {type(out).__name__}"
+        raise TrainingError(msg, SourceLoc("out"), "e.g. out='runs/mine'")
+    return Path(out)
 
 
 def records_of(data: Any, name: str) -> list[Mapping[str, Any]]:

@@ -104,10 +104,10 @@ def dataset(spec: str | Path | Graph, data: Any, *, fields: Mapping[str, str] | 
     from attngraph.source import load, loads
     from attngraph.train.data.autosize import auto_dims, sized_graph, statement
     from attngraph.train.data.encoding import make_encoding
-    from attngraph.train.data.inputs import is_path
+    from attngraph.train.data.inputs import fields_of, is_path
 
     records, source = _records(data)
-    given = dict(fields or {})
+    given = fields_of(fields)
 
     def encode(g: Graph) -> Encoding:
         return make_encoding(g, records, fields=given, mode=tokenize)
@@ -209,6 +209,7 @@ def save(model: nn.Module, out: str | Path, *, data: Any, spec: str | Path | Gra
         A model that is not the spec's, data that does not fit it, ``out`` holding a
         run or not writable.
     """
+    from attngraph.train.data.inputs import folder_of
     from attngraph.train.store import directory as rundir
 
     graph = _model_graph(model, spec, data)
@@ -220,7 +221,7 @@ def save(model: nn.Module, out: str | Path, *, data: Any, spec: str | Path | Gra
     state, fresh = _state(model, graph)
     ds = data if isinstance(data, TrainingData) else dataset(graph, data, fields=fields,
                                                              tokenize=tokenize)
-    folder = Path(out)
+    folder = folder_of(out)
     rundir.check(folder, resume=False, overwrite=False)
     _write_run(folder, graph, text, ds, state, fresh, seed=seed, step=step)
     return folder
