@@ -198,9 +198,10 @@ def test_a_texts_prediction_does_not_depend_on_its_batch(tmp_path: Path) -> None
             assert a["score"] == pytest.approx(b["score"], abs=1e-5)
 
 
-def test_an_encoder_decoder_generates_from_each_text(tmp_path: Path) -> None:
-    """T5 from ids: the tokens transformers' greedy generate gives for the source."""
-    torch.manual_seed(2)
+def _t5(tmp_path: Path, seed: int) -> object:
+    """A tiny T5 (end id 1, padding and decoder start 0) at ``seed``, imported into
+    ``tmp_path / "run"``; transformers' model."""
+    torch.manual_seed(seed)
     cfg = transformers.T5Config(vocab_size=24, d_model=16, d_kv=8, d_ff=32, num_layers=2,
                                 num_decoder_layers=2, num_heads=2,
                                 relative_attention_num_buckets=8,
@@ -209,6 +210,12 @@ def test_an_encoder_decoder_generates_from_each_text(tmp_path: Path) -> None:
     model = transformers.T5ForConditionalGeneration(cfg).eval()
     model.save_pretrained(tmp_path / "t5")
     import_model(tmp_path / "t5", tmp_path / "run")
+    return model
+
+
+def test_an_encoder_decoder_generates_from_each_text(tmp_path: Path) -> None:
+    """T5 from ids: the tokens transformers' greedy generate gives for the source."""
+    model = _t5(tmp_path, seed=2)
     sources = [[5, 6, 7, 1], [9, 10, 1]]
     data = _data(tmp_path / "d.jsonl", [{"text": " ".join(map(str, s))} for s in sources])
     rows = load_run(tmp_path / "run").predict(data, max_length=5)
@@ -284,15 +291,7 @@ def test_evaluate_gives_an_encoder_decoders_loss_of_each_target(tmp_path: Path) 
     """T5: the loss is the cross-entropy of each target (the end id closing it) given
     its source, transformers' labels= loss weighted by the target's tokens; a record
     without a target is an error (the loss reads it)."""
-    torch.manual_seed(3)
-    cfg = transformers.T5Config(vocab_size=24, d_model=16, d_kv=8, d_ff=32, num_layers=2,
-                                num_decoder_layers=2, num_heads=2,
-                                relative_attention_num_buckets=8,
-                                relative_attention_max_distance=16, decoder_start_token_id=0,
-                                eos_token_id=1, pad_token_id=0)
-    model = transformers.T5ForConditionalGeneration(cfg).eval()
-    model.save_pretrained(tmp_path / "t5")
-    import_model(tmp_path / "t5", tmp_path / "run")
+    model = _t5(tmp_path, seed=3)
     pairs = [([5, 6, 7], [8, 9]), ([10, 11], [12, 13, 14])]
     recs = [{"text": " ".join(map(str, s)), "target": " ".join(map(str, t))} for s, t in pairs]
     report = load_run(tmp_path / "run").evaluate(_data(tmp_path / "d.jsonl", recs),
