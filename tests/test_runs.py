@@ -196,6 +196,11 @@ def test_a_translation_run_generates_greedy_and_by_beam_search(tmp_path: Path, c
         assert both[0]["prediction"] == one["prediction"]
         assert both[0]["score"] == pytest.approx(one["score"], abs=1e-5)
         assert len(both[1]["prediction"].split()) == 2 * 12 + 2
+    # a budget of 0 is refused, not read as "the default"
+    from attngraph.errors import LoweringError
+
+    with pytest.raises(LoweringError, match="max_length must be an integer >= 1, not 0"):
+        reloaded.predict(recs, max_length=0)
 
 
 TEACHER_ONLY = """\

@@ -190,7 +190,7 @@ class Run:
                                    else torch.full_like(src, n))
         if not ds.lengths.keys() - {tgt}:
             src.fill_(8)
-        budget = torch.full_like(src, max_length) if max_length else 2 * src + 2
+        budget = torch.full_like(src, max_length) if max_length is not None else 2 * src + 2
         n = int(budget.max())
         return {**batch, tgt: torch.full((size, n), PAD, dtype=torch.long),
                 f"{tgt}.budget": budget}
