@@ -35,14 +35,15 @@ def load_spec_or_run(path: str, *, allow_large: bool = False) -> Graph:
     folder = Path(path)
     if not folder.is_dir():
         return load_spec(path, allow_large=allow_large)
-    if (folder / "spec.yaml").is_file():
-        return load_spec(str(folder / "spec.yaml"), allow_large=allow_large)
-    if (folder / "checkpoint.pt").is_file():
-        from attngraph.train.store.checkpoints import load_checkpoint
+    from attngraph.train.data.inputs import SPEC_FILE
+    from attngraph.train.store.checkpoints import CHECKPOINT, load_checkpoint
 
+    if (folder / SPEC_FILE).is_file():
+        return load_spec(str(folder / SPEC_FILE), allow_large=allow_large)
+    if (folder / CHECKPOINT).is_file():
         ckpt = load_checkpoint(folder)
         # the run's spec was accepted when it trained: its size is not checked again
         return loads_spec(ckpt.spec_text, ckpt.spec_file, allow_large=True)
-    msg = "a directory, but neither a spec file nor a run (it has no spec.yaml or checkpoint.pt)"
+    msg = f"a directory, but neither a spec file nor a run (it has no {SPEC_FILE} or {CHECKPOINT})"
     raise SpecError(msg, SourceLoc(path), "give a spec file, or a run directory that "
                     "attngraph train or attngraph import wrote")
