@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from attngraph.ir.graph import Graph
 from attngraph.lower.rules.loop import Carry, Feed, Loop, LoopCursor, Stages
 from attngraph.lower.runtime.module import GraphModule, LowerCtx, NodeModule, Runtime
+from attngraph.lower.runtime.rows import RowsPlan
 
 __all__ = ["Block", "Carry", "Feed", "Loop", "LoopCursor", "Map", "Repeat", "Stages"]
 
@@ -50,6 +51,13 @@ class Block(GraphModule):
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
         return _result(self.run({name: x[role] for role, name in self.bind}, rt))
+
+    def rows_forward(self, x: dict[str, Tensor], rt: Runtime, plan: RowsPlan,
+                     idx: Tensor) -> Tensor | dict[str, Tensor]:
+        """``forward``, its first output made on the rows ``idx`` alone (see
+        :mod:`attngraph.lower.runtime.rows`)."""
+        return _result(self.run_rows({name: x[role] for role, name in self.bind}, rt, plan,
+                                     idx))
 
 
 class Map(GraphModule):
@@ -103,13 +111,25 @@ class Repeat(NodeModule):
         self.rounds = nn.ModuleList([GraphModule(body) for _ in range(n)])
 
     def forward(self, x: dict[str, Tensor], rt: Runtime) -> Tensor | dict[str, Tensor]:  # type: ignore[override]
+        return self._rounds(x, rt)
+
+    def rows_forward(self, x: dict[str, Tensor], rt: Runtime, plan: RowsPlan,
+                     idx: Tensor) -> Tensor | dict[str, Tensor]:
+        """``forward``, the last round's output made on the rows ``idx`` alone (the
+        earlier rounds' are read whole by the next; see
+        :mod:`attngraph.lower.runtime.rows`)."""
+        return self._rounds(x, rt, (plan, idx))
+
+    def _rounds(self, x: dict[str, Tensor], rt: Runtime,
+                rows: tuple[RowsPlan, Tensor] | None = None) -> Tensor | dict[str, Tensor]:
         v = x["from"]
         kept: dict[str, list[Tensor]] = {k: [] for k in self.stacked}
         for i in range(self.times):
             # ModuleList items are typed nn.Module; every round is a GraphModule
             body = cast(GraphModule, self.rounds[i if len(self.rounds) > 1 else 0])
-            outs = body.run({self.input: v, **{name: x[role] for role, name in self.fixed}},
-                            rt)
+            inner = {self.input: v, **{name: x[role] for role, name in self.fixed}}
+            outs = (body.run_rows(inner, rt, *rows) if rows is not None and i == self.times - 1
+                    else body.run(inner, rt))
             v = outs[self.output]
             for k in kept:
                 kept[k].append(outs[k])

@@ -20,8 +20,10 @@ from attngraph.kinds.hooks import (
     raiser,
     resolve_hook,
 )
+from attngraph.lower.runtime.memo import tracing
 from attngraph.lower.runtime.names import NodeDict, module_key
 from attngraph.lower.runtime.node import Runtime
+from attngraph.lower.runtime.rows import RowsPlan, fits, run_rows
 from attngraph.lower.runtime.sharing import _share_parameters
 from attngraph.lower.runtime.stacked import _linear_groups, _run_linear_group
 from attngraph.lower.runtime.steps import (
@@ -114,6 +116,9 @@ class GraphModule(nn.Module):
         self.out_keys = tuple((name, _key(e.src, e.port), e.detach) for name, e in graph.outputs)
         self.graph_name = graph.name
         self._drop = last_uses(self.plan, {k for _, k, _ in self.out_keys})
+        #: how a forward runs on the rows its formulas read alone (set by the model:
+        #: a body runs on the rows its caller reads)
+        self.rows_plan: RowsPlan | None = None
 
     def _fail(self, nid: str, kind: str, exc: BaseException, text: str | None = None, *,
               plugin: bool = False) -> LoweringError:
@@ -191,9 +196,23 @@ class GraphModule(nn.Module):
         return {name: (vals[k].detach() if det else vals[k]) for name, k, det in self.out_keys}
 
     def run(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:
-        """Execute the schedule from input values; return the declared outputs."""
+        """Execute the schedule from input values; return the declared outputs. A
+        value read at a few fixed items alone is made at them alone where it can be
+        (:attr:`rows_plan`, :mod:`attngraph.lower.runtime.rows`)."""
         vals = dict(values)
-        self._exec(self.plan, vals, rt, self._drop)
+        plan = self.rows_plan
+        if plan is not None and not tracing() and fits(plan, rt, plan.rows):
+            run_rows(self, plan, vals, rt, torch.tensor(plan.rows, device=rt.device))
+        else:
+            self._exec(self.plan, vals, rt, self._drop)
+        return self._outputs(vals)
+
+    def run_rows(self, values: dict[str, Tensor], rt: Runtime, plan: RowsPlan,
+                 idx: Tensor) -> dict[str, Tensor]:
+        """:meth:`run` by a plan on rows the caller gives (``idx``): the outputs the
+        plan returns on them come back at them alone."""
+        vals = dict(values)
+        run_rows(self, plan, vals, rt, idx)
         return self._outputs(vals)
 
     def forward(self, values: dict[str, Tensor], rt: Runtime) -> dict[str, Tensor]:

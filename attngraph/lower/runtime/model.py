@@ -12,6 +12,7 @@ from attngraph.errors import LoweringError
 from attngraph.ir.graph import Graph
 from attngraph.lower.runtime.graph import GraphModule
 from attngraph.lower.runtime.node import Runtime, input_sizes
+from attngraph.lower.runtime.rows import plan_rows
 from attngraph.lower.runtime.stacked import _run_linear_group
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class AttnModel(GraphModule):
         self.input_specs: Mapping[str, Any] = {n.id: n.spec for n in graph.inputs}
         self.input_types = {n.id: dict(n.types) for n in graph.inputs}
         self.binder = InputBinder(graph)
+        self.rows_plan = plan_rows(self, graph)
         self.aux: dict[str, Tensor] = {}
         # the path to the first parameter (else buffer), so that forward finds it
         # without walking every module; a path, not the module, so that copies and

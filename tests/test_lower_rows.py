@@ -1,0 +1,152 @@
+"""Rows read alone (attngraph/lower/runtime/rows.py): a value a formula reads at fixed
+items alone (``take(h, 0, items)``, BERT's pooler) is made at those items alone, back
+through the nodes that work on each item alone; the model computes what it computes
+with every row made (outputs and gradients), on padded batches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import attngraph
+from attngraph.errors import AttnGraphError
+from attngraph.frontend import loads_spec
+
+SPEC = """
+attngraph: 1
+name: rows
+dims: {{vocab: 20, d: 16, ff: 32}}
+inputs:
+  source: {{type: tokens, vocab: vocab}}
+blocks:
+  layer:
+    inputs: [h]
+    nodes:
+      q: {{kind: queries, from: h, dim: d, heads: 2}}
+      k: {{kind: keys, from: h, dim: d, heads: 2}}
+      v: {{kind: values, from: h, dim: d, heads: 2}}
+      s: {{kind: scorer, fn: scaled_dot, query: q, key: k}}
+      p: {{kind: softmax, scores: s{mask}}}
+      a: {{kind: readout, weights: p, values: v, out: d}}
+      r: {{kind: add, from: [h, a]}}
+      n: {{kind: norm, from: r}}
+      f: {{kind: mlp, from: n, hidden: ff, out: d}}
+      o: {{kind: add, from: [n, f]}}
+    outputs: {{h: o, attention: p}}
+nodes:
+  x: {{kind: items, from: source, embed: d}}
+  enc: {{kind: repeat, block: layer, times: 2, from: x}}
+  first: {{kind: expr, formula: "{formula}"}}
+  logits: {{kind: linear, from: first, out: vocab}}
+outputs: {{logits: logits{outputs}}}
+"""
+
+B, N = 3, 7
+
+
+def _model(formula: str = "take(enc, 0, items)", *, mask: str = "", outputs: str = "",
+           fuse: bool = True) -> torch.nn.Module:
+    text = SPEC.format(formula=formula, mask=mask, outputs=outputs)
+    model = attngraph.compile(loads_spec(text), seed=0, fuse=fuse)
+    model.eval()
+    return model
+
+
+def _batch() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    mask = torch.ones(B, N, dtype=torch.bool)
+    mask[1, 4:] = False
+    mask[2, 2:] = False
+    return {"source": torch.randint(1, 20, (B, N), generator=g), "source_mask": mask}
+
+
+def _run(model: torch.nn.Module, rows: bool) -> tuple[dict[str, torch.Tensor],
+                                                      dict[str, torch.Tensor]]:
+    """Outputs and gradients, with the rows plan or with every row made."""
+    plan = model.rows_plan
+    if not rows:
+        model.rows_plan = None
+    try:
+        model.zero_grad(set_to_none=True)
+        out = model(**_batch())
+        loss = sum((v.float() ** 2).sum() for v in out.values())
+        loss.backward()
+    finally:
+        model.rows_plan = plan
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return {k: v.detach() for k, v in out.items()}, grads
+
+
+def _same(model: torch.nn.Module) -> None:
+    out, grads = _run(model, rows=True)
+    ref, ref_grads = _run(model, rows=False)
+    assert out.keys() == ref.keys()
+    for k in ref:
+        torch.testing.assert_close(out[k], ref[k], atol=1e-5, rtol=1e-5)
+    assert grads.keys() == ref_grads.keys()
+    for k in ref_grads:
+        torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("outputs", ["", ", heads: enc.attention"])
+@pytest.mark.parametrize("row", [0, 3])
+def test_the_last_layer_runs_on_the_row_read(row: int, outputs: str, fuse: bool) -> None:
+    model = _model(f"take(enc, {row}, items)", outputs=outputs, fuse=fuse)
+    plan = model.rows_plan
+    assert plan is not None and plan.rows == (row,) and plan.sym == "N"
+    assert "enc" in plan.on_rows
+    last = plan.inner["enc"]
+    # the residual, norm and MLP after the attention work on the row alone
+    assert {"r", "n", "f", "o"} <= last.on_rows
+    _same(model)
+
+
+def test_two_rows() -> None:
+    model = _model("take(enc, 0, items) + take(enc, 2, items)")
+    assert model.rows_plan is not None and model.rows_plan.rows == (0, 2)
+    _same(model)
+
+
+def test_a_causal_softmax_runs_whole_and_the_rest_on_the_row() -> None:
+    model = _model(mask=", mask: {causal: true}", outputs=", heads: enc.attention")
+    last = model.rows_plan.inner["enc"]
+    assert "p" not in last.on_rows and "s" not in last.on_rows
+    assert {"a", "f"} <= last.on_rows  # the readout reads the causal weights' row
+    _same(model)
+
+
+def test_a_position_per_example_is_not_a_fixed_row() -> None:
+    assert _model("take(enc, N - 1, items)").rows_plan is None
+
+
+def test_a_value_also_read_whole_is_made_whole() -> None:
+    model = _model(outputs=", h: enc")
+    assert model.rows_plan is None or "enc" not in model.rows_plan.on_rows
+    _same(model)
+
+
+def test_a_row_past_the_batch_is_the_formulas_error() -> None:
+    model = _model("take(enc, 9, items)")
+    with pytest.raises(AttnGraphError, match="outside the table's axis") as rows:
+        model(**_batch())
+    model.rows_plan = None
+    with pytest.raises(AttnGraphError) as whole:
+        model(**_batch())
+    assert str(rows.value) == str(whole.value)
+
+
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+def test_tracing_runs_every_row() -> None:
+    model = _model()
+    batch = _batch()
+    traced = torch.jit.trace(model, (batch["source"], batch["source_mask"]), strict=False)
+    torch.testing.assert_close(traced(batch["source"], batch["source_mask"])["logits"],
+                               model(**batch)["logits"], atol=1e-5, rtol=1e-5)
+
+
+def test_bert_pools_the_first_row_of_its_last_layer() -> None:
+    model = attngraph.compile("specs/real/bert.yaml", seed=0)
+    plan = model.rows_plan
+    assert plan is not None and plan.rows == (0,) and "stack" in plan.on_rows
+    assert {"mlp", "n2"} <= plan.inner["stack"].on_rows
