@@ -5,6 +5,8 @@ with every row made (outputs and gradients), on padded batches."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -42,6 +44,7 @@ outputs: {{logits: logits{outputs}}}
 """
 
 B, N = 3, 7
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _model(formula: str = "take(enc, 0, items)", *, mask: str = "", outputs: str = "",
@@ -136,7 +139,8 @@ def test_a_row_past_the_batch_is_the_formulas_error() -> None:
     assert str(rows.value) == str(whole.value)
 
 
-@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning",
+                            "ignore::DeprecationWarning")
 def test_tracing_runs_every_row() -> None:
     model = _model()
     batch = _batch()
@@ -146,7 +150,82 @@ def test_tracing_runs_every_row() -> None:
 
 
 def test_bert_pools_the_first_row_of_its_last_layer() -> None:
-    model = attngraph.compile("specs/real/bert.yaml", seed=0)
+    model = attngraph.compile(ROOT / "specs" / "real" / "bert.yaml", seed=0)
     plan = model.rows_plan
     assert plan is not None and plan.rows == (0,) and "stack" in plan.on_rows
     assert {"mlp", "n2"} <= plan.inner["stack"].on_rows
+
+
+def _cut_at_the_stack(family: str, heads: bool) -> tuple[str, dict[str, int], dict[str, dict]]:
+    """The real spec of ``family`` at a small size, up to its first repeat, whose rows 1
+    and 6 a formula reads (6 is padding in two examples of the batch); with its
+    weights an output, or out of the block's outputs."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "specs" / "real" / f"{family}.yaml").read_text())
+    kept: dict[str, dict] = {}
+    for nid, node in doc["nodes"].items():
+        kept[nid] = node
+        if node.get("kind") == "repeat":
+            stack = nid
+            break
+    formula = f"take({stack}, 1, items) + take({stack}, 6, items)"
+    kept["first"] = {"kind": "expr", "formula": formula}
+    kept["out"] = {"kind": "linear", "from": "first", "out": 5}
+    doc["nodes"] = kept
+    block = doc["blocks"][kept[stack]["block"]]
+    doc["outputs"] = {"out": "out"}
+    if heads:
+        doc["outputs"]["heads"] = f"{stack}.attention"
+    else:
+        block["outputs"].pop("attention")
+    doc.pop("train", None)
+    read = " ".join(str(v) for node in kept.values() for v in node.values())
+    doc["inputs"] = {k: v for k, v in doc["inputs"].items() if k in read}
+    small = {"vocab": 50, "d": 32, "heads": 4, "ff": 64, "layers": 2, "n": 16, "inner": 32,
+             "kv": 2, "kvd": 16}
+    doc["dims"].update({k: v for k, v in small.items() if k in doc["dims"]})
+    return yaml.safe_dump(doc, sort_keys=False), doc["dims"], doc["inputs"]
+
+
+@pytest.mark.parametrize("heads", [True, False])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "bert", "t5"])
+def test_the_real_families_on_rows_equal_them_whole(family: str, heads: bool) -> None:
+    """Causal attention (GPT-2, Llama) runs whole, its readout and the rest on the rows;
+    T5's scores plus its bias run whole, its softmax on the rows when the weights are
+    no output; rotary queries, grouped heads, SwiGLU's formula, RMS norms."""
+    text, dims, inputs = _cut_at_the_stack(family, heads)
+    model = attngraph.compile(loads_spec(text), seed=0)
+    model.eval()
+    plan = model.rows_plan
+    assert plan is not None and plan.rows == (1, 6)
+    last = next(iter(plan.inner.values()))
+    assert {"r1", "r2"} <= last.on_rows
+    if family in ("gpt2", "llama"):  # the readout of causal weights; not a fused one
+        assert "p" not in last.on_rows and ("a" in last.on_rows) == heads
+    if family == "t5":
+        assert "sb" not in last.on_rows and ("p" in last.on_rows) == (not heads)
+    g = torch.Generator().manual_seed(0)
+    mask = torch.ones(B, 9, dtype=torch.bool)
+    mask[1, 5:] = False
+    mask[2, 4:] = False
+    batch: dict[str, torch.Tensor] = {}
+    for name, spec in inputs.items():
+        high = dims[spec["vocab"]]
+        batch[name] = torch.randint(0, high, (B, 9), generator=g)
+        batch[f"{name}_mask"] = mask
+
+    def run(rows: bool) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        model.rows_plan = plan if rows else None
+        model.zero_grad(set_to_none=True)
+        out = model(**batch)
+        sum((v ** 2).sum() for v in out.values()).backward()
+        return out, {n: p.grad.clone() for n, p in model.named_parameters()
+                     if p.grad is not None}
+
+    (out, grads), (ref, ref_grads) = run(True), run(False)
+    for k in ref:
+        torch.testing.assert_close(out[k], ref[k], atol=1e-5, rtol=1e-5)
+    assert grads.keys() == ref_grads.keys()
+    for k in ref_grads:
+        torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-5, rtol=1e-5)

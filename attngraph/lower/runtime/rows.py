@@ -135,17 +135,16 @@ def taken_rows(mod: Any, role: str, sym: str) -> tuple[int, ...] | None:
 
 
 def _pointwise_ok(graph: Graph, gm: GraphModule, st: Step, sym: str) -> tuple[str, ...] | None:
-    """The inputs a pointwise step reads on the rows, when it works on each item alone
-    (over pairs of items: each query's row alone); None when it does not."""
+    """The inputs a pointwise step reads on the rows, when it works on each item alone;
+    None when it does not. Not over pairs of items (scores plus a bias): the padding of
+    its queries, on the rows, and of its items, whole, would be one mask."""
     nodes = [graph.node(nid) for nid in gm.groups.get(st.node, (st.node,))]
     if any(STEP_TRAITS.get(n.kind) != "pointwise" or not _elementwise(gm.nodes[n.id])
            for n in nodes):
         return None
-    outs = [t for n in nodes for t in n.types.values()]
-    pairs = any(_pair(t, sym) for t in outs)
     ins = [(inp.key, t) for inp in st.inputs if sym in (t := _type(graph, inp.key)).dims]
-    if any(row_axis(t, sym) is None or _pair(t, sym) != pairs
-           for t in [t for _, t in ins] + outs):
+    if any(row_axis(t, sym) is None or _pair(t, sym)
+           for t in [t for _, t in ins] + [t for n in nodes for t in n.types.values()]):
         return None
     return tuple(k for k, _ in ins)
 
