@@ -15,6 +15,7 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 __all__ = [
     "AttnGraphError",
@@ -27,7 +28,9 @@ __all__ = [
     "SourceLoc",
     "SpecError",
     "TrainingError",
+    "count_problem",
     "did_you_mean",
+    "whole",
 ]
 
 
@@ -174,3 +177,18 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     if len(names) <= 40:
         return "known: " + ", ".join(names)
     return "known: " + ", ".join(names[:40]) + ", ..."
+
+
+def whole(value: object, low: int | None = None) -> TypeGuard[int]:
+    """Whether ``value`` is a whole number (an ``int``, not a ``bool``), at least ``low``
+    when given: what a setting given from Python must be where the command line's
+    option types would have checked it."""
+    return (not isinstance(value, bool) and isinstance(value, int)
+            and (low is None or value >= low))
+
+
+def count_problem(name: str, value: object, low: int) -> str | None:
+    """What is wrong with ``value`` as the count ``name`` of at least ``low``, or None."""
+    if whole(value, low):
+        return None
+    return f"{name} must be a whole number >= {low}, not {value!r:.40}"

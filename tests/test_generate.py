@@ -375,16 +375,16 @@ def test_a_loop_that_also_reads_an_input_at_every_step_is_refused() -> None:
 
 @pytest.mark.parametrize(("options", "words"), [
     ({}, "generate needs max_length for bahdanau_translation"),
-    ({"max_length": 0}, "max_length must be an integer >= 1, not 0"),
-    ({"max_length": [3, 0]}, "max_length must be an integer >= 1, not 0"),
-    ({"max_length": [3, 2.5]}, "max_length must be an integer >= 1, not 2.5"),
+    ({"max_length": 0}, "max_length must be a whole number >= 1, not 0"),
+    ({"max_length": [3, 0]}, "max_length must be a whole number >= 1, not 0"),
+    ({"max_length": [3, 2.5]}, "max_length must be a whole number >= 1, not 2.5"),
     ({"max_length": []}, "max_length is an empty list"),
     ({"max_length": torch.tensor([2.0])}, "max_length as a tensor holds one integer per "
                                           "example, not a torch.float32 tensor"),
     ({"max_length": [3, 2]}, "max_length gives 2 lengths, but the inputs hold 1 example"),
     ({"max_length": 3, "pad": "x"}, "pad='x' is not a whole number"),
     ({"max_length": 3, "start": 1.5}, "start=1.5 is not a whole number"),
-    ({"max_length": 3, "beam": 0}, "beam must be an integer >= 1, not 0"),
+    ({"max_length": 3, "beam": 0}, "beam must be a whole number >= 1, not 0"),
     ({"max_length": 3, "eos": 12}, "eos=12 is not a token id of the decoder (0 ≤ id < 12)"),
     ({"max_length": 3, "output": "attention"}, "output 'attention' is not made by a loop"),
 ])

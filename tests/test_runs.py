@@ -199,7 +199,7 @@ def test_a_translation_run_generates_greedy_and_by_beam_search(tmp_path: Path, c
     # a budget of 0 is refused, not read as "the default"
     from attngraph.errors import LoweringError
 
-    with pytest.raises(LoweringError, match="max_length must be an integer >= 1, not 0"):
+    with pytest.raises(LoweringError, match="max_length must be a whole number >= 1, not 0"):
         reloaded.predict(recs, max_length=0)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attngraph.errors import whole
 from attngraph.ir.graph import Graph
 from attngraph.lower.moved import install as install_moved
 
@@ -92,8 +93,7 @@ def compile(  # noqa: A001 - the public name the contract gives
     AttnGraphError
         Located errors from the front end, or a :class:`LoweringError`.
     """
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
-                             or not 0 <= seed < 2**63):
+    if seed is not None and not (whole(seed, 0) and seed < 2**63):
         from attngraph.errors import LoweringError
 
         msg = f"compile: seed must be a whole number from 0 to 2**63 - 1, not {seed!r:.40}"

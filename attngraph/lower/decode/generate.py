@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 from torch import Tensor
 
-from attngraph.errors import LoweringError
+from attngraph.errors import LoweringError, count_problem, whole
 from attngraph.lower.decode.decoders import (
     Decoder,
     causal_decoder,
@@ -186,8 +186,9 @@ def _check_options(model: AttnModel, steps: int | Sequence[int] | Tensor | None,
     each = _lengths(steps)
     checks = [("max_length", n, 1) for n in (each if each is not None else [steps])]
     for name, value, low in [*checks, ("beam", beam, 1)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            msg = f"generate: {name} must be an integer >= {low}, not {value!r}"
+        problem = count_problem(name, value, low)
+        if problem is not None:
+            msg = f"generate: {problem}"
             raise LoweringError(msg, None, f"pass {name}={low} or more")
     if not isinstance(alpha, (int, float)) or alpha != alpha:
         msg = f"generate: length_penalty must be a number, not {alpha!r}"
@@ -218,15 +219,14 @@ def _check_ids(pad: object, start: object) -> None:
     outside the vocabulary: -1 marks it plainly; the start id is read as forward reads
     its tokens)."""
     for name, value in (("pad", pad), ("start", start)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        if value is not None and not whole(value):
             msg = f"generate: {name}={value!r:.40} is not a whole number"
             raise LoweringError(msg, None, f"pass {name} as a token id, or leave it out")
 
 
 def _check_eos(eos: int | None, vocab: int | None) -> None:
     """An end id the decoder can emit."""
-    if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int) or eos < 0
-                            or (vocab is not None and eos >= vocab)):
+    if eos is not None and (not whole(eos, 0) or (vocab is not None and eos >= vocab)):
         msg = f"generate: eos={eos!r} is not a token id of the decoder (0 ≤ id < {vocab})"
         raise LoweringError(msg, None, "pass the end id the model was trained with, or None")
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
+from attngraph.errors import AttnGraphError, SourceLoc, TrainingError, count_problem
 from attngraph.train.data.batches import DataTask, load_encoding, steps_per_epoch
 from attngraph.train.data.batches import data_task as make_data_task
 from attngraph.train.engine.step import TrainSettings, check_fits
@@ -108,8 +108,8 @@ def _check_given(cfg: RunConfig) -> None:
         v = getattr(cfg, name)
         if v is None and name in ("steps", "batch", "epochs", "blocks"):
             continue
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            msg = f"{name} must be a whole number >= {low}, not {v!r:.40}"
+        msg = count_problem(name, v, low)
+        if msg is not None:
             raise TrainingError(msg, SourceLoc(name), f"give {name}={max(low, 1)} or more")
     lr = cfg.lr
     if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float))

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from attngraph.errors import SourceLoc, TrainingError
+from attngraph.errors import SourceLoc, TrainingError, whole
 from attngraph.fileio import (
     TEMPORARY,
     Role,
@@ -308,9 +308,7 @@ def _step_of(obj: object) -> int | None:
     if not isinstance(obj, dict):
         return None
     step = obj.get("step")
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        return None
-    return step
+    return step if whole(step, 1) else None
 
 
 class Kept(NamedTuple):

@@ -14,6 +14,8 @@ Examples
 
 from __future__ import annotations
 
+from attngraph.errors import whole
+
 __all__ = ["MAX_SEED", "SEED_HINT", "seed_problem"]
 
 #: Largest seed a run takes (the smallest of torch's, numpy's and the shuffle's limits).
@@ -24,7 +26,7 @@ SEED_HINT = f"give a seed from 0 to {MAX_SEED}"
 
 def seed_problem(value: object) -> str | None:
     """What is wrong with ``value`` as a run's seed, or None when it is one."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not whole(value):
         return f"seed {value!r:.40} is not a whole number"
     if not 0 <= value <= MAX_SEED:
         shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:20]}..."

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import AttnGraphError, SourceLoc, TrainingError
+from attngraph.errors import AttnGraphError, SourceLoc, TrainingError, count_problem
 from attngraph.train.data.records import Record, read_records
 from attngraph.train.data.vocab import EOS, tokenize
 from attngraph.train.trained.finite import nonfinite_at
@@ -356,8 +356,8 @@ class Run:
 
 def _check_batch(batch: object) -> None:
     """Refuse a batch size that is not a whole number of 1 or more, naming it."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        msg = f"batch must be a whole number >= 1, not {batch!r:.40}"
+    msg = count_problem("batch", batch, 1)
+    if msg is not None:
         raise TrainingError(msg, SourceLoc("batch"), "give e.g. batch=64")
 
 
