@@ -110,12 +110,13 @@ def test_oversized_file_is_located_with_both_figures(tmp_path: Path, cli) -> Non
 
 def test_missing_file_and_directory(tmp_path: Path, cli) -> None:
     """A missing spec is one error naming the path (exit 1); a directory that is no run
-    (render, describe and diff read a run directory's spec) is one error too."""
+    (compile, render, describe and diff read a run directory's spec) is one error too."""
     r = cli("describe", tmp_path / "nope.yaml", code=1)
     assert r.output.startswith(f"{tmp_path / 'nope.yaml'}: error: no such file:")
-    r = cli("render", tmp_path, code=1)
-    assert r.output.startswith(f"{tmp_path}: error: a directory, but neither a spec file "
-                               "nor a run") and "hint:" in r.output
+    for command in ("render", "compile"):
+        r = cli(command, tmp_path, code=1)
+        assert r.output.startswith(f"{tmp_path}: error: a directory, but neither a spec file "
+                                   "nor a run") and "hint:" in r.output
 
 
 @pytest.mark.parametrize("name", ["odd name ü $x;'.yaml", "-dash.yaml", "new\nline.yaml"])

@@ -120,7 +120,10 @@ def test_cli_import_writes_a_run_that_commands_read(gpt2_dir: Path, tmp_path: Pa
                                     "--resume", "--steps", "2", "--quiet"])
     assert res.exit_code == 0, res.output
     assert attngraph.load_run(out).checkpoint.step == 2
-    # describe, diff and render take the run directory for its spec
+    # compile, describe, diff and render take the run directory for its spec
+    res = CliRunner().invoke(main, ["compile", str(out), "--length", "4"])
+    assert res.exit_code == 0 and res.output.startswith(f"{out}: gpt2"), res.output
+    assert "outputs: logits (2, 4, 12)" in res.output, res.output
     res = CliRunner().invoke(main, ["describe", str(out)])
     assert res.exit_code == 0 and res.output.startswith(f"gpt2 ({out / 'spec.yaml'})"), \
         res.output

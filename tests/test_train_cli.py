@@ -24,10 +24,12 @@ def train_ga(cli) -> Callable[..., object]:
     return run
 
 
-def test_describe_diff_and_render_read_a_runs_spec(tmp_path: Path, train_ga, cli) -> None:
+def test_describe_diff_render_and_compile_read_a_runs_spec(tmp_path: Path, train_ga, cli) -> None:
     """A run directory (its spec held by its checkpoint alone) is a SPEC for describe,
-    diff and render; a directory that is no run is one error with a hint."""
+    diff, render and compile; a directory that is no run is one error with a hint."""
     train_ga(tmp_path / "run", "--quiet")
+    res = cli("compile", tmp_path / "run", code=0)
+    assert res.output.startswith(f"{tmp_path / 'run'}: global_attention")
     res = cli("describe", tmp_path / "run", code=0)
     assert res.output.startswith(f"global_attention ({GA}): 1 attention site")
     assert "same: " in cli("diff", tmp_path / "run", GA, code=0).output

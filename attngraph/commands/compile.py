@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from attngraph.cli import main, run_stage, spec_argument
-from attngraph.commands import MAX_BATCH, MAX_LENGTH, MAX_SEED
+from attngraph.cli import main, run_stage, spec_or_run_argument
+from attngraph.commands import MAX_BATCH, MAX_LENGTH, MAX_SEED, load_spec_or_run
 
 if TYPE_CHECKING:
     from attngraph.passes import Pipeline
@@ -47,7 +47,7 @@ def _names(pipeline: Pipeline) -> set[str]:
 
 
 @main.command("compile")
-@spec_argument
+@spec_or_run_argument
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help="Initialisation seed (0 to 2**63-1).")
 @click.option("--batch", type=click.IntRange(1, MAX_BATCH), default=2, show_default=True,
@@ -65,7 +65,8 @@ def _names(pipeline: Pipeline) -> set[str]:
 @run_stage
 def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
                 show_module: bool, print_after: tuple[str, ...], allow_large: bool) -> None:
-    """Lower SPEC to a PyTorch module, list parameters per node, run one forward.
+    """Lower SPEC (a spec file, or a run directory: its spec) to a PyTorch module, list
+    parameters per node, run one forward.
 
     The forward runs on random inputs of the declared types; errors at run time
     name the node and its line in SPEC. ``--print-after PASS`` prints the IR as
@@ -73,7 +74,6 @@ def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
     """
     import torch
 
-    from attngraph.frontend import load_spec
     from attngraph.lower import compile as lower
     from attngraph.lower.runtime.examples import random_inputs
     from attngraph.passes import FRONT, OPTIMIZE, PASSES
@@ -85,7 +85,8 @@ def compile_cmd(spec: str, seed: int, batch: int, length: int, no_fuse: bool,
         for pipe in (FRONT, OPTIMIZE)
     )
     # the guard checks the sizes this command will run at
-    graph = load_spec(spec, allow_large=allow_large, front=front, batch=batch, length=length)
+    graph = load_spec_or_run(spec, allow_large=allow_large, front=front, batch=batch,
+                             length=length)
     model = lower(graph, seed=seed, fuse=not no_fuse, optimize=optimize)
     click.echo(f"{spec}: {model.graph.name}")
     if show_module:
