@@ -327,6 +327,31 @@ def _run(graph: Any, file: str, length: int) -> Outcome:
             loss = v.float().mean() if loss is None else loss + v.float().mean()
     if loss is not None:
         loss.backward()
+    return _rows_alone(model, kw, out)
+
+
+def _rows_alone(model: Any, kw: dict[str, Any], out: dict[str, Any]) -> Outcome:
+    """A model that makes values at the items a formula reads alone (its rows plan)
+    gives what it gives with every item made."""
+    import torch
+
+    plan = getattr(model, "rows_plan", None)
+    if plan is None:
+        return Outcome("valid")
+    model.rows_plan = None
+    try:
+        with torch.no_grad():
+            whole = model(**kw)
+    finally:
+        model.rows_plan = plan
+    for name, v in out.items():
+        w = whole[name]
+        if torch.is_tensor(v) and v.is_floating_point() and not torch.allclose(
+                v.detach(), w, rtol=1e-4, atol=1e-5):
+            gap = float((v.detach() - w).abs().max())
+            return Outcome("defect", "rows", f"output {name}",
+                           f"output '{name}' made on the rows a formula reads differs from "
+                           f"it made whole by {gap:.2e}")
     return Outcome("valid")
 
 

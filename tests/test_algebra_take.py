@@ -273,3 +273,40 @@ def test_a_where_narrows_entry_by_entry_only() -> None:
         each = typecheck(parse("where(b >= 4, min(b, 7), 4)"), env).val.span
     assert over == (0.0, 9.0)  # the largest b over the items: any of 0 .. 9
     assert each == (4.0, 7.0)  # b itself, where b >= 4
+
+
+LENGTH_AXIS = """
+attngraph: 1
+name: previous
+dims: {d: 4}
+inputs:
+  x: {type: vectors, dim: d}
+nodes:
+  y: {kind: expr, formula: "FORMULA"}
+outputs: {y: y}
+"""
+
+
+@pytest.mark.parametrize(("formula", "reach"), [
+    ("take(x, -1, items)", "reach -1"),
+    ("take(x, min(N, 2) - 3, items)", "are at most -1"),
+    ("take(x, 0, items) + take(x, -1e9, items)", "reach -1e+09"),
+])
+def test_positions_below_zero_are_refused_along_an_axis_of_any_length(
+        formula: str, reach: str) -> None:
+    """Along the items (a length the batch decides) no position is known to be past the
+    end, but one below 0 is no entry at any length: refused when the spec is read."""
+    with pytest.raises(AttnGraphError) as err:
+        attngraph.compile(LENGTH_AXIS.replace("FORMULA", formula))
+    d = err.value.diagnostics[0]
+    assert f"take's positions {reach}, below the first entry (0) of the items axis" \
+        in d.message, d.message
+    assert "max(" in d.hint
+
+
+def test_positions_kept_at_zero_or_more_read_the_items() -> None:
+    """Each example's last real item."""
+    model = attngraph.compile(LENGTH_AXIS.replace("FORMULA", "take(x, max(N - 1, 0), items)"))
+    x = torch.randn(2, 5, 4)
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    torch.testing.assert_close(model(x=x, x_mask=mask)["y"], torch.stack([x[0, 4], x[1, 2]]))

@@ -11,6 +11,7 @@ order (:mod:`attngraph.algebra.axes`). The lowering is
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from attngraph.algebra.axes import canonical
@@ -86,14 +87,18 @@ def _check_positions(e: Expr, size: Dim, axis: str, vi: Val) -> None:
         raise FormulaError(msg, where.pos, f"make them whole: floor({where}); whole numbers "
                            "are numbers, indices, lengths, and what + - * floor clamp min "
                            "max abs where make of them")
-    if not isinstance(size, int) or not bounded(vi.span):
-        return
     lo, hi = vi.span
-    if lo >= 0 and hi <= size - 1:
-        return
     table = e.args[0] if isinstance(e, Call) and e.args else "the table"
-    msg = (f"take's positions run from {lo:g} to {hi:g}, but the {axis} axis of {table} "
-           f"has {size} entries (0 to {size - 1})")
-    hint = f"keep them in range, e.g. clamp({where}, 0, {size - 1})"
-    raise FormulaError(msg, where.pos, hint + (f", or give {table} {hi + 1:g} entries along "
-                                               f"the {axis}" if lo >= 0 else ""))
+    if isinstance(size, int) and bounded(vi.span):
+        if lo >= 0 and hi <= size - 1:
+            return
+        msg = (f"take's positions run from {lo:g} to {hi:g}, but the {axis} axis of {table} "
+               f"has {size} entries (0 to {size - 1})")
+        hint = f"keep them in range, e.g. clamp({where}, 0, {size - 1})"
+        raise FormulaError(msg, where.pos, hint + (f", or give {table} {hi + 1:g} entries "
+                                                   f"along the {axis}" if lo >= 0 else ""))
+    if (math.isfinite(lo) and lo < 0) or hi < 0:  # below the first entry, at any length
+        reach = f"reach {lo:g}" if math.isfinite(lo) else f"are at most {hi:g}"
+        msg = (f"take's positions {reach}, below the first entry (0) of the {axis} "
+               f"axis of {table}")
+        raise FormulaError(msg, where.pos, f"keep them at 0 or more, e.g. max({where}, 0)")
