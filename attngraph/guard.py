@@ -5,7 +5,7 @@
 optimising passes that change what a forward holds: kernel attention in its
 linear-time form) and refuses, with one located diagnostic per limit passed, a spec over any
 of the limits below: parameters, a dimension, a learned table shorter than the
-length, a loop's steps, the largest tensor, all the tensors one forward keeps,
+length, a fixed position a formula takes past the length, a loop's steps, the largest tensor, all the tensors one forward keeps,
 multiply-adds, node runs and node modules; within them, a repeat whose rounds
 would grow values past the float32 range
 (:func:`attngraph.analysis.magnitude.growth`). The front end
@@ -133,7 +133,47 @@ def _size_limits(graph: Graph, sizes: Sizes, where: Where, allow_large: bool,
                 f"but the length {b.symbol} is {n_len:,} here",
                 f"raise {b.field} to at least {n_len:,}, or use a length of at most "
                 f"{b.most:,}"))
+    diags += _taken_past(graph, sizes, where, length)
     return diags
+
+
+def _taken_past(graph: Graph, sizes: Sizes, where: Where,
+                length: int | Mapping[str, int] | None) -> list[Diagnostic]:
+    """A formula's ``take`` along a length at a fixed position past its end at the
+    length given (``take(h, 9, items)`` at N = 5): the forward would fail there."""
+    from attngraph.kinds.algebra import program_of
+    from attngraph.kinds.context import NodeCtx
+
+    given = length if isinstance(length, Mapping) else {}
+    diags: list[Diagnostic] = []
+    for g, n in _with_graphs(graph):
+        if n.kind != "expr" or "take" not in n.spec.formula:
+            continue
+        prog = program_of(NodeCtx(n, g))
+        for ins in prog.instrs:
+            sym = ins[7] if ins[0] == "take" else ""
+            n_len = sizes.lengths.get(sym) if sym else None
+            if n_len is None or not (isinstance(length, int) or sym in given):
+                continue
+            at = prog.instrs[ins[3]]
+            if at[0] == "num" and at[1] >= n_len:
+                diags.append(Diagnostic(
+                    where(n, "formula"),
+                    f"node '{n.id}': its take reads position {at[1]:g} along the length "
+                    f"{sym}, but {sym} is {n_len:,} here (positions 0 to {n_len - 1:,})",
+                    f"use a length of more than {at[1]:g}, or a position within it"))
+                break
+    return diags
+
+
+def _with_graphs(graph: Graph) -> list[tuple[Graph, Node[Any]]]:
+    """Every node with the graph that holds it (a body's nodes with their body)."""
+    out: list[tuple[Graph, Node[Any]]] = []
+    for n in graph.nodes:
+        out.append((graph, n))
+        if n.body is not None:
+            out += _with_graphs(n.body)
+    return out
 
 
 def _work_limits(sizes: Sizes, where: Where) -> list[Diagnostic]:

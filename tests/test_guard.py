@@ -178,6 +178,23 @@ def test_a_length_over_a_learned_table_is_refused_at_max_len() -> None:
     assert refused(text, length={"N": 65})[0][0].endswith("the length N is 65 here")
 
 
+def test_a_fixed_position_past_the_length_is_refused_at_the_formula() -> None:
+    """A formula that reads item 9 of the items (take at a number) refuses a length a
+    command passes with no item 9; any length is accepted when none is given (the
+    batch decides, and the forward names the node), and so is a length that has it."""
+    text = HEAD + ("blocks:\n  b:\n    inputs: [h]\n    nodes:\n"
+                   "      y: {kind: expr, formula: \"take(h, 9, items) + take(h, 2, items)\"}\n"
+                   "    output: y\nnodes:\n  z: {kind: block, block: b, from: x}\n"
+                   "outputs: {z: z}\n")
+    loads_spec(text, "t.yaml")
+    loads_spec(text, "t.yaml", length=10)
+    got = refused(text, length=5)
+    assert got == [("node 'y': its take reads position 9 along the length N, but N is 5 here "
+                    "(positions 0 to 4)", 10, 32,
+                    "use a length of more than 9, or a position within it")]
+    assert refused(text, length={"N": 9})[0][0].endswith("N is 9 here (positions 0 to 8)")
+
+
 def test_check_resources_returns_the_figures() -> None:
     """Under the limits, the guard returns what it measured."""
     g = loads_spec(HEAD + "nodes:\n  y: {kind: linear, from: x, out: 4}\noutputs: {y: y}\n")
