@@ -3,11 +3,11 @@
 :func:`check_resources` measures a graph as it will run
 (:func:`attngraph.analysis.sizes.measure` after :func:`attngraph.passes.as_run`, the
 optimising passes that change what a forward holds: kernel attention in its
-linear-time form) and refuses, with one located diagnostic per limit passed, a spec over any
-of the limits below: parameters, a dimension, a learned table shorter than the
-length, a fixed position a formula takes past the length, a loop's steps, the largest tensor, all the tensors one forward keeps,
-multiply-adds, node runs and node modules; within them, a repeat whose rounds
-would grow values past the float32 range
+linear-time form) and refuses, with one located diagnostic per limit passed, a spec
+over any of the limits below: parameters, a dimension, a learned table shorter than
+the length, a fixed position a formula takes past the length, a loop's steps, the
+largest tensor, all the tensors one forward keeps, multiply-adds, node runs and node
+modules; within them, a repeat whose rounds would grow values past the float32 range
 (:func:`attngraph.analysis.magnitude.growth`). The front end
 (:func:`attngraph.frontend.load_spec`) runs it on every spec; training runs it
 again at the batch and length the run will use.
