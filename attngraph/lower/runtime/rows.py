@@ -19,8 +19,10 @@ made over every item. A hand-written model computes every row and reads one.
   values) whole; a repeat, whose last round runs so, its earlier rounds whole; a block,
   whose body does;
 - a value a node on the rows reads, but which is made whole (the queries, stacked with
-  the keys and values), is read at the rows; over pairs of items (scores) the rows are
-  the queries' axis.
+  the keys and values), is read at the rows; over pairs of items (scores, weights) the
+  rows are the queries' axis. A pointwise node over pairs (scores plus a bias) runs
+  whole: the padding of its queries, on the rows, and of its items, whole, would be
+  one mask.
 
 :func:`run_rows` runs a plan. The rows are fixed when the plan is made (a formula's
 constants) or given by the caller (a repeat's last round); a batch too short to hold
@@ -36,7 +38,14 @@ import torch
 from torch import Tensor
 
 from attngraph.kinds.base import traits_of
-from attngraph.lower.decode.cache import _ATTEND, _ITEMS, STEP_TRAITS, _elementwise
+from attngraph.lower.decode.cache import (
+    _ATTEND,
+    _ITEMS,
+    STEP_TRAITS,
+    _elementwise,
+    _type,
+)
+from attngraph.lower.decode.cache import _outs as _made
 from attngraph.lower.runtime.steps import Step, StepInput, last_uses
 
 if TYPE_CHECKING:
@@ -91,17 +100,6 @@ class RowsPlan:
     inner: dict[str, RowsPlan]
     returned: tuple[tuple[str, int], ...]
     drop: tuple[tuple[str, ...], ...] = field(default=())
-
-
-def _type(graph: Graph, key: str) -> TensorType:
-    nid, _, port = key.partition(".")
-    return graph.node(nid).types[port]
-
-
-def _made(graph: Graph, gm: GraphModule, st: Step) -> list[str]:
-    """The value keys a step makes (a stacked linear: each member's)."""
-    return [f"{m}.{p}" if p else m for m in gm.groups.get(st.node, (st.node,))
-            for p in graph.node(m).types]
 
 
 #: the operands of each formula instruction that are registers (see
@@ -184,7 +182,7 @@ def plan_rows(gm: GraphModule, graph: Graph, *, sym: str | None = None,
     if sym is None:  # the rows the graph's formulas take, of the first length they take
         for st in gm.plan:
             for inp in st.inputs:
-                for s in _syms(graph, inp.key):
+                for s in _syms(graph, inp.key) if inp.role.startswith("formula.") else ():
                     taken = _taken(graph, gm, st, inp, s)
                     if taken is not None and sym in (None, s):
                         sym = s
@@ -219,6 +217,8 @@ def _syms(graph: Graph, key: str) -> list[str]:
 def _taken(graph: Graph, gm: GraphModule, st: Step, inp: StepInput,
            sym: str) -> tuple[int, ...] | None:
     """The rows of ``sym`` at which step ``st`` reads input ``inp`` alone, if it does."""
+    if not inp.role.startswith("formula."):
+        return None
     t = _type(graph, inp.key)
     if row_axis(t, sym) is None or _pair(t, sym):
         return None
@@ -286,9 +286,9 @@ def _schedule(graph: Graph, gm: GraphModule, sym: str, rows: tuple[int, ...],
         here: list[tuple[str, str, int]] = []
         ins: list[StepInput] = []
         for inp in st.inputs:
-            axis = row_axis(_type(graph, inp.key), sym)
             if st.node in on_rows and inp.key in on_rows[st.node] and inp.key not in made_on:
                 alias = f"{inp.key}@rows"  # made whole, read on the rows
+                axis = row_axis(_type(graph, inp.key), sym)
                 assert axis is not None
                 if (inp.key, alias, axis) not in here:
                     here.append((inp.key, alias, axis))
