@@ -145,14 +145,15 @@ LOWERING = """\
   `F.linear` over their concatenated weights, then split; parameters and their
   names stay per node.
 - **Rows read alone** (`attngraph/lower/runtime/rows.py`): a value a formula reads at
-  fixed items alone (`take(h, 0, items)`, BERT's pooler on the first token) is made
-  at those items alone, back through the nodes that work on each item alone (their
-  step trait) and the attentions whose rows are their queries (no causal, window or
-  adjacency mask): in BERT's last layer the readout, the output projection, both
-  norms and the MLP run on one row, the keys, values and any weights asked for
-  on every item. A repeat runs its last round so. Outputs and gradients equal the
-  whole computation (`tests/test_lower_rows.py`); nothing changes while a tracer
-  follows the forward.
+  fixed items alone (`take(h, 0, items)`, BERT's pooler on the first token), or at one
+  item per example worked out from the lengths (`take(h, N - 1, items)`, the last real
+  token a GPT-style classifier reads), is made at those items alone, back through the
+  nodes that work on each item alone (their step trait) and the attentions whose rows
+  are their queries (no causal, window or adjacency mask): in BERT's last layer the
+  readout, the output projection, both norms and the MLP run on one row, the keys,
+  values and any weights asked for on every item. A repeat runs its last round so.
+  Outputs and gradients equal the whole computation (`tests/test_lower_rows.py`);
+  nothing changes while a tracer follows the forward.
 - **Learned queries** are scored once and broadcast over the batch, not
   expanded to B copies first (built-in scorers).
 - **Masked rnn** (`attngraph/lower/rules/rnn.py`): a padding mask becomes lengths and

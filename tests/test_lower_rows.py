@@ -119,8 +119,38 @@ def test_a_causal_softmax_runs_whole_and_the_rest_on_the_row() -> None:
     _same(model)
 
 
-def test_a_position_per_example_is_not_a_fixed_row() -> None:
-    assert _model("take(enc, N - 1, items)").rows_plan is None
+@pytest.mark.parametrize("formula", ["take(enc, N - 1, items)",
+                                     "take(enc, max(N - 3, 0), items)"])
+def test_a_position_per_example_from_the_lengths(formula: str) -> None:
+    """Each example's last real item (as a GPT-style classifier reads it), or one before
+    it: a row per example, worked out from the lengths before the layers run."""
+    model = _model(formula, outputs=", heads: enc.attention")
+    plan = model.rows_plan
+    assert plan is not None and plan.index is not None and plan.rows == ()
+    assert {"a", "r", "n", "f", "o"} <= plan.inner["enc"].on_rows
+    _same(model)
+
+
+def test_a_position_per_example_outside_an_example_is_the_formulas_error() -> None:
+    """An example without a real item has no last one: the take's own error, as when
+    every row is made."""
+    model = _model("take(enc, N - 1, items)")
+    batch = _batch()
+    batch["source_mask"][2] = False
+    with pytest.raises(AttnGraphError, match="outside the table's axis") as rows:
+        model(**batch)
+    model.rows_plan = None
+    with pytest.raises(AttnGraphError) as whole:
+        model(**batch)
+    assert str(rows.value) == str(whole.value)
+
+
+def test_positions_read_from_values_are_no_rows() -> None:
+    """A position a node's values decide is not known before the layers run: every row
+    is made."""
+    model = _model("take(enc, clamp(floor(sum(sum(x, items), features)), 0, 0), items)")
+    assert model.rows_plan is None
+    model(**_batch())
 
 
 def test_a_value_also_read_whole_is_made_whole() -> None:
@@ -156,7 +186,9 @@ def test_bert_pools_the_first_row_of_its_last_layer() -> None:
     assert {"mlp", "n2"} <= plan.inner["stack"].on_rows
 
 
-def _cut_at_the_stack(family: str, heads: bool) -> tuple[str, dict[str, int], dict[str, dict]]:
+def _cut_at_the_stack(family: str, heads: bool,
+                      formula: str = "take({stack}, 1, items) + take({stack}, 6, items)",
+                      ) -> tuple[str, dict[str, int], dict[str, dict]]:
     """The real spec of ``family`` at a small size, up to its first repeat, whose rows 1
     and 6 a formula reads (6 is padding in two examples of the batch); with its
     weights an output, or out of the block's outputs."""
@@ -169,8 +201,7 @@ def _cut_at_the_stack(family: str, heads: bool) -> tuple[str, dict[str, int], di
         if node.get("kind") == "repeat":
             stack = nid
             break
-    formula = f"take({stack}, 1, items) + take({stack}, 6, items)"
-    kept["first"] = {"kind": "expr", "formula": formula}
+    kept["first"] = {"kind": "expr", "formula": formula.format(stack=stack)}
     kept["out"] = {"kind": "linear", "from": "first", "out": 5}
     doc["nodes"] = kept
     block = doc["blocks"][kept[stack]["block"]]
@@ -186,6 +217,19 @@ def _cut_at_the_stack(family: str, heads: bool) -> tuple[str, dict[str, int], di
              "kv": 2, "kvd": 16}
     doc["dims"].update({k: v for k, v in small.items() if k in doc["dims"]})
     return yaml.safe_dump(doc, sort_keys=False), doc["dims"], doc["inputs"]
+
+
+@pytest.mark.parametrize("heads", [True, False])
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_a_causal_stack_classified_at_its_last_token(family: str, heads: bool) -> None:
+    """GPT-2 and Llama read at each example's last real token (a sequence classifier's
+    pooling): outputs and gradients as with every row made."""
+    text, dims, inputs = _cut_at_the_stack(family, heads, "take({stack}, N - 1, items)")
+    model = attngraph.compile(loads_spec(text), seed=0)
+    plan = model.rows_plan
+    assert plan is not None and plan.index is not None
+    assert {"r1", "r2"} <= next(iter(plan.inner.values())).on_rows
+    _equal_on_rows(model, dims, inputs)
 
 
 @pytest.mark.parametrize("heads", [True, False])
@@ -205,6 +249,15 @@ def test_the_real_families_on_rows_equal_them_whole(family: str, heads: bool) ->
         assert "p" not in last.on_rows and ("a" in last.on_rows) == heads
     if family == "t5":
         assert "sb" not in last.on_rows and ("p" in last.on_rows) == (not heads)
+    _equal_on_rows(model, dims, inputs)
+
+
+def _equal_on_rows(model: torch.nn.Module, dims: dict[str, int],
+                   inputs: dict[str, dict]) -> None:
+    """Outputs and gradients with the model's rows plan and without, on a padded batch
+    of 9 items."""
+    model.eval()
+    plan = model.rows_plan
     g = torch.Generator().manual_seed(0)
     mask = torch.ones(B, 9, dtype=torch.bool)
     mask[1, 5:] = False

@@ -69,9 +69,22 @@ from attngraph.algebra.take import take_layout
 from attngraph.algebra.values import INDICES, Dim, Env, Program, Val
 from attngraph.errors import did_you_mean
 
-__all__ = ["Val", "Env", "Program", "typecheck", "INDICES"]
+__all__ = ["Val", "Env", "Program", "typecheck", "INDICES", "operands"]
 
 _ARITH = ("+", "-", "*", "/", "^")
+
+
+#: the operands of each instruction that are registers whose values it reads
+_OPERANDS = {"neg": (1,), "bin": (2, 3), "axis": (2,), "take": (2, 3), "mm": (1, 2),
+             "proj": (1, 2), "align": (1,), "idx": (1,)}
+
+
+def operands(instr: tuple[Any, ...]) -> list[int]:
+    """The registers whose values an instruction reads (a ``len`` reads at most a
+    register's shape, for a length the runtime does not know)."""
+    if instr[0] == "call":
+        return list(instr[2])
+    return [instr[i] for i in _OPERANDS.get(instr[0], ())]
 
 
 def _fail(e: Expr, msg: str, hint: str | None = None) -> FormulaError:

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from attngraph.algebra.functions import FUNCTIONS
+from attngraph.algebra.program import operands
 
 # the registry's functions and the export's helpers, importable from here too
 from attngraph.lower.rules.algebra_functions import (  # noqa: F401
@@ -256,6 +257,26 @@ class Expr(NodeModule):
         if (self.unbatched or shared) and y.shape[0] == 1:  # one value for every example
             y = broadcast(rt, y, rt.batch)
         return y
+
+    def register(self, reg: int, rt: Runtime) -> Any:
+        """Register ``reg`` of the program alone, when it reads none of the node's values
+        (a position worked out from lengths and numbers: ``N - 1``), as the forward
+        would compute it: a number, or one value per example."""
+        need = {reg}
+        for i in range(reg, -1, -1):
+            if i in need:
+                ins = self.program[i]
+                if ins[0] == "in":
+                    msg = f"register {reg} of '{self.formula}' reads the node's values"
+                    raise ValueError(msg)
+                need.update(operands(ins))
+        regs: list[Any] = []
+        run = _Run(regs, rt.dtype, rt, self.impls)
+        for i, ins in enumerate(self.program[:reg + 1]):
+            op = _OPS.get(ins[0])
+            regs.append(None if i not in need else
+                        op(run, ins) if op is not None else regs[ins[1]])
+        return regs[reg]
 
     def _read(self, x: dict[str, Tensor], rt: Runtime) -> tuple[list[Any], torch.dtype, bool]:
         """The registers of the values read (each value the same for every example at

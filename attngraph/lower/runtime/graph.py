@@ -23,7 +23,7 @@ from attngraph.kinds.hooks import (
 from attngraph.lower.runtime.memo import tracing
 from attngraph.lower.runtime.names import NodeDict, module_key
 from attngraph.lower.runtime.node import Runtime
-from attngraph.lower.runtime.rows import RowsPlan, fits, run_rows
+from attngraph.lower.runtime.rows import RowsPlan, rows_of, run_rows
 from attngraph.lower.runtime.sharing import _share_parameters
 from attngraph.lower.runtime.stacked import _linear_groups, _run_linear_group
 from attngraph.lower.runtime.steps import (
@@ -201,8 +201,9 @@ class GraphModule(nn.Module):
         (:attr:`rows_plan`, :mod:`attngraph.lower.runtime.rows`)."""
         vals = dict(values)
         plan = self.rows_plan
-        if plan is not None and not tracing() and fits(plan, rt, plan.rows):
-            run_rows(self, plan, vals, rt, torch.tensor(plan.rows, device=rt.device))
+        idx = rows_of(self, plan, rt) if plan is not None and not tracing() else None
+        if plan is not None and idx is not None:
+            run_rows(self, plan, vals, rt, idx)
         else:
             self._exec(self.plan, vals, rt, self._drop)
         return self._outputs(vals)

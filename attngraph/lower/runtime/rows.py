@@ -9,8 +9,10 @@ made over every item. A hand-written model computes every row and reads one.
 :func:`plan_rows` reads this from the IR, working back from the readers:
 
 - a formula that reads a value only at whole-number constants along one of its length
-  axes (``take(h, 0, items)``) reads those *rows* of it: the value may be made on them
-  alone and put back in place (zeros elsewhere, which nothing reads) for the formula;
+  axes (``take(h, 0, items)``), or at one position per example that lengths and
+  numbers give (``take(h, N - 1, items)``, worked out before the forward runs), reads
+  those *rows* of it: the value may be made on them alone and put back in place (zeros
+  elsewhere, which nothing reads) for the formula;
 - a node all of whose values are read on the rows alone runs on them when it works on
   each item alone: a *pointwise* step trait whose formula, if any, keeps each item to
   itself (:mod:`attngraph.lower.decode.cache`); an attention (a scorer, weights, a
@@ -24,9 +26,10 @@ made over every item. A hand-written model computes every row and reads one.
   whole: the padding of its queries, on the rows, and of its items, whole, would be
   one mask.
 
-:func:`run_rows` runs a plan. The rows are fixed when the plan is made (a formula's
-constants) or given by the caller (a repeat's last round); a batch too short to hold
-them runs whole, so the formula's own error names the position.
+:func:`run_rows` runs a plan on the rows :func:`rows_of` gives: fixed when the plan is
+made (a formula's constants, ``(R,)``), each example's own (``(B, 1)``), or the caller's
+(a repeat's last round). A batch that does not hold them runs whole, so the formula's
+own error names the position.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from attngraph.algebra.program import operands
 from attngraph.kinds.base import traits_of
 from attngraph.lower.decode.cache import (
     _ATTEND,
@@ -53,7 +57,7 @@ if TYPE_CHECKING:
     from attngraph.lower.runtime.graph import GraphModule
     from attngraph.lower.runtime.node import Runtime
 
-__all__ = ["RowsPlan", "plan_rows", "row_axis", "run_rows"]
+__all__ = ["RowsPlan", "pick", "plan_rows", "put_back", "row_axis", "rows_of", "run_rows"]
 
 #: what a reader asks of a value: its rows alone (``rows``: made on them, reduced),
 #: its rows in place (``view``: a formula's take), or all of it
@@ -87,7 +91,7 @@ class RowsPlan:
     step index, the values made on the rows to put back in place after it; ``inner``:
     a repeat's last round's or a block's own plan; ``returned``: the outputs the caller
     reads on the rows (made whole here: read at the rows at the end); ``rows``: the
-    rows, when fixed by the graph (else the caller's).
+    rows, when fixed by the graph (else the caller's, or ``index``'s).
     """
 
     sym: str
@@ -100,17 +104,21 @@ class RowsPlan:
     inner: dict[str, RowsPlan]
     returned: tuple[tuple[str, int], ...]
     drop: tuple[tuple[str, ...], ...] = field(default=())
+    #: the formula node and register of one position per example, worked out from the
+    #: lengths (``N - 1``), when the rows are those
+    index: tuple[str, int] | None = None
 
 
-#: the operands of each formula instruction that are registers (see
-#: :mod:`attngraph.algebra.program`); ``call``'s are the tuple at 2
-_OPERANDS = {"neg": (1,), "bin": (2, 3), "axis": (2,), "take": (2, 3), "mm": (1, 2),
-             "proj": (1, 2), "align": (1,), "len": (2,), "idx": (1,)}
+#: the instructions a position per example may be worked out with (from lengths and
+#: numbers: ``N - 1``, ``max(N - 2, 0)``)
+_OF_LENGTHS = frozenset({"num", "len", "neg", "bin", "call", "align"})
 
 
-def taken_rows(mod: Any, role: str, sym: str) -> tuple[int, ...] | None:
-    """The whole-number positions along ``sym`` at which a formula's module reads the
-    value of edge ``role``, when it reads it there alone (``take(x, 0, items)``)."""
+def taken_rows(mod: Any, role: str, sym: str) -> tuple[int, ...] | int | None:
+    """Where along ``sym`` a formula's module reads the value of edge ``role``, when it
+    reads it there alone: the whole-number constants (``take(x, 0, items)``), or the
+    register of one position per example worked out from lengths and numbers
+    (``take(x, N - 1, items)``, the last real item); None otherwise."""
     program = getattr(mod, "program", None)
     if not program or not role.startswith("formula."):
         return None
@@ -119,17 +127,34 @@ def taken_rows(mod: Any, role: str, sym: str) -> tuple[int, ...] | None:
     if reg is None or getattr(mod, "out", None) == reg:
         return None
     rows: set[int] = set()
+    each: set[int] = set()
     for ins in program:
-        operands = ins[2] if ins[0] == "call" else [ins[i] for i in _OPERANDS.get(ins[0], ())]
-        if reg not in operands:
+        if reg not in operands(ins):
             continue
-        if ins[0] != "take" or ins[2] != reg or ins[3] == reg or ins[7] != sym:
+        if ins[0] != "take" or ins[2] != reg or ins[3] == reg or ins[7] != sym \
+                or any(d != -1 for d in ins[6]):  # one position, not one per entry of an axis
             return None
         at = program[ins[3]]
-        if at[0] != "num" or not float(at[1]).is_integer() or at[1] < 0:
+        if at[0] == "num" and float(at[1]).is_integer() and at[1] >= 0:
+            rows.add(int(at[1]))
+        elif at[0] != "num" and _of_lengths(program, ins[3]):
+            each.add(ins[3])
+        else:
             return None
-        rows.add(int(at[1]))
+    if each:
+        return each.pop() if len(each) == 1 and not rows else None
     return tuple(sorted(rows)) or None
+
+
+def _of_lengths(program: tuple[tuple[Any, ...], ...], reg: int) -> bool:
+    """Whether register ``reg`` is worked out from lengths and numbers alone."""
+    need = {reg}
+    for i in range(reg, -1, -1):
+        if i in need:
+            if program[i][0] not in _OF_LENGTHS:
+                return False
+            need.update(operands(program[i]))
+    return True
 
 
 def _pointwise_ok(graph: Graph, gm: GraphModule, st: Step, sym: str) -> tuple[str, ...] | None:
@@ -179,16 +204,29 @@ def plan_rows(gm: GraphModule, graph: Graph, *, sym: str | None = None,
     read alone (``sym`` None), or those of ``sym`` the caller reads of the outputs
     ``returned``. None when no node would run on rows."""
     fixed: set[int] = set()
-    if sym is None:  # the rows the graph's formulas take, of the first length they take
+    index: tuple[str, int] | None = None
+    if sym is None:  # where the graph's formulas take, along the first length they take
+        found: list[tuple[str, tuple[int, ...] | int]] = []
         for st in gm.plan:
             for inp in st.inputs:
                 for s in _syms(graph, inp.key) if inp.role.startswith("formula.") else ():
                     taken = _taken(graph, gm, st, inp, s)
                     if taken is not None and sym in (None, s):
                         sym = s
-                        fixed.update(taken)
-        if sym is None:
+                        found.append((st.node, taken))
+        each = [(nid, t) for nid, t in found if isinstance(t, int)]
+        if len(each) == 1 and len(found) == 1:  # one position per example
+            index = each[0]
+        fixed.update(r for _, t in found if isinstance(t, tuple) for r in t)
+        if sym is None or not (fixed or index):
             return None
+
+    def covered(st: Step, inp: StepInput) -> bool:
+        """A formula's take that reads this plan's rows in place."""
+        taken = _taken(graph, gm, st, inp, sym) if fixed or index else None
+        return (set(taken) <= fixed if isinstance(taken, tuple)
+                else taken is not None and (st.node, taken) == index)
+
     #: per value, what its readers ask of it
     asked: dict[str, set[str]] = {}
     for _, k, _ in gm.out_keys:
@@ -200,13 +238,13 @@ def plan_rows(gm: GraphModule, graph: Graph, *, sym: str | None = None,
         if reads is not None:
             on_rows[st.node] = reads
         for inp in st.inputs:
-            # a formula's take reads rows in place, when they are this plan's own
-            view = fixed and reads is None and _taken(graph, gm, st, inp, sym) is not None
+            view = reads is None and covered(st, inp)
             how = _ROWS if reads is not None and inp.key in reads else _VIEW if view else _ALL
             asked.setdefault(inp.key, set()).add(how)
     if not on_rows:
         return None
-    return _schedule(graph, gm, sym, tuple(sorted(fixed)), on_rows, inner, asked, returned)
+    plan = _schedule(graph, gm, sym, tuple(sorted(fixed)), on_rows, inner, asked, returned)
+    return replace(plan, index=index)
 
 
 def _syms(graph: Graph, key: str) -> list[str]:
@@ -215,8 +253,9 @@ def _syms(graph: Graph, key: str) -> list[str]:
 
 
 def _taken(graph: Graph, gm: GraphModule, st: Step, inp: StepInput,
-           sym: str) -> tuple[int, ...] | None:
-    """The rows of ``sym`` at which step ``st`` reads input ``inp`` alone, if it does."""
+           sym: str) -> tuple[int, ...] | int | None:
+    """Where along ``sym`` step ``st`` reads input ``inp`` alone, if it does
+    (:func:`taken_rows`)."""
     if not inp.role.startswith("formula."):
         return None
     t = _type(graph, inp.key)
@@ -318,19 +357,64 @@ def _schedule(graph: Graph, gm: GraphModule, sym: str, rows: tuple[int, ...],
                     last_uses(uses, {k for _, k, _ in gm.out_keys}))
 
 
+def rows_of(gm: GraphModule, plan: RowsPlan, rt: Runtime) -> Tensor | None:
+    """The rows of this forward: ``(R,)`` for rows fixed by the plan, ``(B, 1)`` for a
+    position per example; None when the batch does not hold them (the forward then runs
+    whole, and the formula's own error names the position)."""
+    n = rt.sizes.get(plan.sym)
+    if not isinstance(n, int):
+        return None
+    if plan.index is None:
+        ok = bool(plan.rows) and max(plan.rows) < n
+        return torch.tensor(plan.rows, device=rt.device) if ok else None
+    nid, reg = plan.index
+    pos = torch.as_tensor(gm.nodes[nid].register(reg, rt), device=rt.device)  # type: ignore[operator]
+    pos = pos.expand(rt.batch) if pos.dim() == 0 else pos
+    if pos.shape != (rt.batch,) or not bool(((pos >= 0) & (pos < n) & (pos == pos.floor())).all()):
+        return None
+    return pos.long().view(rt.batch, 1)
+
+
+def pick(x: Tensor, axis: int, idx: Tensor) -> Tensor:
+    """``x`` at the rows ``idx`` along ``axis``: ``(R,)`` the same for every example,
+    ``(B, R)`` each example's own."""
+    if idx.dim() == 1:
+        return x.index_select(axis, idx)
+    if x.shape[0] != idx.shape[0]:  # one value for every example
+        x = x.expand(idx.shape[0], *x.shape[1:])
+    return x.gather(axis, _spread(idx, x, axis))
+
+
+def _spread(idx: Tensor, x: Tensor, axis: int) -> Tensor:
+    """``idx (B, R)`` shaped to gather or scatter ``x`` along ``axis``."""
+    shape = [idx.shape[0]] + [1] * (x.dim() - 1)
+    shape[axis] = idx.shape[1]
+    return idx.view(shape).expand(*x.shape[:axis], idx.shape[1], *x.shape[axis + 1:])
+
+
+def put_back(v: Tensor, axis: int, idx: Tensor, n: int) -> Tensor:
+    """``v``, made on the rows ``idx``, in place along an ``axis`` of ``n`` (zeros at the
+    other rows)."""
+    shape = list(v.shape)
+    shape[axis] = n
+    if idx.dim() == 1:
+        return v.new_zeros(shape).index_copy(axis, idx, v)
+    return v.new_zeros(shape).scatter(axis, _spread(idx, v, axis), v)
+
+
 def run_rows(gm: GraphModule, plan: RowsPlan, vals: dict[str, Tensor], rt: Runtime,
              idx: Tensor) -> None:
-    """Run ``gm`` by ``plan`` on the rows ``idx`` (a long tensor), adding its values
+    """Run ``gm`` by ``plan`` on the rows ``idx`` (:func:`rows_of`), adding its values
     to ``vals``."""
     sym = plan.sym
     n = rt.sizes[sym]
     mask = rt.masks.get(sym)
-    rt_rows = replace(rt, masks={**rt.masks, sym: mask.index_select(1, idx)} if mask is not None
-                      else rt.masks, sizes={**rt.sizes, sym: int(idx.shape[0])})
+    rt_rows = replace(rt, masks={**rt.masks, sym: pick(mask, 1, idx)} if mask is not None
+                      else rt.masks, sizes={**rt.sizes, sym: int(idx.shape[-1])})
     drop = plan.drop
     for i, st in enumerate(plan.steps):
         for key, alias, axis in plan.gather.get(i, ()):
-            vals[alias] = vals[key].index_select(axis, idx)
+            vals[alias] = pick(vals[key], axis, idx)
         sub = plan.inner.get(st.node)
         if sub is not None:
             _structure_rows(gm, st, sub, vals, rt, idx)
@@ -338,16 +422,13 @@ def run_rows(gm: GraphModule, plan: RowsPlan, vals: dict[str, Tensor], rt: Runti
             gm._exec([st], vals, rt_rows if st.node in plan.on_rows
                      and st.node not in plan.attend else rt)
         for key, axis in plan.expand.get(i, ()):
-            v = vals[key]
-            shape = list(v.shape)
-            shape[axis] = n
-            vals[f"{key}@whole"] = v.new_zeros(shape).index_copy(axis, idx, v)
+            vals[f"{key}@whole"] = put_back(vals[key], axis, idx, n)
         for k in drop[i]:
             vals.pop(k, None)
         for _key, alias, _ in plan.gather.get(i, ()):
             vals.pop(alias, None)
     for key, axis in plan.returned:
-        vals[key] = vals[key].index_select(axis, idx)
+        vals[key] = pick(vals[key], axis, idx)
 
 
 def _structure_rows(gm: GraphModule, st: Step, sub: RowsPlan, vals: dict[str, Tensor],
@@ -365,9 +446,3 @@ def _structure_rows(gm: GraphModule, st: Step, sub: RowsPlan, vals: dict[str, Te
             vals[f"{st.node}.{port}" if port else st.node] = v
     else:
         vals[st.node] = out
-
-
-def fits(plan: RowsPlan, rt: Runtime, rows: tuple[int, ...]) -> bool:
-    """Whether a batch holds the rows (else it runs whole)."""
-    n = rt.sizes.get(plan.sym)
-    return isinstance(n, int) and bool(rows) and max(rows) < n
