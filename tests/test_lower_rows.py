@@ -282,3 +282,17 @@ def _equal_on_rows(model: torch.nn.Module, dims: dict[str, int],
     assert grads.keys() == ref_grads.keys()
     for k in ref_grads:
         torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-5, rtol=1e-5)
+
+
+def test_a_block_runs_its_body_on_the_rows() -> None:
+    """A block (used once, not repeated) whose first output a formula reads at a row:
+    its body runs on it, its weights output whole."""
+    text = SPEC.format(formula="take(enc, 1, items)", mask="",
+                       outputs=", heads: enc.attention").replace(
+        "{kind: repeat, block: layer, times: 2, from: x}", "{kind: block, block: layer, from: x}")
+    model = attngraph.compile(loads_spec(text), seed=0)
+    model.eval()
+    plan = model.rows_plan
+    assert plan is not None and "enc" in plan.on_rows
+    assert {"a", "r", "n", "f", "o"} <= plan.inner["enc"].on_rows
+    _same(model)
