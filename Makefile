@@ -103,7 +103,8 @@ bench: venv
 
 # The long fuzz run (the test suite runs 2,000 mutants and 200 cases per surface):
 # 100,000 mutants of the catalog and the docs' specs, then 100,000 cases of the surfaces
-# around the spec (data files, run directories, exports, plugins; docs/fuzzing.md),
+# around the spec (data files, run directories, exports, plugins, the Python API's
+# arguments; docs/fuzzing.md),
 # counts per outcome and surface; each defect's case is kept in runs/fuzz/ (about half
 # an hour on 2 cores). Both runs go ahead; the target fails if either found a defect.
 FUZZ_COUNT ?= 100000

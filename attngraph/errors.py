@@ -30,6 +30,7 @@ __all__ = [
     "TrainingError",
     "count_problem",
     "did_you_mean",
+    "flag_problem",
     "whole",
 ]
 
@@ -192,3 +193,10 @@ def count_problem(name: str, value: object, low: int) -> str | None:
     if whole(value, low):
         return None
     return f"{name} must be a whole number >= {low}, not {value!r:.40}"
+
+
+def flag_problem(name: str, value: object) -> str | None:
+    """What is wrong with ``value`` as the switch ``name`` (True or False), or None."""
+    if isinstance(value, bool):
+        return None
+    return f"{name} must be True or False, not {value!r:.40}"

@@ -4,7 +4,7 @@
     python -m fuzz.run --count 3000 --quick      # what CI runs
     python -m fuzz.run --case 1234 --seed 0      # replay one case: its text and outcome
     python -m fuzz.run --count 500 --focus formulas  # the algebra: formulas and params
-    python -m fuzz.run --count 100000 --surface around  # data, run dirs, exports, plugins
+    python -m fuzz.run --count 100000 --surface around  # data, run dirs, exports, plugins, API
     python -m fuzz.run --surface rundir --case 17    # replay one case of a surface
 
 Case ``i`` of seed ``s`` is always the same mutant, so a report's case numbers
@@ -400,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", type=int, help="replay one case: print its text and outcome")
     ap.add_argument("--surface", choices=CHOICES, default="spec",
                     help="what to fuzz: spec texts (default), data files, run directories, "
-                    "exports, plugins; 'around' all four in turn, 'all' the spec's too")
+                    "exports, plugins, the Python API's arguments; 'around' all five in "
+                    "turn, 'all' the spec's too")
     ap.add_argument("--focus", choices=FOCUS, help="formulas: the seeds with expr or param, "
                     "mostly the operators of formulas and params (a case number replays "
                     "only with the same focus)")

@@ -42,7 +42,8 @@ __all__ = ["AROUND", "CHOICES", "MODULES", "Case", "Defect", "fail", "expand", "
 
 #: Surface name -> its module.
 MODULES = {"data": "fuzz.surface_data", "rundir": "fuzz.surface_rundir",
-           "export": "fuzz.surface_export", "plugin": "fuzz.surface_plugin"}
+           "export": "fuzz.surface_export", "plugin": "fuzz.surface_plugin",
+           "api": "fuzz.surface_api"}
 #: The surfaces around the spec, in the order ``--surface around`` interleaves them.
 AROUND = tuple(MODULES)
 #: What ``--surface`` may name: one surface, ``around`` (every surface but the

@@ -29,11 +29,11 @@ SEED = 20261126
 
 
 def test_surface_names_expand_and_take_turns() -> None:
-    """``around`` is the four surfaces in turn, ``all`` adds the spec's; case i of a mixed
+    """``around`` is the five surfaces in turn, ``all`` adds the spec's; case i of a mixed
     run belongs to surface i mod n."""
-    assert expand("around") == AROUND == ("data", "rundir", "export", "plugin")
+    assert expand("around") == AROUND == ("data", "rundir", "export", "plugin", "api")
     assert expand("all")[0] == "spec" and expand("data") == ("data",)
-    assert [surface_of(AROUND, i) for i in range(5)] == [*AROUND, "data"]
+    assert [surface_of(AROUND, i) for i in range(6)] == [*AROUND, "data"]
 
 
 @pytest.mark.parametrize("surface", AROUND)
@@ -112,10 +112,10 @@ def test_the_command_reports_per_surface(tmp_path: Path,
     """`python -m fuzz.run --surface around` (what `make fuzz` runs after the specs)
     counts outcomes per surface in its text and JSON reports."""
     out = tmp_path / "report.json"
-    main(["--surface", "around", "--count", "8", "--jobs", "1", "--timeout", "60",
-          "--json", str(out)])
+    main(["--surface", "around", "--count", str(2 * len(AROUND)), "--jobs", "1",
+          "--timeout", "60", "--json", str(out)])
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert report["total"] == 8
+    assert report["total"] == 2 * len(AROUND)
     assert set(report["surfaces"]) == set(AROUND)
     assert all(sum(c.values()) == 2 for c in report["surfaces"].values())
     assert "per surface:" in capsys.readouterr().out

@@ -387,6 +387,9 @@ def test_a_loop_that_also_reads_an_input_at_every_step_is_refused() -> None:
     ({"max_length": 3, "beam": 0}, "beam must be a whole number >= 1, not 0"),
     ({"max_length": 3, "eos": 12}, "eos=12 is not a token id of the decoder (0 ≤ id < 12)"),
     ({"max_length": 3, "output": "attention"}, "output 'attention' is not made by a loop"),
+    ({"max_length": 3, "output": ["tokens"]}, "output names one of the model's outputs"),
+    ({"max_length": 3, "cache": None}, "cache must be True or False, not None"),
+    ({"max_length": 3, "return_attention": "yes"}, "return_attention must be True or False"),
 ])
 def test_bad_options_are_refused(options: dict[str, Any], words: str) -> None:
     """Each unusable option gets one error that names it and its value."""

@@ -161,6 +161,17 @@ def test_the_python_api_refuses_arguments_of_the_wrong_kind(spec: Path, tmp_path
         (lambda: run.export(tmp_path / "m.pt2", format=None), "but format is None"),  # type: ignore[arg-type]
         (lambda: attngraph.dataset(spec, RECORDS, fields=["text"]), "fields maps each"),  # type: ignore[arg-type]
         (lambda: attngraph.save(run.model, None, data=RECORDS), "out is the run directory"),  # type: ignore[arg-type]
+        # switches are True or False (a tensor's truth is ambiguous), names are strings
+        (lambda: attngraph.compile(spec, fuse=torch.ones(2)), "fuse must be True or False"),
+        (lambda: attngraph.compile(spec, allow_large="no"), "allow_large must be True or"),
+        (lambda: attngraph.compile(spec, block={}), "block names a block of the spec"),  # type: ignore[arg-type]
+        (lambda: attngraph.compile(3), "compile takes a spec path"),  # type: ignore[arg-type]
+        (lambda: attngraph.compile(""), "the path of the spec is empty"),
+        (lambda: run.predict(RECORDS, attention=None), "attention must be True or False"),  # type: ignore[arg-type]
+        (lambda: run.evaluate(RECORDS, truncate=torch.zeros(0)), "truncate must be True"),  # type: ignore[arg-type]
+        (lambda: run.predict(torch.tensor(1.0)), "not Tensor"),  # type: ignore[arg-type]
+        (lambda: run.predict("x" * 10_000), "cannot read the data path"),
+        (lambda: attngraph.load_run("x" * 10_000), "cannot read the run directory"),
     ):
         with pytest.raises(AttnGraphError) as err:
             call()

@@ -94,6 +94,9 @@ def check_regular(path: str | Path, role: Role) -> None:
     """Refuse ``path`` unless it is a regular file (missing, a directory, a FIFO or
     device), without opening it."""
     name = str(path)
+    if not name:
+        msg = f"the path of the {role.noun} is empty"
+        raise role.refuse(msg, "<empty path>", f"give the path of the {role.noun}")
     try:
         st = os.stat(name)
     except FileNotFoundError:

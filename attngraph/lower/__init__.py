@@ -46,7 +46,26 @@ def _graph(spec: Any, allow_large: bool) -> Graph:
     from attngraph.errors import LoweringError
 
     msg = f"compile takes a spec path, YAML text or a Graph, not {type(spec).__name__}"
-    raise LoweringError(msg)
+    raise LoweringError(msg, None, "give the spec file's path, e.g. compile('specs/x.yaml'), "
+                        "its YAML text, or a Graph that load_spec returned")
+
+
+def _check_options(seed: object, allow_large: object, fuse: object, block: object) -> None:
+    """Refuse an option of the wrong kind, naming it (what the command line's option
+    types refuse; a call from Python passes anything)."""
+    from attngraph.errors import LoweringError, flag_problem
+
+    if seed is not None and not (whole(seed, 0) and seed < 2**63):
+        msg = f"compile: seed must be a whole number from 0 to 2**63 - 1, not {seed!r:.40}"
+        raise LoweringError(msg, None, "pass seed=0, or leave it out (torch's own stream)")
+    for name, value in (("allow_large", allow_large), ("fuse", fuse)):
+        problem = flag_problem(name, value)
+        if problem is not None:
+            msg = f"compile: {problem}"
+            raise LoweringError(msg, None, f"pass {name}=True or False")
+    if block is not None and not isinstance(block, str):
+        msg = f"compile: block names a block of the spec, not {block!r:.40}"
+        raise LoweringError(msg, None, "pass block='<a name under blocks:>', or leave it out")
 
 
 def compile(  # noqa: A001 - the public name the contract gives
@@ -93,11 +112,7 @@ def compile(  # noqa: A001 - the public name the contract gives
     AttnGraphError
         Located errors from the front end, or a :class:`LoweringError`.
     """
-    if seed is not None and not (whole(seed, 0) and seed < 2**63):
-        from attngraph.errors import LoweringError
-
-        msg = f"compile: seed must be a whole number from 0 to 2**63 - 1, not {seed!r:.40}"
-        raise LoweringError(msg, None, "pass seed=0, or leave it out (torch's own stream)")
+    _check_options(seed, allow_large, fuse, block)
     graph = _graph(spec, allow_large)
     if fuse:
         from attngraph.passes import OPTIMIZE

@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 from torch import Tensor
 
-from attngraph.errors import LoweringError, count_problem, whole
+from attngraph.errors import LoweringError, count_problem, flag_problem, whole
 from attngraph.lower.decode.decoders import (
     Decoder,
     causal_decoder,
@@ -292,6 +292,11 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *,
     if not isinstance(inputs, Mapping):
         msg = f"generate takes its inputs as a dict of name -> tensor, not {type(inputs).__name__}"
         raise LoweringError(msg, None, 'e.g. generate(model, {"source": ids}, max_length=20)')
+    for name, value in (("return_attention", return_attention), ("cache", cache)):
+        problem = flag_problem(name, value)
+        if problem is not None:
+            msg = f"generate: {problem}"
+            raise LoweringError(msg, None, f"pass {name}=True or False")
     steps = _check_options(model, _steps(model, how, where, max_length), beam, length_penalty)
     _check_ids(pad, start)
     with _evaluating(model):
@@ -337,6 +342,9 @@ def _generated(model: Any, output: str | None) -> tuple[str, str, str]:
     if not found:
         raise no_generation(model, "no output is made by a loop that feeds back its own "
                             "tokens, or by a decoder over a token input")
+    if output is not None and not isinstance(output, str):
+        msg = f"generate: output names one of the model's outputs, not {output!r:.40}"
+        raise LoweringError(msg, None, f"pass output='{next(iter(found))}', or leave it out")
     if output is None:
         if len(found) > 1:
             msg = f"{model.graph.name} can generate {', '.join(found)}: say which"

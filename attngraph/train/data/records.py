@@ -229,9 +229,14 @@ def read_records(path: str | Path) -> list[Record]:
         located at its file, line and column.
     """
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir, exists = p.is_dir(), p.exists()
+    except OSError as exc:  # a name the system refuses (too long, ...)
+        msg = f"cannot read the data path: {exc.strerror or exc}"
+        raise data_error(msg, p, "check the path given to --data / --valid") from None
+    if is_dir:
         return _images(p)
-    if not p.exists():
+    if not exists:
         msg = "no such data file or folder"
         raise data_error(msg, p, "check the path given to --data / --valid")
     check_regular(p, DATA)  # a FIFO or a device: refused before its suffix is read

@@ -32,7 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import AttnGraphError, SourceLoc, TrainingError, count_problem
+from attngraph.errors import (
+    AttnGraphError,
+    SourceLoc,
+    TrainingError,
+    count_problem,
+    flag_problem,
+)
 from attngraph.train.data.records import Record, read_records
 from attngraph.train.data.vocab import EOS, tokenize
 from attngraph.train.trained.finite import nonfinite_at
@@ -106,7 +112,8 @@ class Run:
         given: Any = data
         if hasattr(given, "to_dict") and not isinstance(given, Mapping):
             given = given.to_dict("records")  # a pandas DataFrame, duck-typed
-        if isinstance(given, (Mapping, bytes)) or not hasattr(given, "__iter__"):
+        if isinstance(given, (Mapping, bytes)) or not hasattr(given, "__iter__") \
+                or type(given).__name__ == "Tensor":
             msg = (f"data is a path, a list of records (dicts or texts) or a DataFrame, not "
                    f"{type(given).__name__}")
             raise TrainingError(msg, SourceLoc("<input>"), 'e.g. [{"text": "..."}] or '
@@ -242,7 +249,7 @@ class Run:
         from attngraph.train.data.tokenized import only_imports
         from attngraph.train.trained.rows import prediction_row
 
-        _check_batch(batch)
+        _check_batch(batch, attention=attention, bf16=bf16, cache=cache, truncate=truncate)
         if self.imported:
             from attngraph.train.trained.imported import predict_imported
 
@@ -343,7 +350,7 @@ class Run:
         from attngraph.train.data.tokenized import only_imports
         from attngraph.train.trained.evaluate_run import evaluate_run
 
-        _check_batch(batch)
+        _check_batch(batch, bf16=bf16, truncate=truncate)
         if self.imported:
             from attngraph.train.trained.imported import evaluate_imported
 
@@ -354,11 +361,16 @@ class Run:
                             max_length=max_length)
 
 
-def _check_batch(batch: object) -> None:
-    """Refuse a batch size that is not a whole number of 1 or more, naming it."""
+def _check_batch(batch: object, **flags: object) -> None:
+    """Refuse a batch size that is not a whole number of 1 or more, or a switch that is
+    not True or False, naming it."""
     msg = count_problem("batch", batch, 1)
     if msg is not None:
         raise TrainingError(msg, SourceLoc("batch"), "give e.g. batch=64")
+    for name, value in flags.items():
+        msg = flag_problem(name, value)
+        if msg is not None:
+            raise TrainingError(msg, SourceLoc(name), f"give {name}=True or False")
 
 
 def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
@@ -420,7 +432,13 @@ def load_run(path: str | Path, *, device: str = "cpu") -> Run:
                             "or attngraph import wrote, e.g. load_run('runs/mine')")
     run_dir = Path(path)
     dev = pick_device(device)
-    if run_dir.is_dir():  # its files its own: no link, FIFO or folder among them
+    try:
+        is_dir = run_dir.is_dir()
+    except OSError as exc:  # a name the system refuses (too long, ...)
+        msg = f"cannot read the run directory: {exc.strerror or exc}"
+        raise TrainingError(msg, SourceLoc(str(path)[:200]), "give the folder attngraph "
+                            "train or attngraph import wrote") from None
+    if is_dir:  # its files its own: no link, FIFO or folder among them
         own_files(run_dir)
     # a run written by `attngraph import` is a model that exists: past the spec's
     # parameter limit, bounded by what the machine can hold
