@@ -14,7 +14,10 @@ a value (the others valid):
   ``cache``);
 - ``attngraph.load_run``, and a finished run's ``predict``, ``evaluate`` (the
   records, ``batch``, ``max_length``, ``beam``, ``attention``, ``bf16``, ``truncate``)
-  and ``export`` (the path, inside the case's folder, and the format).
+  and ``export`` (the path, inside the case's folder, and the format);
+- ``attngraph.fit`` for one step into the case's folder (the data, ``batch``, ``lr``,
+  ``seed``, ``epochs``, ``valid_fraction``, ``patience``, ``tokenize``, the switches,
+  ``fields``, ``valid``, ``device``).
 
 The oracle: one of the project's errors, located, with a hint, is a clean rejection; a
 result is valid when its numbers are finite; any other exception (a ``TypeError`` from
@@ -26,6 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from attngraph.errors import whole
 from fuzz.oracle import Outcome
 from fuzz.seeds import ROOT
 from fuzz.surface import Case, fail, finite, quiet, rejected
@@ -99,8 +103,23 @@ def run(case: Case) -> Outcome:
     odd = _odd_values()
     value = case.pick(odd)
     entry = case.pick(("compile", "loads_spec", "forward", "generate", "generate",
-                       "load_run", "predict", "predict", "evaluate", "export"), "entry")
+                       "load_run", "predict", "predict", "evaluate", "export", "fit"), "entry")
     st = case.state
+    if entry == "fit":  # one step of training, into the case's folder
+        arg = case.pick(("data", "batch", "lr", "seed", "epochs", "valid_fraction",
+                         "patience", "tokenize", "bf16", "overwrite", "quiet", "fields",
+                         "valid", "device"), "arg")
+        case.op(f"{arg}={value!r:.30}")
+        kw = {"steps": 1, "batch": 4, "out": case.tmp / "run", "quiet": True}
+        data: Any = str(st["data"])
+        if arg == "data":
+            data = value
+        elif arg == "epochs":  # a count it takes trains that long: a few at most
+            kw.pop("steps")
+            kw["epochs"] = min(value, 2) if whole(value) else value
+        else:
+            kw[arg] = value
+        return _call(case, f"fit({arg})", attngraph.fit, (GA, data), kw)
     if entry == "compile":
         arg = case.pick(("spec", "seed", "seed", "fuse", "allow_large", "block"), "arg")
         case.op(f"{arg}={value!r:.30}")
@@ -150,7 +169,7 @@ def run(case: Case) -> Outcome:
             ("attention",) if entry == "predict" else ())
         arg = case.pick(args, "arg")
         case.op(f"{arg}={value!r:.30}")
-        data: Any = records if entry == "predict" else records[:1]
+        data = records if entry == "predict" else records[:1]
         kw = {}
         if arg == "data":
             data = value

@@ -172,6 +172,8 @@ def test_the_python_api_refuses_arguments_of_the_wrong_kind(spec: Path, tmp_path
         (lambda: run.predict(torch.tensor(1.0)), "not Tensor"),  # type: ignore[arg-type]
         (lambda: run.predict("x" * 10_000), "cannot read the data path"),
         (lambda: attngraph.load_run("x" * 10_000), "cannot read the run directory"),
+        (lambda: attngraph.fit(spec, RECORDS, quiet=torch.ones(2)), "quiet must be True or"),
+        (lambda: attngraph.fit(spec, torch.tensor(1.0)), "not Tensor"),
     ):
         with pytest.raises(AttnGraphError) as err:
             call()

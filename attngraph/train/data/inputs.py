@@ -137,6 +137,13 @@ def folder_of(out: object) -> Path:
     return Path(out)
 
 
+def listlike(data: Any) -> bool:
+    """Whether ``data`` may be a list of records: iterable, and not a mapping, a text,
+    bytes or a tensor (whose iteration runs over its first axis, or fails at 0-d)."""
+    return (hasattr(data, "__iter__") and not isinstance(data, (Mapping, str, bytes))
+            and type(data).__name__ != "Tensor")
+
+
 def records_of(data: Any, name: str) -> list[Mapping[str, Any]]:
     """The records of a list of dicts or a DataFrame (located as ``name``).
 
@@ -147,7 +154,7 @@ def records_of(data: Any, name: str) -> list[Mapping[str, Any]]:
     """
     if hasattr(data, "to_dict") and not isinstance(data, Mapping):
         data = data.to_dict("records")  # a pandas DataFrame, duck-typed
-    if isinstance(data, (Mapping, str, bytes)) or not hasattr(data, "__iter__"):
+    if not listlike(data):
         msg = f"data is a path, a list of records (dicts) or a DataFrame, not " \
             f"{type(data).__name__}"
         raise TrainingError(msg, SourceLoc(name), 'e.g. [{"text": "...", "label": "..."}]')

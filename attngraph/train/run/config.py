@@ -21,7 +21,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import AttnGraphError, SourceLoc, TrainingError, count_problem
+from attngraph.errors import (
+    AttnGraphError,
+    SourceLoc,
+    TrainingError,
+    count_problem,
+    flag_problem,
+)
 from attngraph.train.data.batches import DataTask, load_encoding, steps_per_epoch
 from attngraph.train.data.batches import data_task as make_data_task
 from attngraph.train.engine.step import TrainSettings, check_fits
@@ -99,6 +105,10 @@ _COUNTS = {"steps": 1, "batch": 1, "epochs": 1, "blocks": 2, "patience": 0, "eva
            "eval_size": 1, "checkpoint_every": 0, "log_every": 0, "threads": 0}
 
 
+#: the settings that are switches
+_SWITCHES = ("resume", "overwrite", "quiet", "truncate", "bf16", "picture")
+
+
 def _check_given(cfg: RunConfig) -> None:
     """Refuse a setting of the wrong type or out of range, naming it (what the command
     line's option types refuse; the Python workflow passes values unchecked)."""
@@ -116,6 +126,10 @@ def _check_given(cfg: RunConfig) -> None:
                            or not math.isfinite(lr) or lr <= 0):
         msg = f"lr must be a number > 0, not {lr!r:.40}"
         raise TrainingError(msg, SourceLoc("lr"), "give e.g. lr=1e-3, or leave it to the spec")
+    for name in _SWITCHES:
+        msg = flag_problem(name, getattr(cfg, name))
+        if msg is not None:
+            raise TrainingError(msg, SourceLoc(name), f"give {name}=True or False")
     f = cfg.valid_fraction
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < 1:
         msg = f"valid_fraction must be a number between 0 and 1, not {f!r:.40}"

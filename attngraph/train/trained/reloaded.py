@@ -39,6 +39,7 @@ from attngraph.errors import (
     count_problem,
     flag_problem,
 )
+from attngraph.train.data.inputs import listlike
 from attngraph.train.data.records import Record, read_records
 from attngraph.train.data.vocab import EOS, tokenize
 from attngraph.train.trained.finite import nonfinite_at
@@ -112,8 +113,7 @@ class Run:
         given: Any = data
         if hasattr(given, "to_dict") and not isinstance(given, Mapping):
             given = given.to_dict("records")  # a pandas DataFrame, duck-typed
-        if isinstance(given, (Mapping, bytes)) or not hasattr(given, "__iter__") \
-                or type(given).__name__ == "Tensor":
+        if not listlike(given):
             msg = (f"data is a path, a list of records (dicts or texts) or a DataFrame, not "
                    f"{type(given).__name__}")
             raise TrainingError(msg, SourceLoc("<input>"), 'e.g. [{"text": "..."}] or '
