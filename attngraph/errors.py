@@ -195,8 +195,10 @@ def count_problem(name: str, value: object, low: int) -> str | None:
     return f"{name} must be a whole number >= {low}, not {value!r:.40}"
 
 
-def flag_problem(name: str, value: object) -> str | None:
-    """What is wrong with ``value`` as the switch ``name`` (True or False), or None."""
-    if isinstance(value, bool):
-        return None
-    return f"{name} must be True or False, not {value!r:.40}"
+def flag_problem(**flags: object) -> tuple[str, str] | None:
+    """The first of the switches ``flags`` (name=value) that is not True or False:
+    its name and what is wrong with it; None when all are."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            return name, f"{name} must be True or False, not {value!r:.40}"
+    return None

@@ -58,11 +58,10 @@ def _check_options(seed: object, allow_large: object, fuse: object, block: objec
     if seed is not None and not (whole(seed, 0) and seed < 2**63):
         msg = f"compile: seed must be a whole number from 0 to 2**63 - 1, not {seed!r:.40}"
         raise LoweringError(msg, None, "pass seed=0, or leave it out (torch's own stream)")
-    for name, value in (("allow_large", allow_large), ("fuse", fuse)):
-        problem = flag_problem(name, value)
-        if problem is not None:
-            msg = f"compile: {problem}"
-            raise LoweringError(msg, None, f"pass {name}=True or False")
+    bad = flag_problem(allow_large=allow_large, fuse=fuse)
+    if bad is not None:
+        msg = f"compile: {bad[1]}"
+        raise LoweringError(msg, None, f"pass {bad[0]}=True or False")
     if block is not None and not isinstance(block, str):
         msg = f"compile: block names a block of the spec, not {block!r:.40}"
         raise LoweringError(msg, None, "pass block='<a name under blocks:>', or leave it out")

@@ -292,11 +292,10 @@ def generate(model: Any, inputs: Mapping[str, Tensor], *,
     if not isinstance(inputs, Mapping):
         msg = f"generate takes its inputs as a dict of name -> tensor, not {type(inputs).__name__}"
         raise LoweringError(msg, None, 'e.g. generate(model, {"source": ids}, max_length=20)')
-    for name, value in (("return_attention", return_attention), ("cache", cache)):
-        problem = flag_problem(name, value)
-        if problem is not None:
-            msg = f"generate: {problem}"
-            raise LoweringError(msg, None, f"pass {name}=True or False")
+    bad = flag_problem(return_attention=return_attention, cache=cache)
+    if bad is not None:
+        msg = f"generate: {bad[1]}"
+        raise LoweringError(msg, None, f"pass {bad[0]}=True or False")
     steps = _check_options(model, _steps(model, how, where, max_length), beam, length_penalty)
     _check_ids(pad, start)
     with _evaluating(model):

@@ -126,10 +126,9 @@ def _check_given(cfg: RunConfig) -> None:
                            or not math.isfinite(lr) or lr <= 0):
         msg = f"lr must be a number > 0, not {lr!r:.40}"
         raise TrainingError(msg, SourceLoc("lr"), "give e.g. lr=1e-3, or leave it to the spec")
-    for name in _SWITCHES:
-        msg = flag_problem(name, getattr(cfg, name))
-        if msg is not None:
-            raise TrainingError(msg, SourceLoc(name), f"give {name}=True or False")
+    bad = flag_problem(**{name: getattr(cfg, name) for name in _SWITCHES})
+    if bad is not None:
+        raise TrainingError(bad[1], SourceLoc(bad[0]), f"give {bad[0]}=True or False")
     f = cfg.valid_fraction
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < 1:
         msg = f"valid_fraction must be a number between 0 and 1, not {f!r:.40}"

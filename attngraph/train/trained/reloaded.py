@@ -367,10 +367,9 @@ def _check_batch(batch: object, **flags: object) -> None:
     msg = count_problem("batch", batch, 1)
     if msg is not None:
         raise TrainingError(msg, SourceLoc("batch"), "give e.g. batch=64")
-    for name, value in flags.items():
-        msg = flag_problem(name, value)
-        if msg is not None:
-            raise TrainingError(msg, SourceLoc(name), f"give {name}=True or False")
+    bad = flag_problem(**flags)
+    if bad is not None:
+        raise TrainingError(bad[1], SourceLoc(bad[0]), f"give {bad[0]}=True or False")
 
 
 def _generate(model: nn.Module, inputs: dict[str, Tensor], target: str, *,
