@@ -119,6 +119,18 @@ def test_missing_file_and_directory(tmp_path: Path, cli) -> None:
                                    "nor a run") and "hint:" in r.output
 
 
+@pytest.mark.parametrize("command", ["describe", "compile", "render", "diff"])
+def test_a_path_too_long_for_the_system_is_one_error(command: str, tmp_path: Path, cli) -> None:
+    """A spec path the system refuses to look up (a name over its limit) is one located
+    error, as a missing file is; the commands that also take a run directory ask whether
+    it is one first, and that question must not raise."""
+    long = str(tmp_path / ("a" * 5000))
+    args = (command, long, long) if command == "diff" else (command, long)
+    r = cli(*args, code=1)
+    assert r.output.startswith(f"{long}: error: cannot read spec: File name too long")
+    assert "hint:" in r.output
+
+
 @pytest.mark.parametrize("name", ["odd name ü $x;'.yaml", "-dash.yaml", "new\nline.yaml"])
 def test_odd_characters_in_a_spec_path(name: str, tmp_path: Path, cli) -> None:
     """A spec path with spaces, quotes, non-ASCII letters, a leading dash or a newline

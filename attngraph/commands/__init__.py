@@ -35,7 +35,11 @@ def load_spec_or_run(path: str, *, allow_large: bool = False, **front: Any) -> G
     from attngraph.frontend import load_spec, loads_spec
 
     folder = Path(path)
-    if not folder.is_dir():
+    try:
+        is_dir = folder.is_dir()
+    except OSError:  # a name the system refuses (too long): load_spec says so, located
+        is_dir = False
+    if not is_dir:
         return load_spec(path, allow_large=allow_large, **front)
     from attngraph.train.data.inputs import SPEC_FILE
     from attngraph.train.store.checkpoints import CHECKPOINT, load_checkpoint
