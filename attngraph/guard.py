@@ -141,6 +141,8 @@ def _taken_past(graph: Graph, sizes: Sizes, where: Where,
                 length: int | Mapping[str, int] | None) -> list[Diagnostic]:
     """A formula's ``take`` along a length at a fixed position past its end at the
     length given (``take(h, 9, items)`` at N = 5): the forward would fail there."""
+    if length is None:  # the batch decides: the forward names the node
+        return []
     from attngraph.kinds.algebra import program_of
     from attngraph.kinds.context import NodeCtx
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attngraph.errors import whole
+from attngraph.errors import LoweringError, flag_problem, whole
 from attngraph.ir.graph import Graph
 from attngraph.lower.moved import install as install_moved
 
@@ -43,8 +43,6 @@ def _graph(spec: Any, allow_large: bool) -> Graph:
         if "\n" in spec:
             return loads_spec(spec, allow_large=allow_large)
         return load_spec(spec, allow_large=allow_large)
-    from attngraph.errors import LoweringError
-
     msg = f"compile takes a spec path, YAML text or a Graph, not {type(spec).__name__}"
     raise LoweringError(msg, None, "give the spec file's path, e.g. compile('specs/x.yaml'), "
                         "its YAML text, or a Graph that load_spec returned")
@@ -53,8 +51,6 @@ def _graph(spec: Any, allow_large: bool) -> Graph:
 def _check_options(seed: object, allow_large: object, fuse: object, block: object) -> None:
     """Refuse an option of the wrong kind, naming it (what the command line's option
     types refuse; a call from Python passes anything)."""
-    from attngraph.errors import LoweringError, flag_problem
-
     if seed is not None and not (whole(seed, 0) and seed < 2**63):
         msg = f"compile: seed must be a whole number from 0 to 2**63 - 1, not {seed!r:.40}"
         raise LoweringError(msg, None, "pass seed=0, or leave it out (torch's own stream)")

@@ -243,8 +243,8 @@ def plan_rows(gm: GraphModule, graph: Graph, *, sym: str | None = None,
             asked.setdefault(inp.key, set()).add(how)
     if not on_rows:
         return None
-    plan = _schedule(graph, gm, sym, tuple(sorted(fixed)), on_rows, inner, asked, returned)
-    return replace(plan, index=index)
+    return _schedule(graph, gm, sym, tuple(sorted(fixed)), index, on_rows, inner, asked,
+                     returned)
 
 
 def _syms(graph: Graph, key: str) -> list[str]:
@@ -311,8 +311,9 @@ def _structure(graph: Graph, gm: GraphModule, st: Step, node: Node[Any],
 
 
 def _schedule(graph: Graph, gm: GraphModule, sym: str, rows: tuple[int, ...],
-              on_rows: dict[str, tuple[str, ...]], inner: dict[str, RowsPlan],
-              asked: dict[str, set[str]], returned: tuple[str, ...]) -> RowsPlan:
+              index: tuple[str, int] | None, on_rows: dict[str, tuple[str, ...]],
+              inner: dict[str, RowsPlan], asked: dict[str, set[str]],
+              returned: tuple[str, ...]) -> RowsPlan:
     """The plan's schedule: the values read at the rows before the steps on them, the
     values made on them put back in place (``key@whole``) for the steps that read
     them so."""
@@ -354,7 +355,7 @@ def _schedule(graph: Graph, gm: GraphModule, sym: str, rows: tuple[int, ...],
                     frozenset(n for n in on_rows if n not in inner
                               and traits_of(graph.node(n)).role in _ATTEND),
                     gather, expand, inner, ret,
-                    last_uses(uses, {k for _, k, _ in gm.out_keys}))
+                    last_uses(uses, {k for _, k, _ in gm.out_keys}), index)
 
 
 def rows_of(gm: GraphModule, plan: RowsPlan, rt: Runtime) -> Tensor | None:
@@ -368,7 +369,10 @@ def rows_of(gm: GraphModule, plan: RowsPlan, rt: Runtime) -> Tensor | None:
         ok = bool(plan.rows) and max(plan.rows) < n
         return torch.tensor(plan.rows, device=rt.device) if ok else None
     nid, reg = plan.index
-    pos = torch.as_tensor(gm.nodes[nid].register(reg, rt), device=rt.device)  # type: ignore[operator]
+    try:
+        pos = torch.as_tensor(gm.nodes[nid].register(reg, rt), device=rt.device)  # type: ignore[operator]
+    except (AttributeError, TypeError, ValueError, RuntimeError):  # a length the runtime lacks
+        return None
     pos = pos.expand(rt.batch) if pos.dim() == 0 else pos
     if pos.shape != (rt.batch,) or not bool(((pos >= 0) & (pos < n) & (pos == pos.floor())).all()):
         return None

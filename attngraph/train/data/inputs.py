@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from attngraph.ir.graph import Graph
 
 __all__ = ["TRAIN_FILE", "VALID_FILE", "SPEC_FILE", "is_path", "spec_path", "data_path",
-           "fields_of", "folder_of", "records_of", "named_as", "Written"]
+           "fields_of", "folder_of", "listlike", "records_of", "table_rows", "named_as",
+           "Written"]
 
 TRAIN_FILE = "data-train.jsonl"
 VALID_FILE = "data-valid.jsonl"
@@ -137,6 +138,14 @@ def folder_of(out: object) -> Path:
     return Path(out)
 
 
+def table_rows(data: Any) -> Any:
+    """A pandas DataFrame's rows as dicts (duck-typed: pandas is not imported); anything
+    else as given."""
+    if hasattr(data, "to_dict") and not isinstance(data, Mapping):
+        return data.to_dict("records")
+    return data
+
+
 def listlike(data: Any) -> bool:
     """Whether ``data`` may be a list of records: iterable, and not a mapping, a text,
     bytes or a tensor (whose iteration runs over its first axis, or fails at 0-d)."""
@@ -152,8 +161,7 @@ def records_of(data: Any, name: str) -> list[Mapping[str, Any]]:
     TrainingError
         Data of another kind, no records, or a record that is not a mapping.
     """
-    if hasattr(data, "to_dict") and not isinstance(data, Mapping):
-        data = data.to_dict("records")  # a pandas DataFrame, duck-typed
+    data = table_rows(data)
     if not listlike(data):
         msg = f"data is a path, a list of records (dicts) or a DataFrame, not " \
             f"{type(data).__name__}"

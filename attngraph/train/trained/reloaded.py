@@ -39,7 +39,7 @@ from attngraph.errors import (
     count_problem,
     flag_problem,
 )
-from attngraph.train.data.inputs import listlike
+from attngraph.train.data.inputs import listlike, table_rows
 from attngraph.train.data.records import Record, read_records
 from attngraph.train.data.vocab import EOS, tokenize
 from attngraph.train.trained.finite import nonfinite_at
@@ -110,9 +110,7 @@ class Run:
         as ``<input>:N``): a text is a record of the run's text input alone."""
         if isinstance(data, (str, Path)):
             return read_records(data)
-        given: Any = data
-        if hasattr(given, "to_dict") and not isinstance(given, Mapping):
-            given = given.to_dict("records")  # a pandas DataFrame, duck-typed
+        given = table_rows(data)
         if not listlike(given):
             msg = (f"data is a path, a list of records (dicts or texts) or a DataFrame, not "
                    f"{type(given).__name__}")
